@@ -1,0 +1,48 @@
+//! Sparse matrix formats for sparse deep-neural-network inference.
+//!
+//! Every format holds `f32` values and `u32` indices, checks its invariants when it is
+//! built and never panics on bad input: construction returns a [`FormatError`].
+//!
+//! Ordering contract: the column indices of each row of a [`Csr`] are strictly
+//! increasing (sorted, no duplicates). [`Csr::from_triplets`] sorts its input and
+//! rejects duplicate coordinates; [`Csr::from_parts`] checks the order.
+//!
+//! The product used everywhere in this workspace is `Y · W`, where `Y` is a dense
+//! row-major block of rows (`rows × nrows(W)`) and `W` the sparse matrix; see
+//! [`SparseMatrix::left_multiply`].
+
+mod csr;
+mod error;
+
+pub use csr::Csr;
+pub use error::FormatError;
+
+use ndarray::{Array2, ArrayView2};
+
+/// What every sparse format in this crate offers.
+pub trait SparseMatrix {
+    /// Number of rows.
+    fn nrows(&self) -> usize;
+    /// Number of columns.
+    fn ncols(&self) -> usize;
+    /// Number of stored entries (explicit zeros stored by padding are not counted).
+    fn nnz(&self) -> usize;
+    /// The matrix as a dense array.
+    fn to_dense(&self) -> Array2<f32>;
+    /// `Y · self` for a dense block of rows `Y` (`rows × self.nrows()`), in f32.
+    ///
+    /// Returns an error when `Y` has the wrong number of columns.
+    fn left_multiply(&self, y: ArrayView2<'_, f32>) -> Result<Array2<f32>, FormatError>;
+}
+
+/// Checks that `y` has as many columns as the matrix has rows.
+pub(crate) fn check_left_operand(y: &ArrayView2<'_, f32>, nrows: usize) -> Result<(), FormatError> {
+    if y.ncols() != nrows {
+        return Err(FormatError::ShapeMismatch {
+            what: "left operand columns",
+            expected: nrows,
+            found: y.ncols(),
+        });
+    }
+    Ok(())
+}

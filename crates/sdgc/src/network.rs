@@ -1,0 +1,121 @@
+use spdnn_formats::{Csr, SparseMatrix};
+
+use crate::SdgcError;
+
+/// A sparse DNN: `layers[l]` is `N × N`, row = input neuron, column = output neuron.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Network {
+    neurons: usize,
+    layers: Vec<Csr>,
+}
+
+impl Network {
+    /// Checks that every layer is `neurons × neurons` and that there is at least one layer.
+    pub fn new(neurons: usize, layers: Vec<Csr>) -> Result<Self, SdgcError> {
+        if neurons == 0 {
+            return Err(SdgcError::Parameter("a network needs at least one neuron".into()));
+        }
+        if layers.is_empty() {
+            return Err(SdgcError::Parameter("a network needs at least one layer".into()));
+        }
+        for (l, layer) in layers.iter().enumerate() {
+            if layer.nrows() != neurons || layer.ncols() != neurons {
+                return Err(SdgcError::Parameter(format!(
+                    "layer {} is {}x{}, expected {neurons}x{neurons}",
+                    l + 1,
+                    layer.nrows(),
+                    layer.ncols()
+                )));
+            }
+        }
+        Ok(Self { neurons, layers })
+    }
+
+    /// N, the number of neurons per layer.
+    pub fn neurons(&self) -> usize {
+        self.neurons
+    }
+
+    /// The weight matrices, first layer first.
+    pub fn layers(&self) -> &[Csr] {
+        &self.layers
+    }
+
+    /// L, the number of layers.
+    pub fn num_layers(&self) -> usize {
+        self.layers.len()
+    }
+
+    /// Total stored weights over all layers.
+    pub fn nnz(&self) -> usize {
+        self.layers.iter().map(SparseMatrix::nnz).sum()
+    }
+
+    /// The first `layers` layers (an official L = 120 benchmark is the first 120 of 1920).
+    pub fn truncated(mut self, layers: usize) -> Result<Self, SdgcError> {
+        if layers == 0 || layers > self.layers.len() {
+            return Err(SdgcError::Parameter(format!(
+                "cannot take {layers} layers of a {}-layer network",
+                self.layers.len()
+            )));
+        }
+        self.layers.truncate(layers);
+        Ok(self)
+    }
+}
+
+/// Where an input came from; `Synthetic` must be shown wherever results are printed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum InputOrigin {
+    /// The official `sparse-images-{N}.tsv` (or a cache of it).
+    File { path: String },
+    /// MNIST training images through the recovered official recipe.
+    Mnist,
+    /// Seeded random binary images of about 10% density (no MNIST at hand).
+    Synthetic { seed: u64 },
+}
+
+impl InputOrigin {
+    /// A short label for tables: `file`, `mnist` or `synthetic(seed)`.
+    pub fn label(&self) -> String {
+        match self {
+            Self::File { .. } => "file".into(),
+            Self::Mnist => "mnist".into(),
+            Self::Synthetic { seed } => format!("synthetic(seed {seed})"),
+        }
+    }
+}
+
+/// The input feature vectors: `features` is `rows × N` (row = image), values usually 1.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Input {
+    /// The sparse rows.
+    pub features: Csr,
+    /// Where they came from.
+    pub origin: InputOrigin,
+}
+
+impl Input {
+    /// Number of rows (images).
+    pub fn rows(&self) -> usize {
+        self.features.nrows()
+    }
+
+    /// The first `rows` rows (or all, when there are fewer).
+    pub fn head(&self, rows: usize) -> Input {
+        if rows >= self.rows() {
+            return self.clone();
+        }
+        let end = self.features.row_offsets()[rows] as usize;
+        let features = Csr::from_parts(
+            rows,
+            self.features.ncols(),
+            self.features.row_offsets()[..=rows].to_vec(),
+            self.features.col_indices()[..end].to_vec(),
+            self.features.values()[..end].to_vec(),
+        )
+        .expect("a prefix of valid rows is valid");
+        Input { features, origin: self.origin.clone() }
+    }
+}
