@@ -66,12 +66,21 @@ impl Csr {
             let sorted_cols: Vec<u32> = order.iter().map(|&k| cols[k]).collect();
             let sorted_vals: Vec<f32> = order.iter().map(|&k| values[start + k]).collect();
             if let Some(w) = sorted_cols.windows(2).find(|w| w[0] == w[1]) {
-                return Err(FormatError::DuplicateEntry { row: row as u32, col: w[0] });
+                return Err(FormatError::DuplicateEntry {
+                    row: row as u32,
+                    col: w[0],
+                });
             }
             cols.copy_from_slice(&sorted_cols);
             values[start..end].copy_from_slice(&sorted_vals);
         }
-        Ok(Self { nrows, ncols, row_offsets, col_indices, values })
+        Ok(Self {
+            nrows,
+            ncols,
+            row_offsets,
+            col_indices,
+            values,
+        })
     }
 
     /// Builds a matrix from its three arrays, checking every invariant.
@@ -112,6 +121,12 @@ impl Csr {
                     "row offsets decrease at row {row} ({start} > {end})"
                 )));
             }
+            if end as usize > col_indices.len() {
+                return Err(FormatError::BadStructure(format!(
+                    "row offset {end} of row {row} exceeds the {} entries",
+                    col_indices.len()
+                )));
+            }
             let cols = &col_indices[start as usize..end as usize];
             for (k, &col) in cols.iter().enumerate() {
                 if col as usize >= ncols {
@@ -124,7 +139,10 @@ impl Csr {
                 }
                 if k > 0 && cols[k - 1] >= col {
                     return Err(if cols[k - 1] == col {
-                        FormatError::DuplicateEntry { row: row as u32, col }
+                        FormatError::DuplicateEntry {
+                            row: row as u32,
+                            col,
+                        }
                     } else {
                         FormatError::BadStructure(format!(
                             "column indices of row {row} are not increasing ({} then {col})",
@@ -134,11 +152,58 @@ impl Csr {
                 }
                 let value = values[start as usize + k];
                 if !value.is_finite() {
-                    return Err(FormatError::NonFiniteValue { row: row as u32, col, value });
+                    return Err(FormatError::NonFiniteValue {
+                        row: row as u32,
+                        col,
+                        value,
+                    });
                 }
             }
         }
-        Ok(Self { nrows, ncols, row_offsets, col_indices, values })
+        Ok(Self {
+            nrows,
+            ncols,
+            row_offsets,
+            col_indices,
+            values,
+        })
+    }
+
+    /// Wraps arrays that the caller has already built to satisfy every invariant
+    /// (used by conversions from the other formats, which produce sorted rows).
+    pub(crate) fn from_parts_unchecked(
+        nrows: usize,
+        ncols: usize,
+        row_offsets: Vec<u32>,
+        col_indices: Vec<u32>,
+        values: Vec<f32>,
+    ) -> Self {
+        debug_assert!(
+            Self::from_parts(
+                nrows,
+                ncols,
+                row_offsets.clone(),
+                col_indices.clone(),
+                values.clone()
+            )
+            .is_ok()
+        );
+        Self {
+            nrows,
+            ncols,
+            row_offsets,
+            col_indices,
+            values,
+        }
+    }
+
+    /// Length of the longest row (0 for a matrix without rows).
+    pub fn max_row_len(&self) -> usize {
+        self.row_offsets
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as usize)
+            .max()
+            .unwrap_or(0)
     }
 
     /// An empty (all-zero) matrix.
@@ -174,7 +239,9 @@ impl Csr {
     pub fn triplets(&self) -> impl Iterator<Item = (u32, u32, f32)> + '_ {
         (0..self.nrows).flat_map(move |row| {
             let (cols, vals) = self.row(row);
-            cols.iter().zip(vals).map(move |(&c, &v)| (row as u32, c, v))
+            cols.iter()
+                .zip(vals)
+                .map(move |(&c, &v)| (row as u32, c, v))
         })
     }
 
@@ -200,7 +267,13 @@ impl Csr {
             }
         }
         // Rows were visited in increasing order, so each transposed row is sorted.
-        Csr { nrows: self.ncols, ncols: self.nrows, row_offsets: counts, col_indices, values }
+        Csr {
+            nrows: self.ncols,
+            ncols: self.nrows,
+            row_offsets: counts,
+            col_indices,
+            values,
+        }
     }
 
     /// Adds `scale · row(row)` into the dense accumulator `acc` (length `ncols`).
@@ -238,7 +311,9 @@ impl SparseMatrix for Csr {
         check_left_operand(&y, self.nrows)?;
         let mut out = Array2::zeros((y.nrows(), self.ncols));
         for (y_row, mut out_row) in y.rows().into_iter().zip(out.rows_mut()) {
-            let acc = out_row.as_slice_mut().expect("a fresh Array2 is contiguous");
+            let acc = out_row
+                .as_slice_mut()
+                .expect("a fresh Array2 is contiguous");
             for (j, &y_j) in y_row.iter().enumerate() {
                 if y_j != 0.0 {
                     self.axpy_row(j, y_j, acc);
@@ -295,6 +370,11 @@ mod tests {
         assert!(Csr::from_parts(1, 2, vec![0, 2], vec![1, 0], vec![1.0, 1.0]).is_err());
         assert!(Csr::from_parts(1, 2, vec![0, 1], vec![0], vec![]).is_err());
         assert!(Csr::from_parts(1, 2, vec![0, 1], vec![0], vec![1.0]).is_ok());
+        // An interior offset past the end must be an error, not a slicing panic.
+        assert!(matches!(
+            Csr::from_parts(2, 2, vec![0, 5, 1], vec![0], vec![1.0]),
+            Err(FormatError::BadStructure(_))
+        ));
     }
 
     #[test]
@@ -304,7 +384,10 @@ mod tests {
         let y = ndarray::array![[1.0f32, 1.0], [2.0, 0.0]];
         let z = w.left_multiply(y.view()).unwrap();
         assert_eq!(z, ndarray::array![[1.0f32, 5.0], [2.0, 4.0]]);
-        assert!(w.left_multiply(ndarray::Array2::zeros((1, 3)).view()).is_err());
+        assert!(
+            w.left_multiply(ndarray::Array2::zeros((1, 3)).view())
+                .is_err()
+        );
     }
 
     #[test]

@@ -5,7 +5,12 @@ use thiserror::Error;
 pub enum FormatError {
     /// An index lies outside the matrix.
     #[error("entry ({row}, {col}) lies outside a {nrows}x{ncols} matrix (0-based)")]
-    IndexOutOfRange { row: u64, col: u64, nrows: usize, ncols: usize },
+    IndexOutOfRange {
+        row: u64,
+        col: u64,
+        nrows: usize,
+        ncols: usize,
+    },
     /// The same coordinate was given twice.
     #[error("duplicate entry at ({row}, {col}) (0-based)")]
     DuplicateEntry { row: u32, col: u32 },
@@ -14,7 +19,11 @@ pub enum FormatError {
     NonFiniteValue { row: u32, col: u32, value: f32 },
     /// Two lengths that must agree do not.
     #[error("{what}: expected {expected}, found {found}")]
-    ShapeMismatch { what: &'static str, expected: usize, found: usize },
+    ShapeMismatch {
+        what: &'static str,
+        expected: usize,
+        found: usize,
+    },
     /// Row offsets are not monotone, or column indices in a row are not strictly increasing.
     #[error("{0}")]
     BadStructure(String),

@@ -7,15 +7,33 @@
 //! increasing (sorted, no duplicates). [`Csr::from_triplets`] sorts its input and
 //! rejects duplicate coordinates; [`Csr::from_parts`] checks the order.
 //!
+//! Formats: [`Csr`] (the hub every other format converts from and back to),
+//! [`Bcsr`] (dense `r × c` blocks), [`Ell`] (one padded width, column-major) and
+//! [`SlicedEll`] (a padded width per slice of rows, column-major within a slice).
+//!
 //! The product used everywhere in this workspace is `Y · W`, where `Y` is a dense
 //! row-major block of rows (`rows × nrows(W)`) and `W` the sparse matrix; see
 //! [`SparseMatrix::left_multiply`].
 
+mod bcsr;
+mod column_slabs;
 mod csr;
+mod ell;
 mod error;
+mod sliced_ell;
 
+pub use bcsr::Bcsr;
+pub use column_slabs::ColumnSlabs;
 pub use csr::Csr;
+pub use ell::Ell;
 pub use error::FormatError;
+pub use sliced_ell::SlicedEll;
+
+/// Column index of a padding slot in [`Ell`] and [`SlicedEll`] (its value is `0.0`).
+///
+/// Never a valid column: every matrix has at most `u32::MAX` columns, so real column
+/// indices are below `u32::MAX`.
+pub const PADDING_COLUMN: u32 = u32::MAX;
 
 use ndarray::{Array2, ArrayView2};
 
@@ -45,4 +63,14 @@ pub(crate) fn check_left_operand(y: &ArrayView2<'_, f32>, nrows: usize) -> Resul
         });
     }
     Ok(())
+}
+
+/// `a · b` as a storage length that `u32` indices can address, or
+/// [`FormatError::BadParameter`] naming `what`.
+pub(crate) fn checked_len(a: usize, b: usize, what: &str) -> Result<usize, FormatError> {
+    a.checked_mul(b)
+        .filter(|&len| len <= u32::MAX as usize)
+        .ok_or_else(|| {
+            FormatError::BadParameter(format!("{what} of {a} x {b} does not fit u32 indices"))
+        })
 }
