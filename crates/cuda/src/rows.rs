@@ -1,0 +1,222 @@
+//! Dense row-major activations on the device, and what every method's run returns.
+
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+use spdnn_formats::{Csr, SparseMatrix};
+
+use crate::{CudaError, DeviceBuffer, DriverResultExt, Gpu, KernelSource};
+
+/// `kernels-cu/rows.cu`: scatter sparse rows, row flags, row lists.
+pub const ROWS: KernelSource = KernelSource {
+    name: "rows.cu",
+    source: include_str!("../../../kernels-cu/rows.cu"),
+};
+
+/// How often a GPU method runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunSpec {
+    /// Untimed runs first.
+    pub warmup: usize,
+    /// Timed runs (at least one is made).
+    pub repetitions: usize,
+    /// Download the final activations (rows × N) after the last run.
+    pub keep_output: bool,
+}
+
+impl Default for RunSpec {
+    fn default() -> Self {
+        Self {
+            warmup: 1,
+            repetitions: 1,
+            keep_output: false,
+        }
+    }
+}
+
+/// The result of a GPU method.
+#[derive(Debug, Clone, Default)]
+pub struct GpuInference {
+    /// 1-based ascending rows with a nonzero sum after the last layer.
+    pub categories: Vec<u32>,
+    /// Final activations, rows × N row-major, when asked for.
+    pub output: Option<Vec<f32>>,
+    /// Event time of each timed run: layer loop + category extraction, ms.
+    pub infer_ms: Vec<f64>,
+    /// Host wall time of the whole call: preparation, uploads, all runs, ms.
+    pub total_ms: f64,
+    /// Method-specific facts (name, value) for reports.
+    pub details: Vec<(String, String)>,
+}
+
+/// Checks that every layer is N×N with N the input's width, and that the activation
+/// parameters are valid (bias < 0 makes `clip(Z + b)` equal the official rule).
+pub fn check_problem(
+    layers: &[Csr],
+    input: &Csr,
+    bias: f32,
+    upper: f32,
+) -> Result<usize, CudaError> {
+    let n = input.ncols();
+    if layers.is_empty() {
+        return Err(CudaError::InvalidArgument(
+            "the network has no layers".into(),
+        ));
+    }
+    if n == 0 || input.nrows() == 0 {
+        return Err(CudaError::InvalidArgument(
+            "the input has no rows or no features".into(),
+        ));
+    }
+    if input.nrows() > u32::MAX as usize || n > u32::MAX as usize / 2 {
+        return Err(CudaError::InvalidArgument(format!(
+            "{} rows × {n} features is too large",
+            input.nrows()
+        )));
+    }
+    for (l, w) in layers.iter().enumerate() {
+        if w.nrows() != n || w.ncols() != n {
+            return Err(CudaError::InvalidArgument(format!(
+                "layer {} is {}x{}, the input has {n} features",
+                l + 1,
+                w.nrows(),
+                w.ncols()
+            )));
+        }
+    }
+    if !(bias.is_finite() && bias < 0.0) {
+        return Err(CudaError::InvalidArgument(format!(
+            "the bias must be negative and finite, got {bias}"
+        )));
+    }
+    if !(upper.is_finite() && upper > 0.0) {
+        return Err(CudaError::InvalidArgument(format!(
+            "the upper bound must be positive, got {upper}"
+        )));
+    }
+    Ok(n)
+}
+
+/// Grid size for grid-stride loops over `items` (capped so launches stay cheap).
+pub fn grid_for(items: usize, per_block: usize) -> u32 {
+    items.div_ceil(per_block).clamp(1, 65535 * 16) as u32
+}
+
+/// Writes the sparse `input` rows into `y` (rows × N, which must be zeroed).
+pub fn scatter_rows(gpu: &Gpu, input: &Csr, y: &mut DeviceBuffer<f32>) -> Result<(), CudaError> {
+    let rows = input.nrows();
+    if y.len() < rows * input.ncols() {
+        return Err(CudaError::InvalidArgument(
+            "the dense buffer is smaller than the input".into(),
+        ));
+    }
+    if input.nnz() == 0 {
+        return Ok(());
+    }
+    let offsets = gpu.upload(input.row_offsets())?;
+    let cols = gpu.upload(input.col_indices())?;
+    let vals = gpu.upload(input.values())?;
+    let scatter = gpu.function(&ROWS, "spdnn_scatter_rows")?;
+    let (rows_u32, n_u32) = (rows as u32, input.ncols() as u32);
+    let mut launch = gpu.stream().launch_builder(&scatter);
+    launch
+        .arg(&*offsets)
+        .arg(&*cols)
+        .arg(&*vals)
+        .arg(&rows_u32)
+        .arg(&n_u32)
+        .arg(&mut **y);
+    // Launch: grid min(rows, 1M) blocks (grid-stride over rows), block 128, no shared memory.
+    let config = LaunchConfig {
+        grid_dim: (grid_for(rows, 1), 1, 1),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    unsafe { launch.launch(config) }.context("launching spdnn_scatter_rows")?;
+    Ok(())
+}
+
+/// A zeroed rows × N buffer holding the input rows.
+pub fn upload_dense_rows(gpu: &Gpu, input: &Csr) -> Result<DeviceBuffer<f32>, CudaError> {
+    let mut y = gpu.alloc_zeros::<f32>(input.nrows() * input.ncols())?;
+    scatter_rows(gpu, input, &mut y)?;
+    Ok(y)
+}
+
+/// Sets `flags[row]` to whether row `row` of `y` (rows × n) has a nonzero.
+pub fn row_nonzero_flags(
+    gpu: &Gpu,
+    y: &DeviceBuffer<f32>,
+    rows: usize,
+    n: usize,
+    flags: &mut DeviceBuffer<u8>,
+) -> Result<(), CudaError> {
+    let kernel = gpu.function(&ROWS, "spdnn_row_nonzero_flags")?;
+    let (rows_u32, n_u32) = (rows as u32, n as u32);
+    let mut launch = gpu.stream().launch_builder(&kernel);
+    launch
+        .arg(&**y)
+        .arg(&rows_u32)
+        .arg(&n_u32)
+        .arg(&mut **flags);
+    // Launch: grid min(rows, 1M) blocks (grid-stride over rows), block 256, no shared memory.
+    let config = LaunchConfig {
+        grid_dim: (grid_for(rows, 1), 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    unsafe { launch.launch(config) }.context("launching spdnn_row_nonzero_flags")?;
+    Ok(())
+}
+
+/// The 1-based rows whose flag is set.
+pub fn categories_from_flags(flags: &[u8]) -> Vec<u32> {
+    flags
+        .iter()
+        .enumerate()
+        .filter(|&(_, &f)| f != 0)
+        .map(|(row, _)| row as u32 + 1)
+        .collect()
+}
+
+/// Downloads `y` and zeroes the rows that are not categories (their memory may hold
+/// values of earlier layers in methods that skip dead rows).
+pub fn final_output(
+    gpu: &Gpu,
+    y: &DeviceBuffer<f32>,
+    n: usize,
+    row_flags: &[u8],
+) -> Result<Vec<f32>, CudaError> {
+    let mut values = gpu.download(&**y)?;
+    values.truncate(row_flags.len() * n);
+    for (row, &flag) in row_flags.iter().enumerate() {
+        if flag == 0 {
+            values[row * n..(row + 1) * n].fill(0.0);
+        }
+    }
+    Ok(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn categories_are_one_based() {
+        assert_eq!(categories_from_flags(&[0, 1, 0, 1, 1]), vec![2, 4, 5]);
+        assert!(categories_from_flags(&[]).is_empty());
+    }
+
+    #[test]
+    fn problems_are_checked() {
+        let w = Csr::from_triplets(3, 3, &[(0, 1, 1.0)]).unwrap();
+        let x = Csr::from_triplets(2, 3, &[(1, 2, 1.0)]).unwrap();
+        assert_eq!(
+            check_problem(std::slice::from_ref(&w), &x, -0.3, 32.0).unwrap(),
+            3
+        );
+        assert!(check_problem(&[], &x, -0.3, 32.0).is_err());
+        assert!(check_problem(std::slice::from_ref(&w), &x, 0.3, 32.0).is_err());
+        assert!(check_problem(std::slice::from_ref(&w), &x, -0.3, f32::NAN).is_err());
+        let wide = Csr::from_triplets(2, 4, &[]).unwrap();
+        assert!(check_problem(&[w, wide], &x, -0.3, 32.0).is_err());
+    }
+}

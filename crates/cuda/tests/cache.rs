@@ -1,0 +1,147 @@
+//! The on-disk PTX cache with a real NVRTC (no GPU needed).
+
+mod common;
+
+use std::fs;
+
+use spdnn_cuda::{
+    CacheOutcome, KernelSource, PtxCache, SELFTEST, cache_key, compile_ptx, nvrtc_options,
+    nvrtc_version,
+};
+
+#[test]
+fn miss_then_hit_then_corrupt_entry_is_recompiled() {
+    if !common::nvrtc_or_skip("miss_then_hit_then_corrupt_entry_is_recompiled") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = PtxCache::at(dir.path());
+    let arch = "sm_80";
+
+    let (first, outcome) = cache.compile_with_outcome(&SELFTEST, arch).unwrap();
+    assert_eq!(outcome, CacheOutcome::Compiled);
+    assert_eq!(first, compile_ptx(&SELFTEST, arch).unwrap());
+
+    let (second, outcome) = cache.compile_with_outcome(&SELFTEST, arch).unwrap();
+    assert_eq!(outcome, CacheOutcome::Hit);
+    assert_eq!(second, first);
+
+    // The entry sits where the key says, and the key is stored inside it.
+    let key = cache_key(
+        &SELFTEST.expand_builtin().unwrap(),
+        arch,
+        &nvrtc_options(arch),
+        nvrtc_version().unwrap(),
+    );
+    let path = cache.entry_path(&key).unwrap();
+    let stored = fs::read_to_string(&path).unwrap();
+    assert!(stored.contains(&key));
+
+    // Truncated entry: recompiled, never trusted.
+    fs::write(&path, &stored[..stored.len() / 2]).unwrap();
+    let (third, outcome) = cache.compile_with_outcome(&SELFTEST, arch).unwrap();
+    assert_eq!(outcome, CacheOutcome::Recompiled);
+    assert_eq!(third, first);
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        stored,
+        "entry rewritten"
+    );
+
+    // Tampered PTX with a stale body hash: recompiled.
+    fs::write(&path, stored.replace(".target sm_80", ".target sm_70")).unwrap();
+    let (fourth, outcome) = cache.compile_with_outcome(&SELFTEST, arch).unwrap();
+    assert_eq!(outcome, CacheOutcome::Recompiled);
+    assert!(fourth.contains(".target sm_80"));
+
+    // Binary garbage: recompiled.
+    fs::write(&path, [0xffu8, 0x00, 0x13, 0x37]).unwrap();
+    let (_, outcome) = cache.compile_with_outcome(&SELFTEST, arch).unwrap();
+    assert_eq!(outcome, CacheOutcome::Recompiled);
+    assert_eq!(
+        cache.compile_with_outcome(&SELFTEST, arch).unwrap().1,
+        CacheOutcome::Hit
+    );
+
+    // Another arch is another entry.
+    let (other, outcome) = cache.compile_with_outcome(&SELFTEST, "sm_90").unwrap();
+    assert_eq!(outcome, CacheOutcome::Compiled);
+    assert!(other.contains(".target sm_90"));
+}
+
+#[test]
+fn entry_of_another_key_is_not_trusted() {
+    if !common::nvrtc_or_skip("entry_of_another_key_is_not_trusted") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = PtxCache::at(dir.path());
+    let version = nvrtc_version().unwrap();
+    let key_for = |arch: &str| {
+        cache_key(
+            &SELFTEST.expand_builtin().unwrap(),
+            arch,
+            &nvrtc_options(arch),
+            version,
+        )
+    };
+    cache.compile(&SELFTEST, "sm_75").unwrap();
+    // Put the valid sm_75 entry under the sm_90 name: the key inside does not match.
+    fs::copy(
+        cache.entry_path(&key_for("sm_75")).unwrap(),
+        cache.entry_path(&key_for("sm_90")).unwrap(),
+    )
+    .unwrap();
+    let (ptx, outcome) = cache.compile_with_outcome(&SELFTEST, "sm_90").unwrap();
+    assert_eq!(outcome, CacheOutcome::Recompiled);
+    assert!(ptx.contains(".target sm_90") && !ptx.contains(".target sm_75"));
+}
+
+#[test]
+fn disabled_and_unwritable_caches_still_compile() {
+    if !common::nvrtc_or_skip("disabled_and_unwritable_caches_still_compile") {
+        return;
+    }
+    let (ptx, outcome) = PtxCache::disabled()
+        .compile_with_outcome(&SELFTEST, "sm_75")
+        .unwrap();
+    assert_eq!(outcome, CacheOutcome::Uncached);
+    assert!(ptx.contains(".target sm_75"));
+
+    // A folder that exists but cannot be written to (a read-only dir; root ignores
+    // permissions, so also a path under a regular file, which create_dir_all refuses).
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    fs::write(&file, b"x").unwrap();
+    let cache = PtxCache::at(file.join("ptx"));
+    let (_, outcome) = cache.compile_with_outcome(&SELFTEST, "sm_75").unwrap();
+    assert_eq!(outcome, CacheOutcome::Uncached);
+}
+
+#[test]
+fn source_change_changes_the_entry() {
+    if !common::nvrtc_or_skip("source_change_changes_the_entry") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = PtxCache::at(dir.path());
+    let a = KernelSource {
+        name: "a.cu",
+        source: "extern \"C\" __global__ void k(float* y) { y[0] = 1.0f; }\n",
+    };
+    let b = KernelSource {
+        name: "a.cu",
+        source: "extern \"C\" __global__ void k(float* y) { y[0] = 2.0f; }\n",
+    };
+    let (ptx_a, outcome) = cache.compile_with_outcome(&a, "sm_80").unwrap();
+    assert_eq!(outcome, CacheOutcome::Compiled);
+    let (ptx_b, outcome) = cache.compile_with_outcome(&b, "sm_80").unwrap();
+    assert_eq!(outcome, CacheOutcome::Compiled, "b must not hit a's entry");
+    assert_ne!(ptx_a, ptx_b);
+    // 2.0f is stored as its bit pattern 0x40000000 = 1073741824 (or a 0f literal).
+    assert!(
+        ptx_b.contains("1073741824") || ptx_b.contains("0f40000000"),
+        "{ptx_b}"
+    );
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+}

@@ -1,0 +1,248 @@
+//! Tests on a real GPU. Run on the GPU machine with `--include-ignored`.
+
+use std::sync::Arc;
+
+use spdnn_cuda::{
+    CudaError, DeviceBuffer, DriverResultExt, Gpu, LaunchConfig, PushKernelArg, SELFTEST, probe,
+};
+
+fn gpu() -> Gpu {
+    Gpu::new(0).unwrap_or_else(|e| panic!("cannot open GPU 0: {e}"))
+}
+
+/// Deterministic, non-trivial test data (no rand dependency needed).
+fn data(n: usize, seed: u32) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state % 20_001) as f32 / 1000.0 - 10.0
+        })
+        .collect()
+}
+
+fn launch_axpy(
+    gpu: &Gpu,
+    stream: &Arc<spdnn_cuda::CudaStream>,
+    y: &mut DeviceBuffer<f32>,
+    x: &DeviceBuffer<f32>,
+    a: f32,
+) -> Result<(), CudaError> {
+    let f = gpu.function(&SELFTEST, "spdnn_selftest_axpy")?;
+    let n = u32::try_from(y.len()).expect("test sizes fit u32");
+    let cfg = LaunchConfig {
+        grid_dim: (n.div_ceil(256).min(4096), 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut launch = stream.launch_builder(&f);
+    launch.arg(&mut **y).arg(&**x).arg(&a).arg(&n);
+    // SAFETY: argument types and count match the kernel's signature.
+    unsafe { launch.launch(cfg) }.context("launching spdnn_selftest_axpy")?;
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn probe_finds_a_device() {
+    let devices = probe().unwrap();
+    assert!(!devices.is_empty());
+    for d in &devices {
+        eprintln!("{d:?} arch {}", d.arch());
+        assert!(!d.name.is_empty());
+        assert!(d.compute_capability.0 >= 7, "{:?}", d.compute_capability);
+        assert!(d.total_memory > 0 && d.free_memory <= d.total_memory);
+        assert!(d.sm_count > 0);
+    }
+    let gpu = gpu();
+    assert_eq!(gpu.name(), devices[0].name);
+    assert_eq!(gpu.arch(), devices[0].arch());
+    assert!(
+        !gpu.stream().cu_stream().is_null(),
+        "main stream must not be the NULL stream"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn selftest_axpy_is_exact_and_memory_is_accounted() {
+    let gpu = gpu();
+    let n = (1 << 20) + 7;
+    let a = 0.75f32;
+    let (xh, yh) = (data(n, 1), data(n, 2));
+    let before = gpu.memory().unwrap();
+    let x = gpu.upload(&xh).unwrap();
+    let mut y = gpu.upload(&yh).unwrap();
+    let during = gpu.memory().unwrap();
+    assert_eq!(during.held_by_us - before.held_by_us, 2 * n * 4);
+    assert!(during.total >= during.free);
+
+    launch_axpy(&gpu, gpu.stream(), &mut y, &x, a).unwrap();
+    let got = gpu.download(&*y).unwrap();
+    let expected: Vec<f32> = xh.iter().zip(&yh).map(|(x, y)| a * x + y).collect();
+    assert_eq!(
+        got, expected,
+        "the kernel rounds like the CPU (no FMA contraction)"
+    );
+
+    // The module registry hands back the same module.
+    let m1 = gpu.module(&SELFTEST).unwrap();
+    let m2 = gpu.module(&SELFTEST).unwrap();
+    assert!(Arc::ptr_eq(&m1, &m2));
+
+    drop((x, y));
+    assert_eq!(gpu.memory().unwrap().held_by_us, before.held_by_us);
+    gpu.synchronize().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn activation_kernel_clamps() {
+    let gpu = gpu();
+    let input = vec![-5.0f32, 0.0, 0.2, 0.3, 0.31, 10.0, 32.2, 40.0, 1e30, -1e30];
+    let (bias, upper) = (-0.3f32, 32.0f32);
+    let d_in = gpu.upload(&input).unwrap();
+    let mut d_out = gpu.alloc_zeros::<f32>(input.len()).unwrap();
+    let f = gpu
+        .function(&SELFTEST, "spdnn_selftest_activation")
+        .unwrap();
+    let n = input.len() as u32;
+    let mut launch = gpu.stream().launch_builder(&f);
+    launch
+        .arg(&mut *d_out)
+        .arg(&*d_in)
+        .arg(&bias)
+        .arg(&upper)
+        .arg(&n);
+    unsafe { launch.launch(LaunchConfig::for_num_elems(n)) }.unwrap();
+    let got = gpu.download(&*d_out).unwrap();
+    let expected: Vec<f32> = input.iter().map(|v| (v + bias).clamp(0.0, upper)).collect();
+    assert_eq!(got, expected);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn event_timer_measures_positive_time() {
+    let gpu = gpu();
+    let n = 1 << 22;
+    let x = gpu.upload(&data(n, 3)).unwrap();
+    let mut y = gpu.alloc_zeros::<f32>(n).unwrap();
+    launch_axpy(&gpu, gpu.stream(), &mut y, &x, 1.0).unwrap(); // warm-up
+    let mut timer = gpu.timer().unwrap();
+    assert!(matches!(
+        timer.stop(gpu.stream()),
+        Err(CudaError::InvalidArgument(_))
+    ));
+    timer.start(gpu.stream()).unwrap();
+    for _ in 0..10 {
+        launch_axpy(&gpu, gpu.stream(), &mut y, &x, 1.0).unwrap();
+    }
+    let ms = timer.stop(gpu.stream()).unwrap();
+    eprintln!("10 axpy launches over {n} floats: {ms:.4} ms");
+    assert!(ms > 0.0 && ms < 10_000.0, "{ms}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn graph_capture_replays_correctly() {
+    let gpu = gpu();
+    let n = 100_003;
+    let a = 1.5f32;
+    let (xh, yh) = (data(n, 4), data(n, 5));
+    let x = gpu.upload(&xh).unwrap();
+    let mut y = gpu.upload(&yh).unwrap();
+    // Load the function before capture (module loading is not capturable).
+    gpu.function(&SELFTEST, "spdnn_selftest_axpy").unwrap();
+    let stream = gpu.stream().clone();
+    let graph = gpu
+        .capture_graph(&stream, |s| launch_axpy(&gpu, s, &mut y, &x, a))
+        .unwrap();
+    // Capture only records: y is unchanged so far.
+    assert_eq!(gpu.download(&*y).unwrap(), yh);
+    graph.upload().unwrap();
+    graph.launch().unwrap();
+    graph.launch().unwrap();
+    let got = gpu.download(&*y).unwrap();
+    let expected: Vec<f32> = xh
+        .iter()
+        .zip(&yh)
+        .map(|(x, y)| {
+            let once = a * x + y;
+            a * x + once
+        })
+        .collect();
+    assert_eq!(got, expected);
+
+    // Capturing on the legacy NULL stream is refused, not a driver failure.
+    let null = gpu.context().default_stream();
+    let err = gpu.capture_graph(&null, |_| Ok(())).unwrap_err();
+    assert!(matches!(err, CudaError::InvalidArgument(_)), "{err}");
+    // A failing body ends the capture and leaves the stream usable.
+    let err = gpu
+        .capture_graph(&stream, |_| {
+            Err(CudaError::InvalidArgument("body failed".into()))
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("body failed"));
+    launch_axpy(&gpu, &stream, &mut y, &x, 0.0).unwrap();
+    gpu.synchronize().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn absurd_allocation_is_out_of_memory() {
+    let gpu = gpu();
+    let before = gpu.memory().unwrap();
+    match gpu.alloc_zeros::<f32>(1 << 50) {
+        Err(CudaError::OutOfMemory { requested, free }) => {
+            assert_eq!(requested, 4 << 50);
+            assert!(free <= before.total);
+        }
+        other => panic!("expected OutOfMemory, got {other:?}"),
+    }
+    assert!(matches!(
+        gpu.alloc_zeros::<f64>(usize::MAX / 4),
+        Err(CudaError::OutOfMemory { .. })
+    ));
+    // Nothing leaked into the accounting; normal allocations still work.
+    assert_eq!(gpu.memory().unwrap().held_by_us, before.held_by_us);
+    let small = gpu.alloc_zeros::<u32>(1024).unwrap();
+    assert_eq!(gpu.download(&*small).unwrap(), vec![0u32; 1024]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn pinned_buffer_round_trip_on_a_copy_stream() {
+    let gpu = gpu();
+    let n = 1 << 20;
+    let values = data(n, 6);
+    let mut pinned = gpu.alloc_pinned::<f32>(n).unwrap();
+    assert!(pinned.as_slice().unwrap().iter().all(|&v| v == 0.0));
+    pinned.as_mut_slice().unwrap().copy_from_slice(&values);
+    let mut wc = gpu.alloc_pinned_write_combined::<f32>(n).unwrap();
+    wc.as_mut_slice().unwrap().copy_from_slice(&values);
+
+    let copy = gpu.new_stream().unwrap();
+    let mut d = gpu.alloc_zeros::<f32>(n).unwrap();
+    let mut d2 = gpu.alloc_zeros::<f32>(n).unwrap();
+    copy.memcpy_htod(&*pinned, &mut *d).unwrap();
+    copy.memcpy_htod(&*wc, &mut *d2).unwrap();
+    copy.synchronize().unwrap();
+    assert_eq!(gpu.download(&*d).unwrap(), values);
+    assert_eq!(gpu.download(&*d2).unwrap(), values);
+
+    let mut timer = gpu.timer().unwrap();
+    timer.start(&copy).unwrap();
+    copy.memcpy_htod(&*pinned, &mut *d).unwrap();
+    let ms = timer.stop(&copy).unwrap();
+    eprintln!("pinned upload of {} MiB: {ms:.4} ms", (n * 4) >> 20);
+
+    // Upload into a too-small buffer is an error, not a panic.
+    let mut tiny = gpu.alloc_zeros::<f32>(4).unwrap();
+    assert!(matches!(
+        gpu.upload_into(&values, &mut tiny),
+        Err(CudaError::InvalidArgument(_))
+    ));
+}

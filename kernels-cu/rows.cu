@@ -1,0 +1,58 @@
+// rows.cu: dense row-major activation utilities shared by the kernel families.
+// Y is `rows x n` floats, row-major; flags are one byte per row.
+#include "common.cuh"
+
+// Scatters sparse rows (CSR: row_offsets[rows + 1], cols, vals) into a zeroed dense Y.
+// Launch: grid (min(rows, 65535·k) blocks, grid-stride over rows), block 128, no shared memory.
+extern "C" __global__ void spdnn_scatter_rows(const unsigned int* __restrict__ row_offsets,
+                                              const unsigned int* __restrict__ cols,
+                                              const float* __restrict__ vals, unsigned int rows,
+                                              unsigned int n, float* __restrict__ y) {
+    for (unsigned int row = blockIdx.x; row < rows; row += gridDim.x) {
+        float* out = y + (unsigned long long)row * n;
+        for (unsigned int k = row_offsets[row] + threadIdx.x; k < row_offsets[row + 1]; k += blockDim.x) {
+            out[cols[k]] = vals[k];
+        }
+    }
+}
+
+// flags[row] = 1 when row `row` of Y has a nonzero entry, else 0.
+// Launch: grid-stride over rows, block 256, no shared memory.
+extern "C" __global__ void spdnn_row_nonzero_flags(const float* __restrict__ y, unsigned int rows,
+                                                   unsigned int n, unsigned char* __restrict__ flags) {
+    for (unsigned int row = blockIdx.x; row < rows; row += gridDim.x) {
+        const float* in = y + (unsigned long long)row * n;
+        int any = 0;
+        for (unsigned int c = threadIdx.x; c < n; c += blockDim.x) {
+            any |= in[c] != 0.0f;
+        }
+        any = __syncthreads_or(any);
+        if (threadIdx.x == 0) {
+            flags[row] = any ? 1 : 0;
+        }
+    }
+}
+
+// flags[row_list[i]] = 1 for i < *count (flags zeroed beforehand).
+// Launch: grid ceil(capacity / 256), block 256, no shared memory.
+extern "C" __global__ void spdnn_mark_rows(const unsigned int* __restrict__ row_list,
+                                           const unsigned int* __restrict__ count,
+                                           unsigned char* __restrict__ flags) {
+    unsigned long long i = spdnn_global_thread_x();
+    if (i < *count) {
+        flags[row_list[i]] = 1;
+    }
+}
+
+// row_list[i] = i for i < rows; *count = rows. The list of every row, as a start.
+// Launch: grid ceil(rows / 256), block 256, no shared memory.
+extern "C" __global__ void spdnn_all_rows(unsigned int* __restrict__ row_list, unsigned int* __restrict__ count,
+                                          unsigned int rows) {
+    unsigned long long i = spdnn_global_thread_x();
+    if (i < rows) {
+        row_list[i] = (unsigned int)i;
+    }
+    if (i == 0) {
+        *count = rows;
+    }
+}

@@ -1,0 +1,44 @@
+// slabs.cuh: the column-slab CSR weights shared by the BF and SNIG families.
+//
+// A layer W (n x n, row = input neuron) is cut into `num_slabs` slabs of `slab_width`
+// output columns (the last may be narrower). Slab s is a CSR over the n input rows:
+// its entries for input j are offsets[s*(n+1) + j] .. offsets[s*(n+1) + j + 1] (global
+// positions in cols/vals), cols holds the column minus s*slab_width.
+
+// Adds y_j * W[j, slab] into the shared accumulator for every nonzero y_j with
+// first_input <= j < end_input: one warp per input, lanes over its entries.
+__device__ __forceinline__ void spdnn_slab_scatter(float* acc, const float* __restrict__ y,
+                                                   const unsigned int* __restrict__ offsets,
+                                                   const unsigned int* __restrict__ cols,
+                                                   const float* __restrict__ vals, unsigned int first_input,
+                                                   unsigned int end_input) {
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int warps = blockDim.x / SPDNN_WARP_SIZE;
+    for (unsigned int j = first_input + threadIdx.x / SPDNN_WARP_SIZE; j < end_input; j += warps) {
+        const float yj = y[j];
+        if (yj != 0.0f) {
+            for (unsigned int k = offsets[j] + lane; k < offsets[j + 1]; k += SPDNN_WARP_SIZE) {
+                atomicAdd(&acc[cols[k]], __fmul_rn(yj, vals[k]));
+            }
+        }
+    }
+}
+
+// Writes min(max(acc + bias, 0), upper) for `width` columns; returns whether this thread
+// wrote a nonzero.
+__device__ __forceinline__ int spdnn_slab_activate(const float* acc, float* __restrict__ out, unsigned int width,
+                                                   float bias, float upper) {
+    int nonzero = 0;
+    for (unsigned int c = threadIdx.x; c < width; c += blockDim.x) {
+        const float v = spdnn_clamp_activation(__fadd_rn(acc[c], bias), upper);
+        out[c] = v;
+        nonzero |= v != 0.0f;
+    }
+    return nonzero;
+}
+
+__device__ __forceinline__ void spdnn_zero_shared(float* acc, unsigned int width) {
+    for (unsigned int c = threadIdx.x; c < width; c += blockDim.x) {
+        acc[c] = 0.0f;
+    }
+}
