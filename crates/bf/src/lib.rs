@@ -1,0 +1,223 @@
+//! BF-2019 (Bisson & Fatica, "A GPU Implementation of the Sparse Deep Neural Network
+//! Graph Challenge", HPEC 2019): the weights of each layer as CSR in column slabs sized to
+//! shared memory, dense row-major activations, and work only on the list of non-empty rows.
+//!
+//! Per layer two kernels run (`kernels-cu/bf.cu`): `bf_layer`, one block per non-empty row,
+//! accumulates `Σ_j y_j·W_j*` slab by slab in shared memory, adds the bias and clips;
+//! `bf_compact_rows` lists the rows that stayed non-empty for the next layer. The row count
+//! stays on the device, so the host never waits between layers. Weights are resident when
+//! they fit, otherwise the next layer is copied from pinned host memory on a second stream
+//! into one of two device buffers while the current layer runs.
+
+use std::time::Instant;
+
+use spdnn_cuda::rows::{self, GpuInference, RunSpec};
+use spdnn_cuda::slab_weights::{self, DEFAULT_SHARED_BYTES, DeviceSlabWeights, Residency};
+use spdnn_cuda::{CudaError, DriverResultExt, Gpu, KernelSource, LaunchConfig, PushKernelArg};
+use spdnn_formats::{Csr, SparseMatrix};
+
+/// `kernels-cu/bf.cu`.
+pub const BF: KernelSource = KernelSource {
+    name: "bf.cu",
+    source: include_str!("../../../kernels-cu/bf.cu"),
+};
+
+/// Threads per block of `bf_layer`.
+const LAYER_THREADS: u32 = 256;
+/// Threads per block of the compaction and marking kernels.
+const LIST_THREADS: u32 = 256;
+
+/// Tuning of a BF run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BfOptions {
+    /// Columns per slab (default: all N when they fit in 48 KiB of shared memory).
+    pub slab_width: Option<usize>,
+    /// Resident or streamed weights (default: resident when they fit).
+    pub residency: Residency,
+}
+
+/// Runs BF on `input` (rows × N) through `layers`, `spec.warmup` untimed and
+/// `spec.repetitions` timed runs.
+pub fn infer(
+    gpu: &Gpu,
+    layers: &[Csr],
+    input: &Csr,
+    bias: f32,
+    upper: f32,
+    options: &BfOptions,
+    spec: &RunSpec,
+) -> Result<GpuInference, CudaError> {
+    let wall = Instant::now();
+    let n = rows::check_problem(layers, input, bias, upper)?;
+    let rows_count = input.nrows();
+    let slab_width = options
+        .slab_width
+        .unwrap_or_else(|| slab_weights::slab_width_for(n, DEFAULT_SHARED_BYTES));
+    if slab_width == 0 || slab_width * 4 > DEFAULT_SHARED_BYTES {
+        return Err(CudaError::InvalidArgument(format!(
+            "a slab of {slab_width} columns does not fit in {DEFAULT_SHARED_BYTES} bytes of shared memory"
+        )));
+    }
+    let num_slabs = n.div_ceil(slab_width);
+    let packed = slab_weights::pack_layers(layers, slab_width)?;
+    let activation_bytes = 2 * rows_count * n * 4 + rows_count * 16;
+    let mut weights = DeviceSlabWeights::new(gpu, packed, options.residency, activation_bytes)?;
+
+    let layer_kernel = gpu.function(&BF, "bf_layer")?;
+    let compact_kernel = gpu.function(&BF, "bf_compact_rows")?;
+    let all_rows_kernel = gpu.function(&rows::ROWS, "spdnn_all_rows")?;
+    let mark_kernel = gpu.function(&rows::ROWS, "spdnn_mark_rows")?;
+
+    let mut y_a = gpu.alloc_zeros::<f32>(rows_count * n)?;
+    let mut y_b = gpu.alloc_zeros::<f32>(rows_count * n)?;
+    let mut rows_a = gpu.alloc_zeros::<u32>(rows_count)?;
+    let mut rows_b = gpu.alloc_zeros::<u32>(rows_count)?;
+    let mut count_a = gpu.alloc_zeros::<u32>(1)?;
+    let mut count_b = gpu.alloc_zeros::<u32>(1)?;
+    let mut alive = gpu.alloc_zeros::<u8>(rows_count)?;
+    let mut row_flags = gpu.alloc_zeros::<u8>(rows_count)?;
+    let stream = gpu.stream().clone();
+    let (n_u32, width_u32, slabs_u32, rows_u32) = (
+        n as u32,
+        slab_width as u32,
+        num_slabs as u32,
+        rows_count as u32,
+    );
+    let list_grid = (rows_count as u32).div_ceil(LIST_THREADS);
+    let mut timer = gpu.timer()?;
+    let mut infer_ms = Vec::new();
+
+    for run in 0..spec.warmup + spec.repetitions.max(1) {
+        // Untimed: the input into buffer A, every row in the first list.
+        stream
+            .memset_zeros(&mut *y_a)
+            .context("clearing the activations")?;
+        rows::scatter_rows(gpu, input, &mut y_a)?;
+        let mut start_list = stream.launch_builder(&all_rows_kernel);
+        start_list
+            .arg(&mut *rows_a)
+            .arg(&mut *count_a)
+            .arg(&rows_u32);
+        // Launch: grid ceil(rows / 256), block 256, no shared memory.
+        unsafe {
+            start_list.launch(LaunchConfig {
+                grid_dim: (list_grid, 1, 1),
+                block_dim: (LIST_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }
+        .context("launching spdnn_all_rows")?;
+
+        timer.start(&stream)?;
+        for layer in 0..layers.len() {
+            let even = layer.is_multiple_of(2);
+            let (y_in, y_out) = if even {
+                (&y_a, &mut y_b)
+            } else {
+                (&y_b, &mut y_a)
+            };
+            let (list_in, list_out) = if even {
+                (&rows_a, &mut rows_b)
+            } else {
+                (&rows_b, &mut rows_a)
+            };
+            let (count_in, count_out) = if even {
+                (&count_a, &mut count_b)
+            } else {
+                (&count_b, &mut count_a)
+            };
+            let views = weights.layer(layer)?;
+            let mut launch = stream.launch_builder(&layer_kernel);
+            launch
+                .arg(&**y_in)
+                .arg(&mut **y_out)
+                .arg(&**list_in)
+                .arg(&**count_in)
+                .arg(&mut *alive)
+                .arg(&views.offsets)
+                .arg(&views.cols)
+                .arg(&views.values)
+                .arg(&n_u32)
+                .arg(&width_u32)
+                .arg(&slabs_u32)
+                .arg(&bias)
+                .arg(&upper);
+            // Launch: grid (rows; blocks past the active count exit), block 256, shared slab_width floats.
+            let config = LaunchConfig {
+                grid_dim: (rows_u32, 1, 1),
+                block_dim: (LAYER_THREADS, 1, 1),
+                shared_mem_bytes: (slab_width * 4) as u32,
+            };
+            unsafe { launch.launch(config) }.context("launching bf_layer")?;
+            stream
+                .memset_zeros(&mut **count_out)
+                .context("clearing the row count")?;
+            let mut compact = stream.launch_builder(&compact_kernel);
+            compact
+                .arg(&**list_in)
+                .arg(&**count_in)
+                .arg(&*alive)
+                .arg(&mut **list_out)
+                .arg(&mut **count_out);
+            // Launch: grid ceil(rows / 256), block 256, no shared memory.
+            let config = LaunchConfig {
+                grid_dim: (list_grid, 1, 1),
+                block_dim: (LIST_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            unsafe { compact.launch(config) }.context("launching bf_compact_rows")?;
+        }
+        // Categories: flag the rows of the last list.
+        let last_even = layers.len().is_multiple_of(2);
+        let (final_list, final_count) = if last_even {
+            (&rows_a, &count_a)
+        } else {
+            (&rows_b, &count_b)
+        };
+        stream
+            .memset_zeros(&mut *row_flags)
+            .context("clearing the row flags")?;
+        let mut mark = stream.launch_builder(&mark_kernel);
+        mark.arg(&**final_list)
+            .arg(&**final_count)
+            .arg(&mut *row_flags);
+        // Launch: grid ceil(rows / 256), block 256, no shared memory.
+        let config = LaunchConfig {
+            grid_dim: (list_grid, 1, 1),
+            block_dim: (LIST_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        unsafe { mark.launch(config) }.context("launching spdnn_mark_rows")?;
+        let ms = timer.stop(&stream)?;
+        if run >= spec.warmup {
+            infer_ms.push(ms);
+        }
+    }
+
+    let flags = gpu.download(&*row_flags)?;
+    let final_y = if layers.len().is_multiple_of(2) { &y_a } else { &y_b };
+    let output = if spec.keep_output {
+        Some(rows::final_output(gpu, final_y, n, &flags)?)
+    } else {
+        None
+    };
+    Ok(GpuInference {
+        categories: rows::categories_from_flags(&flags),
+        output,
+        infer_ms,
+        total_ms: wall.elapsed().as_secs_f64() * 1e3,
+        details: vec![
+            ("slab_width".into(), slab_width.to_string()),
+            ("slabs".into(), num_slabs.to_string()),
+            (
+                "weights".into(),
+                if weights.is_resident() {
+                    "resident"
+                } else {
+                    "streamed"
+                }
+                .into(),
+            ),
+        ],
+    })
+}
