@@ -16,7 +16,10 @@ pub const OFFICIAL_ROWS: usize = 60000;
 
 /// The official bias for `neurons`, if it is one of the four official sizes.
 pub fn official_bias(neurons: usize) -> Option<f32> {
-    OFFICIAL_BIASES.iter().find(|(n, _)| *n == neurons).map(|&(_, b)| b)
+    OFFICIAL_BIASES
+        .iter()
+        .find(|(n, _)| *n == neurons)
+        .map(|&(_, b)| b)
 }
 
 /// Where a network came from.
@@ -83,7 +86,15 @@ impl Benchmark {
             }
         };
         validate_activation(bias, UPPER_BOUND)?;
-        Ok(Self { neurons, layers, rows, bias, upper_bound: UPPER_BOUND, weights, input })
+        Ok(Self {
+            neurons,
+            layers,
+            rows,
+            bias,
+            upper_bound: UPPER_BOUND,
+            weights,
+            input,
+        })
     }
 
     /// Edges of the network as the challenge counts them: 32·N·L.
@@ -118,12 +129,49 @@ mod tests {
 
     #[test]
     fn official_sizes_get_their_bias() {
-        let b = Benchmark::new(4096, 120, 10, None, WeightsOrigin::Generated { seed: 0 }, InputOrigin::Mnist)
-            .unwrap();
+        let b = Benchmark::new(
+            4096,
+            120,
+            10,
+            None,
+            WeightsOrigin::Generated { seed: 0 },
+            InputOrigin::Mnist,
+        )
+        .unwrap();
         assert_eq!(b.bias, -0.35);
         assert_eq!(b.challenge_edges(), 32 * 4096 * 120);
-        assert!(Benchmark::new(2048, 1, 1, None, WeightsOrigin::Generated { seed: 0 }, InputOrigin::Mnist).is_err());
-        assert!(Benchmark::new(2048, 1, 1, Some(0.1), WeightsOrigin::Generated { seed: 0 }, InputOrigin::Mnist).is_err());
-        assert!(Benchmark::new(2048, 1, 1, Some(-0.1), WeightsOrigin::Generated { seed: 0 }, InputOrigin::Mnist).is_ok());
+        assert!(
+            Benchmark::new(
+                2048,
+                1,
+                1,
+                None,
+                WeightsOrigin::Generated { seed: 0 },
+                InputOrigin::Mnist
+            )
+            .is_err()
+        );
+        assert!(
+            Benchmark::new(
+                2048,
+                1,
+                1,
+                Some(0.1),
+                WeightsOrigin::Generated { seed: 0 },
+                InputOrigin::Mnist
+            )
+            .is_err()
+        );
+        assert!(
+            Benchmark::new(
+                2048,
+                1,
+                1,
+                Some(-0.1),
+                WeightsOrigin::Generated { seed: 0 },
+                InputOrigin::Mnist
+            )
+            .is_ok()
+        );
     }
 }

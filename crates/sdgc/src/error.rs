@@ -8,10 +8,17 @@ use thiserror::Error;
 pub enum SdgcError {
     /// The operating system refused a file operation.
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// A line of a text file is malformed (line numbers are 1-based).
     #[error("{}:{line}: {message}", path.display())]
-    Parse { path: PathBuf, line: u64, message: String },
+    Parse {
+        path: PathBuf,
+        line: u64,
+        message: String,
+    },
     /// The entries of a file are well formed but do not make a valid matrix.
     #[error("{}: {source}", path.display())]
     Matrix { path: PathBuf, source: FormatError },
@@ -26,11 +33,17 @@ pub enum SdgcError {
 impl SdgcError {
     /// Wraps an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Self::Io { path: path.into(), source }
+        Self::Io {
+            path: path.into(),
+            source,
+        }
     }
 
     /// An error about a whole file.
     pub fn invalid(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
-        Self::Invalid { path: path.into(), message: message.into() }
+        Self::Invalid {
+            path: path.into(),
+            message: message.into(),
+        }
     }
 }

@@ -13,10 +13,14 @@ impl Network {
     /// Checks that every layer is `neurons × neurons` and that there is at least one layer.
     pub fn new(neurons: usize, layers: Vec<Csr>) -> Result<Self, SdgcError> {
         if neurons == 0 {
-            return Err(SdgcError::Parameter("a network needs at least one neuron".into()));
+            return Err(SdgcError::Parameter(
+                "a network needs at least one neuron".into(),
+            ));
         }
         if layers.is_empty() {
-            return Err(SdgcError::Parameter("a network needs at least one layer".into()));
+            return Err(SdgcError::Parameter(
+                "a network needs at least one layer".into(),
+            ));
         }
         for (l, layer) in layers.iter().enumerate() {
             if layer.nrows() != neurons || layer.ncols() != neurons {
@@ -116,6 +120,9 @@ impl Input {
             self.features.values()[..end].to_vec(),
         )
         .expect("a prefix of valid rows is valid");
-        Input { features, origin: self.origin.clone() }
+        Input {
+            features,
+            origin: self.origin.clone(),
+        }
     }
 }

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 /// The folder downloads and generated data go to.
 pub fn data_dir() -> PathBuf {
-    std::env::var_os("SPDNN_DATA").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("data"))
+    std::env::var_os("SPDNN_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("data"))
 }
 
 /// Folders searched for official files, in order, relative to `root` (usually the
@@ -28,7 +30,10 @@ pub fn official_dirs(root: &Path) -> Vec<PathBuf> {
 
 /// The first existing `file_name` among [`official_dirs`] of `root`.
 pub fn find_official(root: &Path, file_name: &str) -> Option<PathBuf> {
-    official_dirs(root).into_iter().map(|d| d.join(file_name)).find(|p| p.exists())
+    official_dirs(root)
+        .into_iter()
+        .map(|d| d.join(file_name))
+        .find(|p| p.exists())
 }
 
 /// The workspace root, for tests and tools run by cargo (two levels above a crate).
