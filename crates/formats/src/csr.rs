@@ -114,6 +114,74 @@ impl Csr {
                 row_offsets[nrows]
             )));
         }
+        // Cheap passes first (they vectorise); only when one fails does the detailed
+        // walk below run, to name the offending entry.
+        let offsets_monotone = row_offsets.windows(2).all(|w| w[0] <= w[1]);
+        let values_finite = values.iter().all(|v| v.is_finite());
+        let cols_in_range = col_indices.iter().all(|&c| (c as usize) < ncols);
+        let rows_sorted = offsets_monotone
+            && row_offsets.windows(2).all(|w| {
+                col_indices[w[0] as usize..w[1] as usize]
+                    .windows(2)
+                    .all(|c| c[0] < c[1])
+            });
+        if !(values_finite && cols_in_range && rows_sorted) {
+            Self::find_invalid_entry(nrows, ncols, &row_offsets, &col_indices, &values)?;
+        }
+        Ok(Self {
+            nrows,
+            ncols,
+            row_offsets,
+            col_indices,
+            values,
+        })
+    }
+
+    /// Wraps arrays that the caller has already built to satisfy every invariant
+    /// (used by conversions from the other formats, which produce sorted rows).
+    pub(crate) fn from_parts_unchecked(
+        nrows: usize,
+        ncols: usize,
+        row_offsets: Vec<u32>,
+        col_indices: Vec<u32>,
+        values: Vec<f32>,
+    ) -> Self {
+        debug_assert!(
+            Self::from_parts(
+                nrows,
+                ncols,
+                row_offsets.clone(),
+                col_indices.clone(),
+                values.clone()
+            )
+            .is_ok()
+        );
+        Self {
+            nrows,
+            ncols,
+            row_offsets,
+            col_indices,
+            values,
+        }
+    }
+
+    /// Length of the longest row (0 for a matrix without rows).
+    pub fn max_row_len(&self) -> usize {
+        self.row_offsets
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as usize)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The detailed check behind [`Csr::from_parts`]: the first invalid offset or entry.
+    fn find_invalid_entry(
+        nrows: usize,
+        ncols: usize,
+        row_offsets: &[u32],
+        col_indices: &[u32],
+        values: &[f32],
+    ) -> Result<(), FormatError> {
         for row in 0..nrows {
             let (start, end) = (row_offsets[row], row_offsets[row + 1]);
             if start > end {
@@ -160,50 +228,7 @@ impl Csr {
                 }
             }
         }
-        Ok(Self {
-            nrows,
-            ncols,
-            row_offsets,
-            col_indices,
-            values,
-        })
-    }
-
-    /// Wraps arrays that the caller has already built to satisfy every invariant
-    /// (used by conversions from the other formats, which produce sorted rows).
-    pub(crate) fn from_parts_unchecked(
-        nrows: usize,
-        ncols: usize,
-        row_offsets: Vec<u32>,
-        col_indices: Vec<u32>,
-        values: Vec<f32>,
-    ) -> Self {
-        debug_assert!(
-            Self::from_parts(
-                nrows,
-                ncols,
-                row_offsets.clone(),
-                col_indices.clone(),
-                values.clone()
-            )
-            .is_ok()
-        );
-        Self {
-            nrows,
-            ncols,
-            row_offsets,
-            col_indices,
-            values,
-        }
-    }
-
-    /// Length of the longest row (0 for a matrix without rows).
-    pub fn max_row_len(&self) -> usize {
-        self.row_offsets
-            .windows(2)
-            .map(|w| (w[1] - w[0]) as usize)
-            .max()
-            .unwrap_or(0)
+        Ok(())
     }
 
     /// An empty (all-zero) matrix.
