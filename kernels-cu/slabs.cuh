@@ -6,18 +6,20 @@
 // positions in cols/vals), cols holds the column minus s*slab_width.
 
 // Adds y_j * W[j, slab] into the shared accumulator for every nonzero y_j with
-// first_input <= j < end_input: one warp per input, lanes over its entries.
+// first_input <= j < end_input: one thread per input, looping over its entries.
+// Consecutive threads take consecutive inputs, so their loads of y coalesce and, in
+// RadiX-Net layers (row j feeds columns j + 64t), their atomics fall in different banks;
+// lanes over the entries of one input would all hit one bank.
 __device__ __forceinline__ void spdnn_slab_scatter(float* acc, const float* __restrict__ y,
                                                    const unsigned int* __restrict__ offsets,
                                                    const unsigned int* __restrict__ cols,
                                                    const float* __restrict__ vals, unsigned int first_input,
                                                    unsigned int end_input) {
-    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
-    const unsigned int warps = blockDim.x / SPDNN_WARP_SIZE;
-    for (unsigned int j = first_input + threadIdx.x / SPDNN_WARP_SIZE; j < end_input; j += warps) {
+    for (unsigned int j = first_input + threadIdx.x; j < end_input; j += blockDim.x) {
         const float yj = y[j];
         if (yj != 0.0f) {
-            for (unsigned int k = offsets[j] + lane; k < offsets[j + 1]; k += SPDNN_WARP_SIZE) {
+            const unsigned int end = offsets[j + 1];
+            for (unsigned int k = offsets[j]; k < end; ++k) {
                 atomicAdd(&acc[cols[k]], __fmul_rn(yj, vals[k]));
             }
         }

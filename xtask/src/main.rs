@@ -1,1 +1,185 @@
-fn main() {}
+//! `cargo xtask`: the project's own commands.
+//!
+//! - `cargo xtask test`: every test there is (with NVRTC from `.nvrtc/` when installed).
+//! - `cargo xtask bench [ARGS]`: builds the CLI in release and runs `spdnn bench ARGS`.
+//! - `cargo xtask setup`: installs NVRTC 13.0 into `.nvrtc/` (pip) and MNIST into `data/`.
+//! - `cargo xtask device-pack`: the CLI and the GPU test executables, in release, in
+//!   `.device/` with `run.sh`, ready to send to the GPU machine in one call.
+//! - `cargo xtask lint`: `cargo fmt --check` and `cargo clippy -D warnings`.
+
+mod device_pack;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+/// NVRTC version the kernels are compiled with (the GPU machine's driver refuses newer PTX).
+pub const NVRTC_WHEEL: &str = "nvidia-cuda-nvrtc==13.0.88";
+
+#[derive(Parser)]
+#[command(name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    command: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Run every test of the workspace (GPU tests stay ignored without a GPU).
+    Test {
+        /// Extra arguments for `cargo test` (after `--`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Build the CLI in release and run `spdnn bench` with these arguments.
+    Bench {
+        /// Arguments for `spdnn bench` (e.g. `--neurons 1024,4096 --methods cpu`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Install NVRTC 13.0 into .nvrtc/ and fetch MNIST into data/.
+    Setup {
+        /// Skip MNIST.
+        #[arg(long)]
+        no_mnist: bool,
+    },
+    /// Check formatting and clippy (warnings are errors).
+    Lint,
+    /// Build the CLI and test executables in release into .device/ with run.sh.
+    DevicePack,
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let root = workspace_root();
+    std::env::set_current_dir(&root).context("entering the workspace root")?;
+    match cli.command {
+        Task::Test { args } => test(&root, &args),
+        Task::Bench { args } => bench(&args),
+        Task::Setup { no_mnist } => setup(&root, !no_mnist),
+        Task::Lint => lint(),
+        Task::DevicePack => device_pack::run(&root),
+    }
+}
+
+/// The workspace root (the parent of xtask/).
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| ".".into())
+}
+
+/// `cargo` as cargo called us.
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// Runs a command, failing with its description when it fails.
+fn run(command: &mut Command) -> Result<()> {
+    let shown = format!("{command:?}");
+    let status = command
+        .status()
+        .with_context(|| format!("starting {shown}"))?;
+    if !status.success() {
+        bail!("{shown} failed with {status}");
+    }
+    Ok(())
+}
+
+/// Where NVRTC's libraries are when `cargo xtask setup` installed them.
+fn nvrtc_lib_dir(root: &Path) -> PathBuf {
+    root.join(".nvrtc").join("nvidia").join("cu13").join("lib")
+}
+
+/// Adds the local NVRTC to LD_LIBRARY_PATH when it is installed.
+fn with_nvrtc(command: &mut Command, root: &Path) {
+    let lib = nvrtc_lib_dir(root);
+    if lib.exists() {
+        let mut paths = vec![lib];
+        if let Some(existing) = std::env::var_os("LD_LIBRARY_PATH") {
+            paths.extend(std::env::split_paths(&existing));
+        }
+        if let Ok(joined) = std::env::join_paths(paths) {
+            command.env("LD_LIBRARY_PATH", joined);
+        }
+    }
+}
+
+fn test(root: &Path, extra: &[String]) -> Result<()> {
+    if !nvrtc_lib_dir(root).exists() {
+        eprintln!(
+            "note: NVRTC is not in .nvrtc/ (run `cargo xtask setup`): kernel compile tests will skip"
+        );
+    }
+    let mut command = cargo();
+    command.args(["test", "--workspace", "--all-targets"]);
+    if !extra.is_empty() {
+        command.arg("--").args(extra);
+    }
+    with_nvrtc(&mut command, root);
+    run(&mut command)?;
+    // Doc tests are not part of --all-targets.
+    run(cargo().args(["test", "--workspace", "--doc"]))
+}
+
+fn bench(args: &[String]) -> Result<()> {
+    run(cargo().args(["build", "--release", "--quiet", "-p", "spdnn-cli"]))?;
+    let binary = Path::new("target").join("release").join("spdnn");
+    let mut command = Command::new(binary);
+    command.arg("bench").args(args);
+    with_nvrtc(&mut command, &workspace_root());
+    let status = command.status().context("starting spdnn bench")?;
+    if !status.success() {
+        bail!("spdnn bench exited with {status}");
+    }
+    Ok(())
+}
+
+fn setup(root: &Path, mnist: bool) -> Result<()> {
+    if nvrtc_lib_dir(root).join("libnvrtc.so.13").exists() {
+        eprintln!("NVRTC already in .nvrtc/");
+    } else {
+        let python = if Command::new("python3").arg("--version").output().is_ok() {
+            "python3"
+        } else {
+            "python"
+        };
+        run(Command::new(python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args(["--target", ".nvrtc", NVRTC_WHEEL]))
+        .context("installing NVRTC with pip (needs python3 and pip)")?;
+    }
+    if mnist {
+        run(cargo().args([
+            "run",
+            "--quiet",
+            "-p",
+            "spdnn-cli",
+            "--",
+            "fetch",
+            "--mnist",
+        ]))?;
+    }
+    Ok(())
+}
+
+fn lint() -> Result<()> {
+    run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))
+}

@@ -1,1 +1,110 @@
-fn main() {}
+//! `spdnn`: sparse deep-neural-network inference, the way the IEEE HPEC Sparse DNN Graph
+//! Challenge defines it.
+//!
+//! Exit status: 0 on success, 1 when a truth was given and the categories did not match it,
+//! 2 for any error (bad input, missing file, missing GPU…).
+
+mod commands;
+mod progress;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Sparse DNN inference (IEEE HPEC Sparse DNN Graph Challenge).
+#[derive(Parser)]
+#[command(name = "spdnn", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Write a challenge-shaped (RadiX-Net) network in the official TSV format.
+    Generate(commands::generate::GenerateArgs),
+    /// Write an input in the official images format (MNIST recipe or synthetic).
+    Images(commands::images::ImagesArgs),
+    /// Run inference with one method and report categories, times and correctness.
+    Infer(commands::infer::InferArgs),
+    /// Run benchmarks on every available method and write results/.
+    Bench(commands::bench::BenchArgs),
+    /// Download the official challenge files and MNIST.
+    Fetch(commands::fetch::FetchArgs),
+    /// Print the statistics of a network, an input, or a forward pass.
+    Inspect(commands::inspect::InspectArgs),
+    /// List the inference methods this build knows.
+    Methods,
+}
+
+/// Where the weights come from: a path, or the generator.
+#[derive(Args, Clone)]
+pub struct WeightsArgs {
+    /// A folder of n{N}-l{i}.tsv files, the official neuron{N}.tar.gz, or a binary cache.
+    #[arg(long, conflicts_with = "generate_seed")]
+    weights: Option<PathBuf>,
+    /// Use a generated network with this seed instead of --weights.
+    #[arg(long)]
+    generate_seed: Option<u64>,
+}
+
+impl WeightsArgs {
+    /// The engine's spec; an error when neither was given.
+    pub fn spec(&self) -> anyhow::Result<spdnn_engine::data::WeightsSpec> {
+        use spdnn_engine::data::WeightsSpec;
+        match (&self.weights, self.generate_seed) {
+            (Some(path), _) => Ok(WeightsSpec::Path(path.clone())),
+            (None, Some(seed)) => Ok(WeightsSpec::Generated { seed }),
+            (None, None) => anyhow::bail!("give --weights PATH or --generate-seed S"),
+        }
+    }
+}
+
+/// Precision of the CPU reference.
+#[derive(Clone, Copy, ValueEnum, Default)]
+pub enum PrecisionArg {
+    /// Single precision.
+    #[default]
+    F32,
+    /// Double precision.
+    F64,
+}
+
+impl From<PrecisionArg> for spdnn_engine::run::Precision {
+    fn from(p: PrecisionArg) -> Self {
+        match p {
+            PrecisionArg::F32 => Self::F32,
+            PrecisionArg::F64 => Self::F64,
+        }
+    }
+}
+
+/// The outcome of a command that may check a truth.
+pub enum Outcome {
+    /// Done, and nothing was found wrong.
+    Success,
+    /// A truth was given and the result did not match it.
+    Mismatch,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Generate(args) => commands::generate::run(&args),
+        Command::Images(args) => commands::images::run(&args),
+        Command::Infer(args) => commands::infer::run(&args),
+        Command::Bench(args) => commands::bench::run(&args),
+        Command::Fetch(args) => commands::fetch::run(&args),
+        Command::Inspect(args) => commands::inspect::run(&args),
+        Command::Methods => commands::list_methods(),
+    };
+    match result {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Mismatch) => ExitCode::from(1),
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}

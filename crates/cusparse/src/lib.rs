@@ -269,7 +269,11 @@ pub fn infer(
             launch.arg(&mut **z).arg(&total).arg(&bias).arg(&upper);
             unsafe { launch.launch(epilogue_config) }.context("launching cusparse_bias_clip")?;
         }
-        let final_y = if layers.len().is_multiple_of(2) { &y_a } else { &y_b };
+        let final_y = if layers.len().is_multiple_of(2) {
+            &y_a
+        } else {
+            &y_b
+        };
         rows::row_nonzero_flags(gpu, final_y, rows_count, n, &mut row_flags)?;
         let ms = timer.stop(&stream)?;
         if run >= spec.warmup {
@@ -278,7 +282,11 @@ pub fn infer(
     }
 
     let flags = gpu.download(&*row_flags)?;
-    let final_y = if layers.len().is_multiple_of(2) { &y_a } else { &y_b };
+    let final_y = if layers.len().is_multiple_of(2) {
+        &y_a
+    } else {
+        &y_b
+    };
     let output = if spec.keep_output {
         Some(rows::final_output(gpu, final_y, n, &flags)?)
     } else {

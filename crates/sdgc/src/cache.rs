@@ -418,7 +418,7 @@ impl RawRecord {
         Csr::from_parts(self.nrows, self.ncols, self.offsets, cols, vals).map_err(|e| {
             SdgcError::Matrix {
                 path: path.to_path_buf(),
-                source: e,
+                cause: e,
             }
         })
     }

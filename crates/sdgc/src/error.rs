@@ -7,10 +7,10 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum SdgcError {
     /// The operating system refused a file operation.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {cause}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A line of a text file is malformed (line numbers are 1-based).
     #[error("{}:{line}: {message}", path.display())]
@@ -20,8 +20,8 @@ pub enum SdgcError {
         message: String,
     },
     /// The entries of a file are well formed but do not make a valid matrix.
-    #[error("{}: {source}", path.display())]
-    Matrix { path: PathBuf, source: FormatError },
+    #[error("{}: {cause}", path.display())]
+    Matrix { path: PathBuf, cause: FormatError },
     /// A file or folder is invalid as a whole (empty, missing layer, wrong sizes, bad checksum…).
     #[error("{}: {message}", path.display())]
     Invalid { path: PathBuf, message: String },
@@ -35,7 +35,7 @@ impl SdgcError {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io {
             path: path.into(),
-            source,
+            cause: source,
         }
     }
 

@@ -185,7 +185,11 @@ pub fn infer(
     drop(graph);
 
     let flags = gpu.download(&*row_flags)?;
-    let final_y = if layers.len().is_multiple_of(2) { &y_a } else { &y_b };
+    let final_y = if layers.len().is_multiple_of(2) {
+        &y_a
+    } else {
+        &y_b
+    };
     let output = if spec.keep_output {
         Some(rows::final_output(gpu, final_y, n, &flags)?)
     } else {

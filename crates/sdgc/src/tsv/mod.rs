@@ -153,7 +153,7 @@ fn matrix_error(error: FormatError, text: &[u8], path: &Path, shape: &LineShape)
     }
     SdgcError::Matrix {
         path: path.to_path_buf(),
-        source: error,
+        cause: error,
     }
 }
 

@@ -1,0 +1,168 @@
+//! `spdnn infer`: one method on one network and input.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use spdnn_engine::data::{InputSpec, load_input, load_network, load_truth};
+use spdnn_engine::{Problem, Registry, RunConfig, run};
+use spdnn_sdgc::benchmark::Benchmark;
+use spdnn_sdgc::{paths, tsv};
+
+use crate::{Outcome, PrecisionArg, WeightsArgs, progress};
+
+/// Arguments of `spdnn infer`.
+#[derive(Args)]
+pub struct InferArgs {
+    /// Method name (`spdnn methods` lists them).
+    #[arg(long, default_value = "cpu")]
+    method: String,
+    /// N (inferred from the weights' file names when omitted).
+    #[arg(long)]
+    neurons: Option<usize>,
+    /// L, the number of layers to run (the first L of the network).
+    #[arg(long)]
+    layers: usize,
+    #[command(flatten)]
+    weights: WeightsArgs,
+    /// Images file (official TSV, .tsv.gz, MatrixMarket .mtx, or an input cache).
+    #[arg(long, conflicts_with_all = ["mnist", "synthetic_seed"])]
+    images: Option<PathBuf>,
+    /// Use the MNIST-recipe input (after `spdnn fetch --mnist`).
+    #[arg(long)]
+    mnist: bool,
+    /// Use seeded synthetic images (~10% density).
+    #[arg(long)]
+    synthetic_seed: Option<u64>,
+    /// Keep only the first R rows of the input.
+    #[arg(long)]
+    rows: Option<usize>,
+    /// Bias (default: the official one for N).
+    #[arg(long, allow_hyphen_values = true)]
+    bias: Option<f32>,
+    /// Truth categories file; exit status 1 when the result does not match it.
+    #[arg(long)]
+    truth: Option<PathBuf>,
+    /// Write the categories found (one 1-based row a line).
+    #[arg(long)]
+    categories_out: Option<PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Untimed runs before the timed ones.
+    #[arg(long, default_value_t = 0)]
+    warmup: usize,
+    /// Timed runs (the median is reported).
+    #[arg(long, default_value_t = 1)]
+    repetitions: usize,
+    /// Precision of the CPU reference.
+    #[arg(long, value_enum, default_value_t = PrecisionArg::F32)]
+    precision: PrecisionArg,
+}
+
+/// Loads, runs, checks, prints.
+pub fn run(args: &InferArgs) -> Result<Outcome> {
+    let registry = Registry::default();
+    let method = registry.get(&args.method)?;
+    let show = progress::enabled(args.json);
+    let total_start = std::time::Instant::now();
+
+    let bar = progress::bar(show, args.layers as u64, "weights");
+    let (network, weights_origin) = load_network(
+        &args.weights.spec()?,
+        args.neurons,
+        args.layers,
+        &mut |done| bar.set_position(done as u64),
+    )?;
+    bar.finish_and_clear();
+    let neurons = network.neurons();
+
+    let spec = match (&args.images, args.mnist, args.synthetic_seed) {
+        (Some(path), _, _) => InputSpec::File(path.clone()),
+        (None, true, _) => InputSpec::Mnist,
+        (None, false, Some(seed)) => InputSpec::Synthetic { seed },
+        (None, false, None) => anyhow::bail!("give --images FILE, --mnist or --synthetic-seed S"),
+    };
+    let bar = progress::bar(show, 0, "images");
+    let input = load_input(
+        &spec,
+        neurons,
+        args.rows,
+        &paths::data_dir(),
+        &|done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        },
+    )?;
+    bar.finish_and_clear();
+
+    let benchmark = Benchmark::new(
+        neurons,
+        network.num_layers(),
+        input.rows(),
+        args.bias,
+        weights_origin,
+        input.origin.clone(),
+    )?;
+    let truth = args
+        .truth
+        .as_deref()
+        .map(|p| load_truth(p, input.rows()))
+        .transpose()?;
+    let problem = Problem {
+        network: &network,
+        input: &input,
+        bias: benchmark.bias,
+        upper_bound: benchmark.upper_bound,
+    };
+    let config = RunConfig {
+        warmup: args.warmup,
+        repetitions: args.repetitions.max(1),
+        precision: args.precision.into(),
+    };
+
+    let spinner = progress::spinner(show, &format!("running {}", method.name()));
+    let execution = run::execute(method, &benchmark, &problem, &config, truth.as_ref())?;
+    spinner.finish_and_clear();
+    let report = &execution.report;
+    let wall_ms = total_start.elapsed().as_secs_f64() * 1e3;
+
+    if let Some(path) = &args.categories_out {
+        tsv::write_categories(path, &execution.categories)?;
+    }
+
+    if args.json {
+        let mut value = serde_json::to_value(report)?;
+        value["wall_ms"] = serde_json::json!(wall_ms);
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!("method      {}", report.method);
+        println!(
+            "network     N = {}, L = {} ({})",
+            report.neurons, report.layers, report.weights
+        );
+        println!("input       {} rows ({})", report.rows, report.input);
+        println!("bias/bound  {} / {}", report.bias, report.upper_bound);
+        println!("categories  {}", report.categories);
+        match &report.check {
+            Some(check) if check.matched => println!("matched     yes ({})", check.truth),
+            Some(check) => println!(
+                "matched     NO ({}): {} missing (e.g. {:?}), {} extra (e.g. {:?})",
+                check.truth, check.missing_count, check.missing, check.extra_count, check.extra
+            ),
+            None => println!("matched     - (no truth given)"),
+        }
+        println!(
+            "infer       {:.3} ms ({:?})",
+            report.infer_ms, report.timing
+        );
+        println!("total       {:.3} ms", report.total_ms);
+        println!("rate        {:.4} TeraEdges/s", report.teraedges_per_s);
+        println!("wall        {wall_ms:.0} ms including loading");
+    }
+    Ok(if report.matched == Some(false) {
+        Outcome::Mismatch
+    } else {
+        Outcome::Success
+    })
+}

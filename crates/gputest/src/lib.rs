@@ -1,0 +1,322 @@
+//! Test support for the GPU methods: random problems, the real N = 1024 data, and the
+//! comparison with the CPU reference. Used by the kernel crates' (ignored) GPU tests.
+//!
+//! Random problems come in two kinds. *Exact* ones use small dyadic values (weights
+//! `k/4`, inputs `k/2`, bias `−k/4`, few layers) or integers (any depth): every partial
+//! sum is representable in f32, so any summation order gives the same bits and the GPU
+//! must equal the reference exactly. *General* ones use arbitrary floats and are
+//! compared within a relative tolerance.
+
+use std::path::PathBuf;
+
+use ndarray::Array2;
+use proptest::prelude::*;
+use spdnn_cuda::Gpu;
+use spdnn_cuda::rows::GpuInference;
+use spdnn_formats::{Csr, SparseMatrix};
+use spdnn_reference::{Activation, Inference, Options};
+use spdnn_sdgc::paths;
+
+/// One inference problem.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    /// The layers (N × N).
+    pub layers: Vec<Csr>,
+    /// The input rows (rows × N).
+    pub input: Csr,
+    /// Bias (negative).
+    pub bias: f32,
+    /// Upper bound.
+    pub upper: f32,
+}
+
+/// The device every GPU test uses; panics with a clear message when there is none
+/// (GPU tests are `#[ignore]`d, so this runs only when asked for).
+pub fn gpu() -> Gpu {
+    match Gpu::new(0) {
+        Ok(gpu) => gpu,
+        Err(e) => panic!("this GPU test needs a CUDA GPU: {e}"),
+    }
+}
+
+/// The reference's result for `problem`, with the final activations.
+pub fn reference(problem: &Problem) -> Inference<f32> {
+    let activation = Activation::new(problem.bias, problem.upper).expect("valid activation");
+    let options = Options {
+        keep_output: true,
+        collect_stats: false,
+        ..Options::default()
+    };
+    spdnn_reference::infer(&problem.layers, &problem.input, activation, &options)
+        .expect("reference runs")
+}
+
+/// How strictly values are compared.
+#[derive(Debug, Clone, Copy)]
+pub enum Tolerance {
+    /// Bit-for-bit equal (exact problems).
+    Exact,
+    /// `|gpu − cpu| ≤ relative·max(|cpu|, 1)`: activations lie in `[0, U]`, and a small
+    /// one is `Z + b` with `Z ≈ −b`, whose rounding error scales with `|b|`, not with it.
+    Relative(f32),
+}
+
+/// Asserts that the GPU's categories equal the reference's and, when the GPU returned
+/// its final activations, that they match within `tolerance`. Returns a description
+/// of the first difference instead of panicking, for proptest.
+pub fn compare(problem: &Problem, gpu: &GpuInference, tolerance: Tolerance) -> Result<(), String> {
+    let expected = reference(problem);
+    if gpu.categories != expected.categories {
+        return Err(format!(
+            "categories differ: gpu {} rows {:?}…, cpu {} rows {:?}…",
+            gpu.categories.len(),
+            &gpu.categories[..gpu.categories.len().min(8)],
+            expected.categories.len(),
+            &expected.categories[..expected.categories.len().min(8)]
+        ));
+    }
+    let (Some(values), Some(reference_values)) = (&gpu.output, &expected.output) else {
+        return Ok(());
+    };
+    let n = problem.input.ncols();
+    compare_values(values, reference_values, n, tolerance)
+}
+
+fn compare_values(
+    values: &[f32],
+    expected: &Array2<f32>,
+    n: usize,
+    tolerance: Tolerance,
+) -> Result<(), String> {
+    if values.len() != expected.len() {
+        return Err(format!(
+            "output has {} values, expected {}",
+            values.len(),
+            expected.len()
+        ));
+    }
+    for (index, (&got, &want)) in values.iter().zip(expected.iter()).enumerate() {
+        let ok = match tolerance {
+            Tolerance::Exact => got.to_bits() == want.to_bits() || (got == 0.0 && want == 0.0),
+            Tolerance::Relative(rel) => (got - want).abs() <= rel * want.abs().max(1.0),
+        };
+        if !ok {
+            return Err(format!(
+                "value at row {}, column {} is {got}, expected {want}",
+                index / n,
+                index % n
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn sparse_matrix(
+    rows: usize,
+    cols: usize,
+    density: f64,
+    value: impl Strategy<Value = f32> + Clone,
+) -> impl Strategy<Value = Csr> {
+    let cells = rows * cols;
+    proptest::collection::vec((proptest::bool::weighted(density), value), cells).prop_map(
+        move |cells| {
+            let triplets: Vec<(u32, u32, f32)> = cells
+                .into_iter()
+                .enumerate()
+                .filter(|(_, (keep, v))| *keep && *v != 0.0)
+                .map(|(i, (_, v))| ((i / cols) as u32, (i % cols) as u32, v))
+                .collect();
+            Csr::from_triplets(rows, cols, &triplets).expect("valid triplets")
+        },
+    )
+}
+
+/// Exact random problems: N in 1..=max_n (mostly not powers of two), 1–4 layers,
+/// dyadic weights of both signs, or integer ones with up to 12 layers.
+pub fn exact_problem(max_n: usize, max_rows: usize) -> impl Strategy<Value = Problem> {
+    let dyadic = (
+        1..=max_n,
+        1..=4usize,
+        1..=max_rows,
+        0.05f64..0.6,
+        0.1f64..0.9,
+    )
+        .prop_flat_map(|(n, depth, rows, weight_density, input_density)| {
+            let weight = (-8i32..=8).prop_map(|k| k as f32 / 4.0);
+            let input_value = (1i32..=8).prop_map(|k| k as f32 / 2.0);
+            (
+                proptest::collection::vec(sparse_matrix(n, n, weight_density, weight), depth),
+                sparse_matrix(rows, n, input_density, input_value),
+                (1i32..=8).prop_map(|k| -(k as f32) / 4.0),
+                prop_oneof![Just(32.0f32), Just(4.0), Just(1.5)],
+            )
+        });
+    let integer = (1..=max_n, 1..=12usize, 1..=max_rows, 0.05f64..0.5).prop_flat_map(
+        |(n, depth, rows, density)| {
+            let weight = prop_oneof![Just(1.0f32), Just(2.0), Just(-1.0)];
+            (
+                proptest::collection::vec(sparse_matrix(n, n, density, weight), depth),
+                sparse_matrix(rows, n, 0.5, Just(1.0f32)),
+                (1i32..=3).prop_map(|k| -(k as f32)),
+                prop_oneof![Just(32.0f32), Just(3.0)],
+            )
+        },
+    );
+    prop_oneof![dyadic, integer].prop_map(|(layers, input, bias, upper)| Problem {
+        layers,
+        input,
+        bias,
+        upper,
+    })
+}
+
+/// General random problems: arbitrary positive weights in (0, 0.5], inputs in (0, 1],
+/// bias in [−0.5, −0.01); compared with [`Tolerance::Relative`].
+pub fn general_problem(max_n: usize, max_rows: usize) -> impl Strategy<Value = Problem> {
+    (1..=max_n, 1..=6usize, 1..=max_rows, 0.05f64..0.5).prop_flat_map(
+        |(n, depth, rows, density)| {
+            (
+                proptest::collection::vec(sparse_matrix(n, n, density, 0.001f32..0.5), depth),
+                sparse_matrix(rows, n, 0.4, 0.01f32..1.0),
+                -0.5f32..-0.01,
+            )
+                .prop_map(|(layers, input, bias)| Problem {
+                    layers,
+                    input,
+                    bias,
+                    upper: 32.0,
+                })
+        },
+    )
+}
+
+/// A challenge-shaped problem: the generated N-L network, seeded synthetic input.
+pub fn challenge_problem(neurons: usize, layers: usize, rows: usize, seed: u64) -> Problem {
+    let network = spdnn_sdgc::generator::network(neurons, layers, seed).expect("generator");
+    let input = spdnn_sdgc::images::synthetic(rows, neurons, seed).expect("synthetic input");
+    let bias = spdnn_sdgc::benchmark::official_bias(neurons).unwrap_or(-0.3);
+    Problem {
+        layers: network.layers().to_vec(),
+        input: input.features,
+        bias,
+        upper: 32.0,
+    }
+}
+
+/// The real N = 1024 network (120 layers) over the official first 1200 images, and the
+/// official 120-layer truth restricted to those rows; `None` (with the reason printed)
+/// when the shared files are absent and CI is not set.
+pub fn official_1024_subset() -> Option<(Problem, Vec<u32>)> {
+    let root = paths::workspace_root_from_manifest(env!("CARGO_MANIFEST_DIR"));
+    let find = |name: &str| -> Option<PathBuf> { paths::find_official(&root, name) };
+    let (Some(net), Some(images), Some(truth)) = (
+        find("neuron1024.tar.gz"),
+        find("sparse-images-1024_subset.mtx"),
+        find("neuron1024-l120-categories.tsv"),
+    ) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI: the official N = 1024 files are missing"
+        );
+        eprintln!(
+            "skipped: the official N = 1024 files are not in $SPDNN_DATA, data/ or ../shared/data/sdgc"
+        );
+        return None;
+    };
+    let network = spdnn_sdgc::tsv::read_network(&net, Some(1024), 120, &mut |_| {})
+        .expect("official network");
+    let input = spdnn_sdgc::tsv::read_images(&images, 1024, None).expect("official subset images");
+    let rows = input.nrows() as u32;
+    let truth: Vec<u32> = spdnn_sdgc::tsv::read_categories(&truth)
+        .expect("official truth")
+        .into_iter()
+        .filter(|&r| r <= rows)
+        .collect();
+    let problem = Problem {
+        layers: network.layers().to_vec(),
+        input,
+        bias: -0.3,
+        upper: 32.0,
+    };
+    Some((problem, truth))
+}
+
+/// Runs a method on a problem, returning its categories and final activations.
+pub type Runner<'a> = &'a dyn Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError>;
+
+fn run_checked(
+    gpu: &Gpu,
+    runner: Runner<'_>,
+    problem: &Problem,
+    tolerance: Tolerance,
+) -> Result<(), String> {
+    let result = runner(gpu, problem).map_err(|e| format!("the method failed: {e}"))?;
+    if result.output.is_none() {
+        return Err("the runner must keep the output (RunSpec::keep_output)".into());
+    }
+    if result.infer_ms.is_empty()
+        || result
+            .infer_ms
+            .iter()
+            .any(|ms| !ms.is_finite() || *ms < 0.0)
+    {
+        return Err(format!("bad event times {:?}", result.infer_ms));
+    }
+    compare(problem, &result, tolerance)
+}
+
+fn run_proptest(
+    strategy: impl Strategy<Value = Problem>,
+    check: impl Fn(&Problem) -> Result<(), String>,
+) {
+    let mut runner =
+        proptest::test_runner::TestRunner::new(proptest::test_runner::Config::default());
+    let outcome = runner.run(&strategy, |problem| {
+        check(&problem).map_err(TestCaseError::fail)
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
+}
+
+/// Exact random problems (N up to 80, up to 300 rows) must equal the reference bit for bit.
+pub fn check_exact_random(runner: Runner<'_>) {
+    let gpu = gpu();
+    run_proptest(exact_problem(80, 300), |p| {
+        run_checked(&gpu, runner, p, Tolerance::Exact)
+    });
+}
+
+/// General random problems must match the reference's categories and values within 1e-5.
+pub fn check_general_random(runner: Runner<'_>) {
+    let gpu = gpu();
+    run_proptest(general_problem(80, 300), |p| {
+        run_checked(&gpu, runner, p, Tolerance::Relative(1e-5))
+    });
+}
+
+/// The generated `neurons`-`layers` challenge network over `rows` synthetic rows.
+pub fn check_challenge(runner: Runner<'_>, neurons: usize, layers: usize, rows: usize) {
+    let gpu = gpu();
+    let problem = challenge_problem(neurons, layers, rows, 7);
+    if let Err(e) = run_checked(&gpu, runner, &problem, Tolerance::Relative(1e-5)) {
+        panic!("{neurons}-{layers}, {rows} rows: {e}");
+    }
+}
+
+/// The real N = 1024, 120-layer network over the official first 1200 images must give
+/// the official truth (restricted to those rows) and the reference's values.
+pub fn check_official_1024(runner: Runner<'_>) {
+    let Some((problem, truth)) = official_1024_subset() else {
+        return;
+    };
+    let gpu = gpu();
+    let result = runner(&gpu, &problem).expect("the method runs");
+    assert_eq!(
+        result.categories, truth,
+        "categories differ from the official truth"
+    );
+    if let Err(e) = compare(&problem, &result, Tolerance::Relative(1e-5)) {
+        panic!("official 1024-120: {e}");
+    }
+}

@@ -1,0 +1,217 @@
+//! `cargo xtask device-pack`: everything the GPU machine needs, in one ignored folder.
+//!
+//! The GPU machine has no Rust toolchain, so the CLI and every test executable are built
+//! here in release, packed with the data they read (the official N = 1024 files and the
+//! MNIST training images) into `.device/pack.tar.xz`, and `.device/run.sh` unpacks and runs
+//! them there:
+//!
+//! ```text
+//! bash .device/run.sh tests          # every test executable with --include-ignored
+//! bash .device/run.sh bench ARGS...  # spdnn bench ARGS (results under $OUT/$BENCH_TAG)
+//! bash .device/run.sh spdnn ARGS...  # any spdnn command
+//! ```
+//!
+//! The device call carries at most 64 MiB, hence the compression.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+use crate::{cargo, run as run_command};
+
+/// Official files copied into the pack (found beside the checkout or in data/).
+const SHARED_FILES: [&str; 4] = [
+    "neuron1024.tar.gz",
+    "neuron1024-l120-categories.tsv",
+    "sparse-images-1024_subset.mtx",
+    "neuron1024-l120-categories_subset.mtx",
+];
+
+/// Builds the pack.
+pub fn run(root: &Path) -> Result<()> {
+    let device = root.join(".device");
+    let staging = device.join("stage");
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).context("clearing .device/stage")?;
+    }
+    for dir in ["bin", "tests", "data/sdgc", "data/mnist"] {
+        std::fs::create_dir_all(staging.join(dir))?;
+    }
+
+    run_command(cargo().args(["build", "--release", "-p", "spdnn-cli"]))?;
+    std::fs::copy(root.join("target/release/spdnn"), staging.join("bin/spdnn"))
+        .context("copying spdnn")?;
+
+    let tests = test_executables()?;
+    for (name, path) in &tests {
+        std::fs::copy(path, staging.join("tests").join(name))
+            .with_context(|| format!("copying {}", path.display()))?;
+    }
+    strip_debug_info(&staging)?;
+
+    let shared = root.join("..").join("shared").join("data").join("sdgc");
+    for file in SHARED_FILES {
+        let source = [shared.join(file), root.join("data/sdgc").join(file)]
+            .into_iter()
+            .find(|p| p.exists());
+        match source {
+            Some(source) => {
+                std::fs::copy(&source, staging.join("data/sdgc").join(file))?;
+            }
+            None => eprintln!(
+                "warning: {file} not found; tests needing it will skip on the GPU machine"
+            ),
+        }
+    }
+    let mnist = root.join("data/mnist/train-images-idx3-ubyte");
+    if mnist.exists() {
+        std::fs::copy(&mnist, staging.join("data/mnist/train-images-idx3-ubyte"))?;
+    } else {
+        eprintln!(
+            "warning: MNIST not fetched (cargo xtask setup); benchmarks there will use synthetic input"
+        );
+    }
+
+    let pack = device.join("pack.tar.xz");
+    let status = Command::new("tar")
+        .args(["-C"])
+        .arg(&staging)
+        .args(["-cJf"])
+        .arg(&pack)
+        .arg(".")
+        .env("XZ_OPT", "-6 -T0")
+        .status()
+        .context("running tar (with xz)")?;
+    if !status.success() {
+        bail!("tar failed with {status}");
+    }
+    std::fs::remove_dir_all(&staging)?;
+    std::fs::write(device.join("run.sh"), RUN_SCRIPT)?;
+    let size = std::fs::metadata(&pack)?.len();
+    println!(
+        "packed the CLI and {} test executables into {} ({:.1} MiB)",
+        tests.len(),
+        pack.display(),
+        size as f64 / (1 << 20) as f64
+    );
+    if size > 60 << 20 {
+        bail!("the pack is over 60 MiB: the device call carries at most 64 MiB");
+    }
+    println!("send it with carry [\".device\"] and run: bash .device/run.sh tests");
+    Ok(())
+}
+
+/// Strips debug info from every packed executable (the pack must stay under 60 MiB).
+fn strip_debug_info(staging: &Path) -> Result<()> {
+    for dir in ["bin", "tests"] {
+        for entry in std::fs::read_dir(staging.join(dir))? {
+            let path = entry?.path();
+            let status = Command::new("strip").arg("--strip-debug").arg(&path).status();
+            if !matches!(status, Ok(s) if s.success()) {
+                bail!("could not strip {} (is binutils' strip installed?)", path.display());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The GPU test executables of the workspace (integration tests named `gpu`), built in
+/// release, by a unique name. CPU-only tests run in CI and are not packed.
+fn test_executables() -> Result<BTreeMap<String, PathBuf>> {
+    let mut child = cargo()
+        .args([
+            "test",
+            "--release",
+            "--workspace",
+            "--no-run",
+            "--message-format=json-render-diagnostics",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting cargo test --no-run")?;
+    let stdout = child.stdout.take().context("capturing cargo's output")?;
+    let mut found = BTreeMap::new();
+    for line in std::io::BufReader::new(stdout).lines() {
+        let line = line?;
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if message["reason"] != "compiler-artifact" || message["profile"]["test"] != true {
+            continue;
+        }
+        let Some(executable) = message["executable"].as_str() else {
+            continue;
+        };
+        if message["target"]["name"] != "gpu" {
+            continue;
+        }
+        let package = package_name(message["package_id"].as_str().unwrap_or(""));
+        found.insert(format!("{package}--gpu"), PathBuf::from(executable));
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("cargo test --no-run failed with {status}");
+    }
+    Ok(found)
+}
+
+/// The package name out of a cargo package id: `path+file:///…/crates/x#spdnn-x@0.1.0`,
+/// or `path+file:///…/xtask#0.1.0` when the folder is the package's name.
+fn package_name(id: &str) -> String {
+    let (path, tail) = id.rsplit_once('#').unwrap_or(("", id));
+    match tail.split_once('@') {
+        Some((name, _)) => name.to_string(),
+        None => path.rsplit('/').next().unwrap_or(tail).to_string(),
+    }
+}
+
+/// Unpacks and runs on the GPU machine; logs go to $OUT.
+const RUN_SCRIPT: &str = r#"#!/usr/bin/env bash
+# Made by `cargo xtask device-pack`. Run from the repository root on the GPU machine.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+work=${SPDNN_DEVICE_WORK:-/tmp/spdnn-device}
+out=${OUT:-$work/out}
+mkdir -p "$work" "$out"
+if [ ! -f "$work/.unpacked" ] || [ "$here/pack.tar.xz" -nt "$work/.unpacked" ]; then
+  tar -C "$work" -xJf "$here/pack.tar.xz" && touch "$work/.unpacked" || exit 2
+fi
+export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/nvidia/lib:/usr/local/cuda/targets/x86_64-linux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export SPDNN_DATA="$work/data" SPDNN_PTX_CACHE="$work/ptx" SPDNN_KERNELS_CU="$PWD/kernels-cu"
+export PROPTEST_CASES=${PROPTEST_CASES:-32}
+mode=${1:-tests}; shift || true
+case "$mode" in
+  tests)
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+    failed=0; passed=0
+    for t in "$work"/tests/*; do
+      name=$(basename "$t")
+      if "$t" --include-ignored --test-threads=1 "$@" >"$out/test-$name.log" 2>&1; then
+        passed=$((passed+1)); echo "PASS $name"
+      else
+        failed=$((failed+1)); echo "FAIL $name"; tail -40 "$out/test-$name.log"
+      fi
+    done
+    cat "$out"/test-*.log > "$out/tests.log"; rm -f "$out"/test-*.log
+    grep -E '^test result' "$out/tests.log" | sort | uniq -c
+    echo "test executables: $passed passed, $failed failed"
+    [ "$failed" -eq 0 ];;
+  bench) cd "$work" && "$work/bin/spdnn" bench --out "$out/${BENCH_TAG:-bench}" "$@";;
+  spdnn) "$work/bin/spdnn" "$@";;
+  *) echo "usage: run.sh tests|bench|spdnn [ARGS]"; exit 2;;
+esac
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::package_name;
+
+    #[test]
+    fn package_names_come_out_of_ids() {
+        assert_eq!(package_name("path+file:///w/crates/bf#spdnn-bf@0.1.0"), "spdnn-bf");
+        assert_eq!(package_name("path+file:///w/xtask#0.1.0"), "xtask");
+    }
+}
