@@ -109,9 +109,15 @@ fn strip_debug_info(staging: &Path) -> Result<()> {
     for dir in ["bin", "tests"] {
         for entry in std::fs::read_dir(staging.join(dir))? {
             let path = entry?.path();
-            let status = Command::new("strip").arg("--strip-debug").arg(&path).status();
+            let status = Command::new("strip")
+                .arg("--strip-debug")
+                .arg(&path)
+                .status();
             if !matches!(status, Ok(s) if s.success()) {
-                bail!("could not strip {} (is binutils' strip installed?)", path.display());
+                bail!(
+                    "could not strip {} (is binutils' strip installed?)",
+                    path.display()
+                );
             }
         }
     }
@@ -211,7 +217,10 @@ mod tests {
 
     #[test]
     fn package_names_come_out_of_ids() {
-        assert_eq!(package_name("path+file:///w/crates/bf#spdnn-bf@0.1.0"), "spdnn-bf");
+        assert_eq!(
+            package_name("path+file:///w/crates/bf#spdnn-bf@0.1.0"),
+            "spdnn-bf"
+        );
         assert_eq!(package_name("path+file:///w/xtask#0.1.0"), "xtask");
     }
 }

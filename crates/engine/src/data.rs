@@ -39,14 +39,14 @@ pub fn load_network(
         WeightsSpec::Path(path) => {
             let network = tsv::read_network(path, neurons, layers, progress)
                 .with_context(|| format!("reading the network {}", path.display()))?;
-            if let Some(n) = neurons {
-                if network.neurons() != n {
-                    bail!(
-                        "{} has N = {}, but --neurons {n} was given",
-                        path.display(),
-                        network.neurons()
-                    );
-                }
+            if let Some(n) = neurons
+                && network.neurons() != n
+            {
+                bail!(
+                    "{} has N = {}, but --neurons {n} was given",
+                    path.display(),
+                    network.neurons()
+                );
             }
             Ok((network, weights_origin(path)))
         }
@@ -158,12 +158,14 @@ fn mnist_input(
     }
     let mnist = images::load_mnist_train(data_dir)?;
     let input = images::from_mnist(&mnist, neurons, progress)?;
-    if let Some(parent) = cache_path.parent() {
-        if std::fs::create_dir_all(parent).is_ok() {
-            if let Err(e) = cache::write_input(&cache_path, &input) {
-                eprintln!("warning: could not cache the input: {e}");
-            }
-        }
+    let cached = match cache_path.parent() {
+        Some(parent) => std::fs::create_dir_all(parent)
+            .map_err(|e| e.to_string())
+            .and_then(|()| cache::write_input(&cache_path, &input).map_err(|e| e.to_string())),
+        None => Ok(()),
+    };
+    if let Err(e) = cached {
+        eprintln!("warning: could not cache the input: {e}");
     }
     Ok(input)
 }

@@ -571,11 +571,7 @@ impl<T: Element> Step<'_, T> {
             let (cols, ws) = self.weights.row(j);
             for (&c, &w) in cols.iter().zip(ws) {
                 let c = c as usize;
-                let w = T::from_f32(w);
-                let sum = &mut sums[c];
-                for g in 0..GROUP {
-                    sum[g] = sum[g] + y[g] * w;
-                }
+                add_product(&mut sums[c], &y, w);
                 touched[c >> 6] |= 1u64 << (c & 63);
             }
         });
@@ -599,16 +595,17 @@ impl<T: Element> Step<'_, T> {
             // Cut to the common length first, so the loop below needs no bounds checks.
             let heads: [(&[u32], &[f32]); PULL_OUTPUTS] =
                 std::array::from_fn(|q| (&columns[q].0[..common], &columns[q].1[..common]));
-            let mut sums = [[T::ZERO; GROUP]; PULL_OUTPUTS];
+            // Four named sums (not an array indexed by output) stay in registers even
+            // where the optimizer does not unroll the loop over outputs (opt-level 2).
+            let [h0, h1, h2, h3] = heads;
+            let [mut s0, mut s1, mut s2, mut s3] = [[T::ZERO; GROUP]; PULL_OUTPUTS];
             for e in 0..common {
-                for q in 0..PULL_OUTPUTS {
-                    let y = &inputs[heads[q].0[e] as usize];
-                    let w = T::from_f32(heads[q].1[e]);
-                    for g in 0..GROUP {
-                        sums[q][g] = sums[q][g] + y[g] * w;
-                    }
-                }
+                add_product(&mut s0, &inputs[h0.0[e] as usize], h0.1[e]);
+                add_product(&mut s1, &inputs[h1.0[e] as usize], h1.1[e]);
+                add_product(&mut s2, &inputs[h2.0[e] as usize], h2.1[e]);
+                add_product(&mut s3, &inputs[h3.0[e] as usize], h3.1[e]);
             }
+            let mut sums = [s0, s1, s2, s3];
             for q in 0..PULL_OUTPUTS {
                 let (js, ws) = columns[q];
                 add_column(&mut sums[q], inputs, &js[common..], &ws[common..]);
@@ -633,11 +630,16 @@ impl<T: Element> Step<'_, T> {
 #[inline(always)]
 fn add_column<T: Element>(sum: &mut [T; GROUP], inputs: &[[T; GROUP]], js: &[u32], ws: &[f32]) {
     for (&j, &w) in js.iter().zip(ws) {
-        let y = &inputs[j as usize];
-        let w = T::from_f32(w);
-        for g in 0..GROUP {
-            sum[g] = sum[g] + y[g] * w;
-        }
+        add_product(sum, &inputs[j as usize], w);
+    }
+}
+
+/// `sum += y · w`, lane by lane.
+#[inline(always)]
+fn add_product<T: Element>(sum: &mut [T; GROUP], y: &[T; GROUP], w: f32) {
+    let w = T::from_f32(w);
+    for g in 0..GROUP {
+        sum[g] = sum[g] + y[g] * w;
     }
 }
 

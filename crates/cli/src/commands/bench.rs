@@ -104,12 +104,11 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
             let mut cases = vec![generated_case(
                 args, neurons, layers, &data_dir, show, &mut notes,
             )?];
-            if !args.no_official {
-                if let Some(case) =
+            if !args.no_official
+                && let Some(case) =
                     official_case(args, neurons, layers, &data_dir, show, &mut notes)?
-                {
-                    cases.push(case);
-                }
+            {
+                cases.push(case);
             }
             for case in &cases {
                 for &method in &methods {

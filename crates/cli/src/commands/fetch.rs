@@ -128,13 +128,13 @@ fn download(url: &str, dir: &Path) -> Result<PathBuf> {
     }
     bar.finish_and_clear();
     let sum = hex(&hasher.finalize());
-    if let Some(expected) = expected {
-        if sum != expected {
-            bail!(
-                "{url}: SHA-256 {sum} differs from the known {expected}; file left at {}",
-                partial.display()
-            );
-        }
+    if let Some(expected) = expected
+        && sum != expected
+    {
+        bail!(
+            "{url}: SHA-256 {sum} differs from the known {expected}; file left at {}",
+            partial.display()
+        );
     }
     std::fs::rename(&partial, &target)
         .with_context(|| format!("moving into {}", target.display()))?;
