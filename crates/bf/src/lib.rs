@@ -12,9 +12,9 @@
 use std::time::Instant;
 
 use spdnn_cuda::rows::{self, GpuInference, RunSpec};
-use spdnn_cuda::slab_weights::{self, DEFAULT_SHARED_BYTES, DeviceSlabWeights, Residency};
+use spdnn_cuda::slab_weights::{Residency, SlabProblem};
 use spdnn_cuda::{CudaError, DriverResultExt, Gpu, KernelSource, LaunchConfig, PushKernelArg};
-use spdnn_formats::{Csr, SparseMatrix};
+use spdnn_formats::Csr;
 
 /// `kernels-cu/bf.cu`.
 pub const BF: KernelSource = KernelSource {
@@ -48,20 +48,21 @@ pub fn infer(
     spec: &RunSpec,
 ) -> Result<GpuInference, CudaError> {
     let wall = Instant::now();
-    let n = rows::check_problem(layers, input, bias, upper)?;
-    let rows_count = input.nrows();
-    let slab_width = options
-        .slab_width
-        .unwrap_or_else(|| slab_weights::slab_width_for(n, DEFAULT_SHARED_BYTES));
-    if slab_width == 0 || slab_width * 4 > DEFAULT_SHARED_BYTES {
-        return Err(CudaError::InvalidArgument(format!(
-            "a slab of {slab_width} columns does not fit in {DEFAULT_SHARED_BYTES} bytes of shared memory"
-        )));
-    }
-    let num_slabs = n.div_ceil(slab_width);
-    let packed = slab_weights::pack_layers(layers, slab_width)?;
-    let activation_bytes = 2 * rows_count * n * 4 + rows_count * 16;
-    let mut weights = DeviceSlabWeights::new(gpu, packed, options.residency, activation_bytes)?;
+    let SlabProblem {
+        neurons: n,
+        rows: rows_count,
+        slab_width,
+        slabs: num_slabs,
+        mut weights,
+    } = SlabProblem::prepare(
+        gpu,
+        layers,
+        input,
+        bias,
+        upper,
+        options.slab_width,
+        options.residency,
+    )?;
 
     let layer_kernel = gpu.function(&BF, "bf_layer")?;
     let compact_kernel = gpu.function(&BF, "bf_compact_rows")?;
@@ -194,34 +195,26 @@ pub fn infer(
         }
     }
 
-    let flags = gpu.download(&*row_flags)?;
     let final_y = if layers.len().is_multiple_of(2) {
         &y_a
     } else {
         &y_b
     };
-    let output = if spec.keep_output {
-        Some(rows::final_output(gpu, final_y, n, &flags)?)
-    } else {
-        None
-    };
+    let details = vec![
+        ("slab_width".into(), slab_width.to_string()),
+        ("slabs".into(), num_slabs.to_string()),
+        (
+            "weights".into(),
+            if weights.is_resident() {
+                "resident"
+            } else {
+                "streamed"
+            }
+            .into(),
+        ),
+    ];
     Ok(GpuInference {
-        categories: rows::categories_from_flags(&flags),
-        output,
-        infer_ms,
-        total_ms: wall.elapsed().as_secs_f64() * 1e3,
-        details: vec![
-            ("slab_width".into(), slab_width.to_string()),
-            ("slabs".into(), num_slabs.to_string()),
-            (
-                "weights".into(),
-                if weights.is_resident() {
-                    "resident"
-                } else {
-                    "streamed"
-                }
-                .into(),
-            ),
-        ],
+        details,
+        ..rows::finish(gpu, &row_flags, final_y, n, spec, infer_ms, wall)?
     })
 }

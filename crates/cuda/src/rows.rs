@@ -177,6 +177,33 @@ pub fn categories_from_flags(flags: &[u8]) -> Vec<u32> {
         .collect()
 }
 
+/// The result of a run: categories from the device's row flags, the final activations
+/// when `spec.keep_output`, the timed runs, and the wall time since `started` (the
+/// caller adds its details).
+pub fn finish(
+    gpu: &Gpu,
+    row_flags: &DeviceBuffer<u8>,
+    final_y: &DeviceBuffer<f32>,
+    n: usize,
+    spec: &RunSpec,
+    infer_ms: Vec<f64>,
+    started: std::time::Instant,
+) -> Result<GpuInference, CudaError> {
+    let flags = gpu.download(&**row_flags)?;
+    let output = if spec.keep_output {
+        Some(final_output(gpu, final_y, n, &flags)?)
+    } else {
+        None
+    };
+    Ok(GpuInference {
+        categories: categories_from_flags(&flags),
+        output,
+        infer_ms,
+        total_ms: started.elapsed().as_secs_f64() * 1e3,
+        details: Vec::new(),
+    })
+}
+
 /// Downloads `y` and zeroes the rows that are not categories (their memory may hold
 /// values of earlier layers in methods that skip dead rows).
 pub fn final_output(

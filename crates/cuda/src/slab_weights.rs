@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaView};
-use spdnn_formats::{ColumnSlabs, Csr};
+use spdnn_formats::{ColumnSlabs, Csr, SparseMatrix};
 
 use crate::{CudaError, DeviceBuffer, DriverResultExt, Gpu, PinnedBuffer};
 
@@ -48,6 +48,60 @@ pub fn slab_width_for(n: usize, shared_bytes: usize) -> usize {
     }
     let slabs = n.div_ceil(capacity);
     n.div_ceil(slabs).next_multiple_of(32).min(capacity)
+}
+
+/// A problem checked and its weights placed on the device in column slabs.
+pub struct SlabProblem {
+    /// N.
+    pub neurons: usize,
+    /// Input rows.
+    pub rows: usize,
+    /// Columns per slab.
+    pub slab_width: usize,
+    /// Number of slabs.
+    pub slabs: usize,
+    /// The weights on the device.
+    pub weights: DeviceSlabWeights,
+}
+
+impl SlabProblem {
+    /// Checks the problem, picks the slab width (`width`, or all N when it fits in 48 KiB
+    /// of shared memory), packs the layers and places them with `residency`, keeping room
+    /// for two activation buffers and a few bytes of flags per row.
+    pub fn prepare(
+        gpu: &Gpu,
+        layers: &[Csr],
+        input: &Csr,
+        bias: f32,
+        upper: f32,
+        width: Option<usize>,
+        residency: Residency,
+    ) -> Result<Self, CudaError> {
+        let neurons = crate::rows::check_problem(layers, input, bias, upper)?;
+        let rows = input.nrows();
+        let slab_width = width.unwrap_or_else(|| slab_width_for(neurons, DEFAULT_SHARED_BYTES));
+        if slab_width == 0 || slab_width * 4 > DEFAULT_SHARED_BYTES {
+            return Err(CudaError::InvalidArgument(format!(
+                "a slab of {slab_width} columns does not fit in {DEFAULT_SHARED_BYTES} bytes of shared memory"
+            )));
+        }
+        let slabs = neurons.div_ceil(slab_width);
+        if slabs > 65535 {
+            return Err(CudaError::InvalidArgument(format!(
+                "{slabs} slabs exceed the grid's y limit"
+            )));
+        }
+        let packed = pack_layers(layers, slab_width)?;
+        let activation_bytes = 2 * rows * neurons * 4 + rows * (2 * slabs + 16);
+        let weights = DeviceSlabWeights::new(gpu, packed, residency, activation_bytes)?;
+        Ok(Self {
+            neurons,
+            rows,
+            slab_width,
+            slabs,
+            weights,
+        })
+    }
 }
 
 /// Packs every layer into slabs of `slab_width` columns, on all host cores.

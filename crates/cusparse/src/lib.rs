@@ -281,23 +281,14 @@ pub fn infer(
         }
     }
 
-    let flags = gpu.download(&*row_flags)?;
     let final_y = if layers.len().is_multiple_of(2) {
         &y_a
     } else {
         &y_b
     };
-    let output = if spec.keep_output {
-        Some(rows::final_output(gpu, final_y, n, &flags)?)
-    } else {
-        None
-    };
-    drop(sparse);
+    let details = vec![("algorithm".into(), "CUSPARSE_SPMM_ALG_DEFAULT".into())];
     Ok(GpuInference {
-        categories: rows::categories_from_flags(&flags),
-        output,
-        infer_ms,
-        total_ms: wall.elapsed().as_secs_f64() * 1e3,
-        details: vec![("algorithm".into(), "CUSPARSE_SPMM_ALG_DEFAULT".into())],
+        details,
+        ..rows::finish(gpu, &row_flags, final_y, n, spec, infer_ms, wall)?
     })
 }

@@ -11,11 +11,11 @@
 use std::time::Instant;
 
 use spdnn_cuda::rows::{self, GpuInference, RunSpec};
-use spdnn_cuda::slab_weights::{self, DEFAULT_SHARED_BYTES, DeviceSlabWeights, Residency};
+use spdnn_cuda::slab_weights::{DeviceSlabWeights, Residency, SlabProblem};
 use spdnn_cuda::{
     CudaError, DeviceBuffer, DriverResultExt, Gpu, KernelSource, LaunchConfig, PushKernelArg,
 };
-use spdnn_formats::{Csr, SparseMatrix};
+use spdnn_formats::Csr;
 
 /// `kernels-cu/snig.cu`.
 pub const SNIG: KernelSource = KernelSource {
@@ -55,25 +55,21 @@ pub fn infer(
     spec: &RunSpec,
 ) -> Result<GpuInference, CudaError> {
     let wall = Instant::now();
-    let n = rows::check_problem(layers, input, bias, upper)?;
-    let rows_count = input.nrows();
-    let width = options
-        .section_width
-        .unwrap_or_else(|| slab_weights::slab_width_for(n, DEFAULT_SHARED_BYTES));
-    if width == 0 || width * 4 > DEFAULT_SHARED_BYTES {
-        return Err(CudaError::InvalidArgument(format!(
-            "a section of {width} columns does not fit in {DEFAULT_SHARED_BYTES} bytes of shared memory"
-        )));
-    }
-    let sections = n.div_ceil(width);
-    if sections > 65535 {
-        return Err(CudaError::InvalidArgument(format!(
-            "{sections} sections exceed the grid's y limit"
-        )));
-    }
-    let packed = slab_weights::pack_layers(layers, width)?;
-    let activation_bytes = 2 * rows_count * n * 4 + 2 * rows_count * sections + rows_count;
-    let mut weights = DeviceSlabWeights::new(gpu, packed, Residency::Resident, activation_bytes)?;
+    let SlabProblem {
+        neurons: n,
+        rows: rows_count,
+        slab_width: width,
+        slabs: sections,
+        mut weights,
+    } = SlabProblem::prepare(
+        gpu,
+        layers,
+        input,
+        bias,
+        upper,
+        options.section_width,
+        Residency::Resident,
+    )?;
 
     let layer_kernel = gpu.function(&SNIG, "snig_layer")?;
     let flags_kernel = gpu.function(&SNIG, "snig_section_flags")?;
@@ -184,27 +180,19 @@ pub fn infer(
     }
     drop(graph);
 
-    let flags = gpu.download(&*row_flags)?;
     let final_y = if layers.len().is_multiple_of(2) {
         &y_a
     } else {
         &y_b
     };
-    let output = if spec.keep_output {
-        Some(rows::final_output(gpu, final_y, n, &flags)?)
-    } else {
-        None
-    };
+    let details = vec![
+        ("section_width".into(), width.to_string()),
+        ("sections".into(), sections.to_string()),
+        ("graph".into(), options.graph.to_string()),
+    ];
     Ok(GpuInference {
-        categories: rows::categories_from_flags(&flags),
-        output,
-        infer_ms,
-        total_ms: wall.elapsed().as_secs_f64() * 1e3,
-        details: vec![
-            ("section_width".into(), width.to_string()),
-            ("sections".into(), sections.to_string()),
-            ("graph".into(), options.graph.to_string()),
-        ],
+        details,
+        ..rows::finish(gpu, &row_flags, final_y, n, spec, infer_ms, wall)?
     })
 }
 

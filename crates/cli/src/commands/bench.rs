@@ -5,9 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
-use spdnn_engine::data::{
-    InputSpec, WeightsSpec, load_input, load_network, load_truth, official_files,
-};
+use spdnn_engine::data::{InputSpec, WeightsSpec, load_network, load_truth, official_files};
 use spdnn_engine::report::{markdown_table, terminal_table};
 use spdnn_engine::run::{Precision, execute};
 use spdnn_engine::{Problem, Registry, RunConfig, RunReport, Truth};
@@ -182,10 +180,10 @@ fn generated_case(
         &mut |_| {},
     )?;
     spinner.finish_and_clear();
-    let input = bench_input(
+    let input = super::load_input_shown(
         &InputSpec::MnistOrSynthetic,
         neurons,
-        args.rows,
+        Some(args.rows),
         data_dir,
         show,
     )?;
@@ -246,7 +244,8 @@ fn official_case(
         &mut |done| bar.set_position(done as u64),
     )?;
     bar.finish_and_clear();
-    let input = bench_input(&InputSpec::Mnist, neurons, args.rows, data_dir, show)?;
+    let input =
+        super::load_input_shown(&InputSpec::Mnist, neurons, Some(args.rows), data_dir, show)?;
     let benchmark = Benchmark::new(
         neurons,
         layers,
@@ -262,22 +261,6 @@ fn official_case(
         input,
         truth,
     }))
-}
-
-fn bench_input(
-    spec: &InputSpec,
-    neurons: usize,
-    rows: usize,
-    data_dir: &Path,
-    show: bool,
-) -> Result<Input> {
-    let bar = progress::bar(show, 0, "images");
-    let input = load_input(spec, neurons, Some(rows), data_dir, &|done, total| {
-        bar.set_length(total as u64);
-        bar.set_position(done as u64);
-    })?;
-    bar.finish_and_clear();
-    Ok(input)
 }
 
 /// Categories of the first `rows` rows by the CPU reference in f64.

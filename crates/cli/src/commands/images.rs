@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use spdnn_engine::data::{InputSpec, load_input};
+use spdnn_engine::data::InputSpec;
 use spdnn_sdgc::{InputOrigin, cache, paths, tsv};
 
 use crate::{Outcome, progress};
@@ -40,18 +40,7 @@ pub fn run(args: &ImagesArgs) -> Result<Outcome> {
         InputSpec::Mnist
     };
     let show = progress::enabled(false);
-    let bar = progress::bar(show, 0, "images");
-    let input = load_input(
-        &spec,
-        args.neurons,
-        args.rows,
-        &paths::data_dir(),
-        &|done, total| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        },
-    )?;
-    bar.finish_and_clear();
+    let input = super::load_input_shown(&spec, args.neurons, args.rows, &paths::data_dir(), show)?;
     tsv::write_images(&args.out, &input.features)?;
     if let Some(path) = &args.cache {
         cache::write_input(path, &input)?;

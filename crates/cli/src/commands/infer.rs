@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use spdnn_engine::data::{InputSpec, load_input, load_network, load_truth};
+use spdnn_engine::data::{InputSpec, load_network, load_truth};
 use spdnn_engine::{Problem, Registry, RunConfig, run};
 use spdnn_sdgc::benchmark::Benchmark;
 use spdnn_sdgc::{paths, tsv};
@@ -83,18 +83,7 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
         (None, false, Some(seed)) => InputSpec::Synthetic { seed },
         (None, false, None) => anyhow::bail!("give --images FILE, --mnist or --synthetic-seed S"),
     };
-    let bar = progress::bar(show, 0, "images");
-    let input = load_input(
-        &spec,
-        neurons,
-        args.rows,
-        &paths::data_dir(),
-        &|done, total| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        },
-    )?;
-    bar.finish_and_clear();
+    let input = super::load_input_shown(&spec, neurons, args.rows, &paths::data_dir(), show)?;
 
     let benchmark = Benchmark::new(
         neurons,

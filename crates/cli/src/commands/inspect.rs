@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
-use spdnn_engine::data::{InputSpec, load_input, load_network};
+use spdnn_engine::data::{InputSpec, load_network};
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_reference::{Activation, Inference, LayerStats, Options};
 use spdnn_sdgc::{UPPER_BOUND, paths};
@@ -89,18 +89,7 @@ pub fn run(args: &InspectArgs) -> Result<Outcome> {
             Some(path) => InputSpec::File(path.clone()),
             None => InputSpec::Mnist,
         };
-        let bar = progress::bar(show, 0, "images");
-        let input = load_input(
-            &spec,
-            neurons,
-            args.rows,
-            &paths::data_dir(),
-            &|done, total| {
-                bar.set_length(total as u64);
-                bar.set_position(done as u64);
-            },
-        )?;
-        bar.finish_and_clear();
+        let input = super::load_input_shown(&spec, neurons, args.rows, &paths::data_dir(), show)?;
         Some(input)
     } else {
         None

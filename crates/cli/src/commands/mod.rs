@@ -7,7 +7,29 @@ pub mod images;
 pub mod infer;
 pub mod inspect;
 
-use crate::Outcome;
+use std::path::Path;
+
+use spdnn_engine::data::InputSpec;
+use spdnn_sdgc::Input;
+
+use crate::{Outcome, progress};
+
+/// Loads an input with a progress bar for image making (hidden unless `show`).
+pub fn load_input_shown(
+    spec: &InputSpec,
+    neurons: usize,
+    rows: Option<usize>,
+    data_dir: &Path,
+    show: bool,
+) -> anyhow::Result<Input> {
+    let bar = progress::bar(show, 0, "images");
+    let input = spdnn_engine::data::load_input(spec, neurons, rows, data_dir, &|done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    Ok(input)
+}
 
 /// `spdnn methods`: the registry, one method a line.
 pub fn list_methods() -> anyhow::Result<Outcome> {
