@@ -138,7 +138,9 @@ fn generator(c: &mut Criterion) {
 }
 
 fn images(c: &mut Criterion) {
-    let strip: Vec<f64> = (0u64..60000 * 28).map(|s| ((s * 7919) % 256) as f64).collect();
+    let strip: Vec<f64> = (0u64..60000 * 28)
+        .map(|s| ((s * 7919) % 256) as f64)
+        .collect();
     let mut group = c.benchmark_group("images");
     group.sample_size(10);
     group.throughput(Throughput::Elements(60000 * 32));
