@@ -9,6 +9,22 @@
 
 mod device_pack;
 
+#[cfg(test)]
+mod tests {
+    use super::TestTotals;
+
+    #[test]
+    fn test_result_lines_are_summed() {
+        let mut totals = TestTotals::default();
+        totals.add_line("test result: ok. 3 passed; 0 failed; 2 ignored; 0 measured; 0 filtered out; finished in 0.1s");
+        totals.add_line(
+            "test result: FAILED. 1 passed; 4 failed; 0 ignored; 0 measured; 0 filtered out",
+        );
+        totals.add_line("running 3 tests");
+        assert_eq!((totals.passed, totals.failed, totals.ignored), (4, 4, 2));
+    }
+}
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -114,15 +130,77 @@ fn test(root: &Path, extra: &[String]) -> Result<()> {
             "note: NVRTC is not in .nvrtc/ (run `cargo xtask setup`): kernel compile tests will skip"
         );
     }
+    let mut totals = TestTotals::default();
+    // Doc tests first (not part of --all-targets), then every target.
+    run_counting(cargo().args(["test", "--workspace", "--doc"]), &mut totals)?;
     let mut command = cargo();
     command.args(["test", "--workspace", "--all-targets"]);
     if !extra.is_empty() {
         command.arg("--").args(extra);
     }
     with_nvrtc(&mut command, root);
-    run(&mut command)?;
-    // Doc tests are not part of --all-targets.
-    run(cargo().args(["test", "--workspace", "--doc"]))
+    run_counting(&mut command, &mut totals)?;
+    println!(
+        "all tests: {} passed, {} failed, {} ignored",
+        totals.passed, totals.failed, totals.ignored
+    );
+    Ok(())
+}
+
+/// Sums of cargo test's `test result:` lines.
+#[derive(Default)]
+struct TestTotals {
+    passed: u64,
+    failed: u64,
+    ignored: u64,
+}
+
+impl TestTotals {
+    /// Adds the counts of one `test result: ok. 3 passed; 0 failed; 1 ignored; …` line.
+    fn add_line(&mut self, line: &str) {
+        let Some(rest) = line.trim().strip_prefix("test result:") else {
+            return;
+        };
+        for part in rest.split(';') {
+            let mut words = part.split_whitespace().rev();
+            let (Some(label), Some(count)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let Ok(count) = count.parse::<u64>() else {
+                continue;
+            };
+            match label {
+                "passed" => self.passed += count,
+                "failed" => self.failed += count,
+                "ignored" => self.ignored += count,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Runs cargo test, echoing its output and counting its results; fails when it fails.
+fn run_counting(command: &mut Command, totals: &mut TestTotals) -> Result<()> {
+    use std::io::BufRead;
+    let shown = format!("{command:?}");
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting {shown}"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .context("capturing cargo test's output")?;
+    for line in std::io::BufReader::new(stdout).lines() {
+        let line = line?;
+        println!("{line}");
+        totals.add_line(&line);
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("{shown} failed with {status}");
+    }
+    Ok(())
 }
 
 fn bench(args: &[String]) -> Result<()> {
