@@ -141,7 +141,7 @@ fn test(root: &Path, extra: &[String]) -> Result<()> {
     with_nvrtc(&mut command, root);
     run_counting(&mut command, &mut totals)?;
     println!(
-        "all tests: {} passed, {} failed, {} ignored",
+        "summary: {} passed, {} failed, {} skipped",
         totals.passed, totals.failed, totals.ignored
     );
     Ok(())
