@@ -1,7 +1,9 @@
 use ndarray::{Array2, ArrayView2};
 
 use crate::csr::check_dims;
-use crate::{Csr, FormatError, PADDING_COLUMN, SparseMatrix, check_left_operand, checked_len};
+use crate::{
+    Csr, FormatError, PADDING_COLUMN, SparseMatrix, checked_len, dense_from_rows, product_from_rows,
+};
 
 /// ELLPACK: every row padded to the same `width`, the length of the longest row.
 ///
@@ -163,31 +165,11 @@ impl SparseMatrix for Ell {
     }
 
     fn to_dense(&self) -> Array2<f32> {
-        let mut dense = Array2::zeros((self.nrows, self.ncols));
-        for row in 0..self.nrows {
-            for (col, value) in self.row_entries(row) {
-                dense[[row, col as usize]] = value;
-            }
-        }
-        dense
+        dense_from_rows(self.nrows, self.ncols, |row| self.row_entries(row))
     }
 
     fn left_multiply(&self, y: ArrayView2<'_, f32>) -> Result<Array2<f32>, FormatError> {
-        check_left_operand(&y, self.nrows)?;
-        let mut out = Array2::zeros((y.nrows(), self.ncols));
-        for (y_row, mut out_row) in y.rows().into_iter().zip(out.rows_mut()) {
-            let acc = out_row
-                .as_slice_mut()
-                .expect("a fresh Array2 is contiguous");
-            for (j, &y_j) in y_row.iter().enumerate() {
-                if y_j != 0.0 {
-                    for (col, value) in self.row_entries(j) {
-                        acc[col as usize] += y_j * value;
-                    }
-                }
-            }
-        }
-        Ok(out)
+        product_from_rows(y, self.nrows, self.ncols, |row| self.row_entries(row))
     }
 }
 

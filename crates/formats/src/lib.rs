@@ -74,3 +74,42 @@ pub(crate) fn checked_len(a: usize, b: usize, what: &str) -> Result<usize, Forma
             FormatError::BadParameter(format!("{what} of {a} x {b} does not fit u32 indices"))
         })
 }
+
+/// `to_dense` for a format that lists each row's `(col, value)` entries.
+pub(crate) fn dense_from_rows<I: Iterator<Item = (u32, f32)>>(
+    nrows: usize,
+    ncols: usize,
+    row_entries: impl Fn(usize) -> I,
+) -> Array2<f32> {
+    let mut dense = Array2::zeros((nrows, ncols));
+    for row in 0..nrows {
+        for (col, value) in row_entries(row) {
+            dense[[row, col as usize]] = value;
+        }
+    }
+    dense
+}
+
+/// `Y · W` for a format that lists each row's `(col, value)` entries, skipping zero `y_j`.
+pub(crate) fn product_from_rows<I: Iterator<Item = (u32, f32)>>(
+    y: ArrayView2<'_, f32>,
+    nrows: usize,
+    ncols: usize,
+    row_entries: impl Fn(usize) -> I,
+) -> Result<Array2<f32>, FormatError> {
+    check_left_operand(&y, nrows)?;
+    let mut out = Array2::zeros((y.nrows(), ncols));
+    for (y_row, mut out_row) in y.rows().into_iter().zip(out.rows_mut()) {
+        let acc = out_row
+            .as_slice_mut()
+            .expect("a fresh Array2 is contiguous");
+        for (j, &y_j) in y_row.iter().enumerate() {
+            if y_j != 0.0 {
+                for (col, value) in row_entries(j) {
+                    acc[col as usize] += y_j * value;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
