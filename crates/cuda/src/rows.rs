@@ -45,6 +45,11 @@ pub struct GpuInference {
     pub total_ms: f64,
     /// Method-specific facts (name, value) for reports.
     pub details: Vec<(String, String)>,
+    /// Time per stage of one profiled run (name, ms), in order; empty for one-stage
+    /// methods.
+    pub stages: Vec<(String, f64)>,
+    /// Time per layer of one profiled run, ms; empty when not measured.
+    pub layer_ms: Vec<f64>,
 }
 
 /// Checks that every layer is N×N with N the input's width, and that the activation
@@ -200,7 +205,7 @@ pub fn finish(
         output,
         infer_ms,
         total_ms: started.elapsed().as_secs_f64() * 1e3,
-        details: Vec::new(),
+        ..GpuInference::default()
     })
 }
 
