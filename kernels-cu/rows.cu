@@ -56,3 +56,30 @@ extern "C" __global__ void spdnn_all_rows(unsigned int* __restrict__ row_list, u
         *count = rows;
     }
 }
+
+// Lists the rows of active_rows[0 .. *active_count) whose row_flags[row] is set:
+// next_rows gets them (order not kept), *next_count (zeroed before) counts them.
+// One atomic per warp (ballot + popc).
+// Launch: grid ceil(capacity / 256), block 256, no shared memory.
+extern "C" __global__ void spdnn_compact_flagged_rows(const unsigned int* __restrict__ active_rows,
+                                                      const unsigned int* __restrict__ active_count,
+                                                      const unsigned char* __restrict__ row_flags,
+                                                      unsigned int* __restrict__ next_rows,
+                                                      unsigned int* __restrict__ next_count) {
+    const unsigned long long i = spdnn_global_thread_x();
+    const bool keep = i < *active_count && row_flags[active_rows[i]] != 0;
+    const unsigned int mask = __ballot_sync(SPDNN_FULL_MASK, keep);
+    if (mask == 0) {
+        return;
+    }
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int leader = __ffs(mask) - 1;
+    unsigned int base = 0;
+    if (lane == leader) {
+        base = atomicAdd(next_count, __popc(mask));
+    }
+    base = __shfl_sync(SPDNN_FULL_MASK, base, leader);
+    if (keep) {
+        next_rows[base + __popc(mask & ((1u << lane) - 1u))] = active_rows[i];
+    }
+}

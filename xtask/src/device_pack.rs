@@ -193,7 +193,7 @@ case "$mode" in
   tests)
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
     failed=0; passed=0
-    for t in "$work"/tests/*; do
+    for t in "$work"/tests/*${SPDNN_TESTS:-}*; do
       name=$(basename "$t")
       if "$t" --include-ignored --test-threads=1 "$@" >"$out/test-$name.log" 2>&1; then
         passed=$((passed+1)); echo "PASS $name"

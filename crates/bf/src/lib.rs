@@ -12,8 +12,11 @@
 use std::time::Instant;
 
 use spdnn_cuda::rows::{self, GpuInference, RunSpec};
-use spdnn_cuda::slab_weights::{Residency, SlabProblem};
-use spdnn_cuda::{CudaError, DriverResultExt, Gpu, KernelSource, LaunchConfig, PushKernelArg};
+use spdnn_cuda::slab_weights::{DeviceSlabWeights, Residency, SlabProblem};
+use spdnn_cuda::{
+    CudaError, CudaFunction, DeviceBuffer, DriverResultExt, Gpu, KernelSource, LaunchConfig,
+    PushKernelArg,
+};
 use spdnn_formats::Csr;
 
 /// `kernels-cu/bf.cu`.
@@ -34,6 +37,117 @@ pub struct BfOptions {
     pub slab_width: Option<usize>,
     /// Resident or streamed weights (default: resident when they fit).
     pub residency: Residency,
+}
+
+/// BF's two per-layer kernels.
+pub struct BfKernels {
+    layer: CudaFunction,
+    compact: CudaFunction,
+}
+
+impl BfKernels {
+    /// Compiles (or loads from the PTX cache) bf.cu.
+    pub fn load(gpu: &Gpu) -> Result<Self, CudaError> {
+        Ok(Self {
+            layer: gpu.function(&BF, "bf_layer")?,
+            compact: gpu.function(&BF, "bf_compact_rows")?,
+        })
+    }
+}
+
+/// The shape of the slab weights and the activation.
+#[derive(Debug, Clone, Copy)]
+pub struct SlabShape {
+    /// N.
+    pub n: usize,
+    /// Columns per slab.
+    pub slab_width: usize,
+    /// Number of slabs.
+    pub slabs: usize,
+    /// Bias.
+    pub bias: f32,
+    /// Upper bound.
+    pub upper: f32,
+}
+
+/// The buffers of one BF layer.
+pub struct LayerStep<'b> {
+    /// Input activations, rows × N row-major.
+    pub y_in: &'b DeviceBuffer<f32>,
+    /// Output activations (only listed rows are written).
+    pub y_out: &'b mut DeviceBuffer<f32>,
+    /// The non-empty rows.
+    pub list_in: &'b DeviceBuffer<u32>,
+    /// Their count (on the device).
+    pub count_in: &'b DeviceBuffer<u32>,
+    /// Receives the rows that stay non-empty.
+    pub list_out: &'b mut DeviceBuffer<u32>,
+    /// Receives their count.
+    pub count_out: &'b mut DeviceBuffer<u32>,
+    /// Scratch: one flag per list position.
+    pub alive: &'b mut DeviceBuffer<u8>,
+    /// Most rows a list holds (sizes the grids).
+    pub capacity: usize,
+}
+
+/// Enqueues one BF layer (`bf_layer` then `bf_compact_rows`) on the listed rows; the next
+/// list and its count stay on the device.
+pub fn enqueue_layer(
+    gpu: &Gpu,
+    kernels: &BfKernels,
+    weights: &mut DeviceSlabWeights,
+    layer: usize,
+    step: LayerStep<'_>,
+    shape: &SlabShape,
+) -> Result<(), CudaError> {
+    let stream = gpu.stream();
+    let (n_u32, width_u32, slabs_u32, capacity_u32) = (
+        shape.n as u32,
+        shape.slab_width as u32,
+        shape.slabs as u32,
+        step.capacity as u32,
+    );
+    let views = weights.layer(layer)?;
+    let mut launch = stream.launch_builder(&kernels.layer);
+    launch
+        .arg(&**step.y_in)
+        .arg(&mut **step.y_out)
+        .arg(&**step.list_in)
+        .arg(&**step.count_in)
+        .arg(&mut **step.alive)
+        .arg(&views.offsets)
+        .arg(&views.cols)
+        .arg(&views.values)
+        .arg(&n_u32)
+        .arg(&width_u32)
+        .arg(&slabs_u32)
+        .arg(&shape.bias)
+        .arg(&shape.upper);
+    // Launch: grid (rows; blocks past the active count exit), block 256, shared slab_width floats.
+    let config = LaunchConfig {
+        grid_dim: (capacity_u32, 1, 1),
+        block_dim: (LAYER_THREADS, 1, 1),
+        shared_mem_bytes: (shape.slab_width * 4) as u32,
+    };
+    unsafe { launch.launch(config) }.context("launching bf_layer")?;
+    stream
+        .memset_zeros(&mut **step.count_out)
+        .context("clearing the row count")?;
+    let mut compact = stream.launch_builder(&kernels.compact);
+    compact
+        .arg(&**step.list_in)
+        .arg(&**step.count_in)
+        .arg(&**step.alive)
+        .arg(&mut **step.list_out)
+        .arg(&mut **step.count_out);
+    // Launch: grid ceil(rows / 256), block 256, no shared memory.
+    let config = LaunchConfig {
+        grid_dim: (capacity_u32.div_ceil(LIST_THREADS), 1, 1),
+        block_dim: (LIST_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    unsafe { compact.launch(config) }.context("launching bf_compact_rows")?;
+    Ok(())
 }
 
 /// Runs BF on `input` (rows × N) through `layers`, `spec.warmup` untimed and
@@ -64,8 +178,14 @@ pub fn infer(
         options.residency,
     )?;
 
-    let layer_kernel = gpu.function(&BF, "bf_layer")?;
-    let compact_kernel = gpu.function(&BF, "bf_compact_rows")?;
+    let kernels = BfKernels::load(gpu)?;
+    let shape = SlabShape {
+        n,
+        slab_width,
+        slabs: num_slabs,
+        bias,
+        upper,
+    };
     let all_rows_kernel = gpu.function(&rows::ROWS, "spdnn_all_rows")?;
     let mark_kernel = gpu.function(&rows::ROWS, "spdnn_mark_rows")?;
 
@@ -78,12 +198,7 @@ pub fn infer(
     let mut alive = gpu.alloc_zeros::<u8>(rows_count)?;
     let mut row_flags = gpu.alloc_zeros::<u8>(rows_count)?;
     let stream = gpu.stream().clone();
-    let (n_u32, width_u32, slabs_u32, rows_u32) = (
-        n as u32,
-        slab_width as u32,
-        num_slabs as u32,
-        rows_count as u32,
-    );
+    let rows_u32 = rows_count as u32;
     let list_grid = (rows_count as u32).div_ceil(LIST_THREADS);
     let mut timer = gpu.timer()?;
     let mut infer_ms = Vec::new();
@@ -127,46 +242,23 @@ pub fn infer(
             } else {
                 (&count_b, &mut count_a)
             };
-            let views = weights.layer(layer)?;
-            let mut launch = stream.launch_builder(&layer_kernel);
-            launch
-                .arg(&**y_in)
-                .arg(&mut **y_out)
-                .arg(&**list_in)
-                .arg(&**count_in)
-                .arg(&mut *alive)
-                .arg(&views.offsets)
-                .arg(&views.cols)
-                .arg(&views.values)
-                .arg(&n_u32)
-                .arg(&width_u32)
-                .arg(&slabs_u32)
-                .arg(&bias)
-                .arg(&upper);
-            // Launch: grid (rows; blocks past the active count exit), block 256, shared slab_width floats.
-            let config = LaunchConfig {
-                grid_dim: (rows_u32, 1, 1),
-                block_dim: (LAYER_THREADS, 1, 1),
-                shared_mem_bytes: (slab_width * 4) as u32,
-            };
-            unsafe { launch.launch(config) }.context("launching bf_layer")?;
-            stream
-                .memset_zeros(&mut **count_out)
-                .context("clearing the row count")?;
-            let mut compact = stream.launch_builder(&compact_kernel);
-            compact
-                .arg(&**list_in)
-                .arg(&**count_in)
-                .arg(&*alive)
-                .arg(&mut **list_out)
-                .arg(&mut **count_out);
-            // Launch: grid ceil(rows / 256), block 256, no shared memory.
-            let config = LaunchConfig {
-                grid_dim: (list_grid, 1, 1),
-                block_dim: (LIST_THREADS, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            unsafe { compact.launch(config) }.context("launching bf_compact_rows")?;
+            enqueue_layer(
+                gpu,
+                &kernels,
+                &mut weights,
+                layer,
+                LayerStep {
+                    y_in,
+                    y_out,
+                    list_in,
+                    count_in,
+                    list_out,
+                    count_out,
+                    alive: &mut alive,
+                    capacity: rows_count,
+                },
+                &shape,
+            )?;
         }
         // Categories: flag the rows of the last list.
         let last_even = layers.len().is_multiple_of(2);

@@ -5,6 +5,7 @@
 //! 2 for any error (bad input, missing file, missing GPU…).
 
 mod commands;
+mod method_args;
 mod progress;
 
 use std::path::PathBuf;
@@ -105,6 +106,73 @@ fn main() -> ExitCode {
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn infer_and_bench_take_the_method_parameters() {
+        let infer = Cli::try_parse_from([
+            "spdnn",
+            "infer",
+            "--method",
+            "snicit",
+            "--layers",
+            "120",
+            "--generate-seed",
+            "0",
+            "--threshold",
+            "30",
+            "--pre-convergence",
+            "bf",
+            "--delete-at",
+            "never",
+        ]);
+        assert!(matches!(
+            infer,
+            Ok(Cli {
+                command: Command::Infer(_)
+            })
+        ));
+        let bench = Cli::try_parse_from([
+            "spdnn",
+            "bench",
+            "--methods",
+            "xy,snicit",
+            "--row-major-layers",
+            "4",
+            "--no-xy-cache",
+            "--batch",
+            "5000",
+        ]);
+        assert!(matches!(
+            bench,
+            Ok(Cli {
+                command: Command::Bench(_)
+            })
+        ));
+    }
+
+    #[test]
+    fn a_bad_parameter_is_a_usage_error_with_status_2() {
+        for command in ["infer", "bench"] {
+            let error = match Cli::try_parse_from(["spdnn", command, "--epsilon", "nan"]) {
+                Err(e) => e,
+                Ok(_) => panic!("{command} accepted --epsilon nan"),
+            };
+            assert_eq!(error.exit_code(), 2);
+            assert!(error.to_string().contains("--epsilon"), "{error}");
         }
     }
 }

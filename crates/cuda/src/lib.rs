@@ -32,7 +32,7 @@ pub use device::{DeviceBuffer, DeviceInfo, Gpu, MemoryInfo, PinnedBuffer, probe}
 pub use error::{CudaError, DriverResultExt};
 pub use graph::CapturedGraph;
 pub use source::{BUILTIN_HEADERS, COMMON_HEADER, KernelSource, SELFTEST};
-pub use timing::EventTimer;
+pub use timing::{EventTimer, Timeline};
 
 pub use cudarc;
 pub use cudarc::driver::{

@@ -62,3 +62,52 @@ impl EventTimer {
         Ok(f64::from(ms))
     }
 }
+
+/// A chain of timing events on one stream: [`Timeline::mark`] records an event after
+/// the work enqueued so far; [`Timeline::intervals`] waits and returns the time between
+/// consecutive marks. Used for per-layer and per-stage breakdowns in a profiled run.
+#[derive(Debug)]
+pub struct Timeline {
+    ctx: Arc<CudaContext>,
+    marks: Vec<(String, CudaEvent)>,
+}
+
+impl Timeline {
+    /// An empty timeline in `ctx`.
+    pub fn new(ctx: &Arc<CudaContext>) -> Timeline {
+        Timeline {
+            ctx: ctx.clone(),
+            marks: Vec::new(),
+        }
+    }
+
+    /// Records an event labelled `label` on `stream`.
+    pub fn mark(&mut self, stream: &CudaStream, label: impl Into<String>) -> Result<(), CudaError> {
+        let event = self
+            .ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .context("creating a timeline event")?;
+        event.record(stream).context("recording a timeline event")?;
+        self.marks.push((label.into(), event));
+        Ok(())
+    }
+
+    /// Waits for the last mark and returns, for every mark after the first, its label and
+    /// the milliseconds since the previous mark.
+    pub fn intervals(&self) -> Result<Vec<(String, f64)>, CudaError> {
+        let Some((_, last)) = self.marks.last() else {
+            return Ok(Vec::new());
+        };
+        last.synchronize().context("waiting for the timeline")?;
+        self.marks
+            .windows(2)
+            .map(|pair| {
+                let ms = pair[0]
+                    .1
+                    .elapsed_ms(&pair[1].1)
+                    .context("reading a timeline interval")?;
+                Ok((pair[1].0.clone(), f64::from(ms)))
+            })
+            .collect()
+    }
+}

@@ -11,7 +11,9 @@ pub mod run;
 
 pub use method::{Method, MethodOutput, Problem, Registry, Timing};
 pub use report::RunReport;
-pub use run::{RunConfig, Truth};
+pub use run::{MethodOptions, RunConfig, Truth};
+/// The crates whose option types [`MethodOptions`] holds.
+pub use {spdnn_snicit, spdnn_xy};
 
 /// Whether a CUDA GPU can be used by this build on this machine (never panics).
 pub fn gpu_available() -> bool {

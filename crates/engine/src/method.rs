@@ -68,6 +68,8 @@ impl Default for Registry {
                 Box::new(CpuReference),
                 Box::new(crate::gpu_methods::Bf),
                 Box::new(crate::gpu_methods::Snig),
+                Box::new(crate::gpu_methods::Xy),
+                Box::new(crate::gpu_methods::Snicit),
                 Box::new(crate::gpu_methods::Cusparse),
             ],
         }
@@ -168,4 +170,23 @@ fn host_threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_lists_xy_and_snicit_after_snig() {
+        let registry = Registry::default();
+        let names = registry.names();
+        let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
+        assert_eq!(at("xy"), at("snig") + 1);
+        assert_eq!(at("snicit"), at("xy") + 1);
+        for name in ["xy", "snicit"] {
+            let method = registry.get(name).unwrap();
+            assert!(method.needs_gpu());
+            assert!(!method.description().is_empty());
+        }
+    }
 }

@@ -128,6 +128,132 @@ impl RunReport {
     }
 }
 
+impl RunReport {
+    /// The stage times of one profiled run, in order (empty for one-stage methods).
+    pub fn stages(&self) -> Vec<(String, f64)> {
+        stages(&self.details)
+    }
+
+    /// The per-layer times of one profiled run, ms (empty when not measured).
+    pub fn layer_times(&self) -> Vec<f64> {
+        layer_times(&self.details)
+    }
+}
+
+/// The stage times in a run's details (`stages_ms: [{"stage", "ms"}, …]`), in order.
+pub fn stages(details: &serde_json::Value) -> Vec<(String, f64)> {
+    let Some(list) = details
+        .get(crate::gpu_methods::STAGES_KEY)
+        .and_then(|v| v.as_array())
+    else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|entry| {
+            let stage = entry.get("stage")?.as_str()?;
+            let ms = entry.get("ms")?.as_f64()?;
+            Some((stage.to_string(), ms))
+        })
+        .collect()
+}
+
+/// The per-layer times in a run's details (`layer_ms: [t, …]`).
+pub fn layer_times(details: &serde_json::Value) -> Vec<f64> {
+    details
+        .get(crate::gpu_methods::LAYER_MS_KEY)
+        .and_then(|v| v.as_array())
+        .map(|list| list.iter().filter_map(|v| v.as_f64()).collect())
+        .unwrap_or_default()
+}
+
+/// Width of the label column of `spdnn infer`'s text output.
+const LABEL: usize = 12;
+
+/// Lines of a stage breakdown for terminals: each stage's ms and share of their sum.
+///
+/// Empty when there are no stages.
+pub fn stage_lines(stages: &[(String, f64)]) -> Vec<String> {
+    if stages.is_empty() {
+        return Vec::new();
+    }
+    let sum: f64 = stages.iter().map(|(_, ms)| ms).sum();
+    let width = stages.iter().map(|(s, _)| s.len()).max().unwrap_or(0);
+    let mut lines = vec![format!(
+        "{:<LABEL$}{sum:.3} ms in all (one profiled run)",
+        "stages"
+    )];
+    for (stage, ms) in stages {
+        let share = if sum > 0.0 {
+            format!("{:5.1}%", 100.0 * ms / sum)
+        } else {
+            "     -".to_string()
+        };
+        lines.push(format!(
+            "{:LABEL$}{stage:<width$}  {ms:>10.3} ms  {share}",
+            ""
+        ));
+    }
+    lines
+}
+
+/// How many layers the per-layer summary shows at each end.
+const LAYER_ENDS: usize = 5;
+
+/// Lines summarizing per-layer times for terminals: min / median / max (with the layer
+/// of the extremes), then the first and last few layers (or all of them when few).
+///
+/// Empty when there are no times. The JSON report holds every value.
+pub fn layer_lines(layer_ms: &[f64]) -> Vec<String> {
+    if layer_ms.is_empty() {
+        return Vec::new();
+    }
+    let list = |values: &[f64]| {
+        values
+            .iter()
+            .map(|v| format!("{v:.3}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (min_at, min) = extreme(layer_ms, |a, b| a < b);
+    let (max_at, max) = extreme(layer_ms, |a, b| a > b);
+    let mut lines = vec![format!(
+        "{:<LABEL$}{} layers: min {min:.3} (layer {}), median {:.3}, max {max:.3} (layer {}) ms",
+        "per layer",
+        layer_ms.len(),
+        min_at + 1,
+        median(layer_ms),
+        max_at + 1
+    )];
+    if layer_ms.len() <= 2 * LAYER_ENDS {
+        lines.push(format!("{:LABEL$}all    {} ms", "", list(layer_ms)));
+    } else {
+        let n = layer_ms.len();
+        lines.push(format!(
+            "{:LABEL$}first  {} ms (layers 1-{LAYER_ENDS})",
+            "",
+            list(&layer_ms[..LAYER_ENDS])
+        ));
+        lines.push(format!(
+            "{:LABEL$}last   {} ms (layers {}-{n})",
+            "",
+            list(&layer_ms[n - LAYER_ENDS..]),
+            n - LAYER_ENDS + 1
+        ));
+    }
+    lines
+}
+
+/// Index and value of the first extreme element by `better` (ignoring NaN).
+fn extreme(values: &[f64], better: fn(f64, f64) -> bool) -> (usize, f64) {
+    let mut best = (0, values[0]);
+    for (i, &v) in values.iter().enumerate() {
+        if best.1.is_nan() || better(v, best.1) {
+            best = (i, v);
+        }
+    }
+    best
+}
+
 /// Median of a non-empty list (0 for an empty one).
 pub fn median(values: &[f64]) -> f64 {
     if values.is_empty() {
@@ -230,6 +356,53 @@ mod tests {
         assert_eq!(c.missing, vec![3]);
         assert_eq!(c.extra, vec![2]);
         assert!(CategoryCheck::compare(&[4], &[4], "t").matched);
+    }
+
+    #[test]
+    fn stage_lines_show_shares_in_order() {
+        let stages = vec![
+            ("pre-convergence".to_string(), 6.0),
+            ("conversion".to_string(), 1.0),
+            ("post-convergence".to_string(), 3.0),
+        ];
+        let lines = stage_lines(&stages);
+        assert_eq!(lines.len(), 4);
+        assert!(lines[0].contains("10.000 ms in all"), "{}", lines[0]);
+        assert!(lines[1].contains("pre-convergence") && lines[1].contains("60.0%"));
+        assert!(lines[2].contains("conversion") && lines[2].contains("10.0%"));
+        assert!(lines[3].contains("post-convergence") && lines[3].contains("30.0%"));
+        assert!(stage_lines(&[]).is_empty());
+        let zero = stage_lines(&[("a".to_string(), 0.0)]);
+        assert!(zero[1].trim_end().ends_with('-'), "{}", zero[1]);
+    }
+
+    #[test]
+    fn layer_lines_summarize_long_lists() {
+        let mut times: Vec<f64> = (0..1920).map(|i| 1.0 + i as f64 * 1e-3).collect();
+        times[7] = 9.5;
+        times[100] = 0.25;
+        let lines = layer_lines(&times);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines[0].contains("1920 layers"));
+        assert!(lines[0].contains("min 0.250 (layer 101)"), "{}", lines[0]);
+        assert!(lines[0].contains("max 9.500 (layer 8)"), "{}", lines[0]);
+        assert!(lines[1].contains("first  1.000 1.001 1.002 1.003 1.004 ms (layers 1-5)"));
+        assert!(lines[2].contains("(layers 1916-1920)"), "{}", lines[2]);
+        let total: usize = lines.iter().map(|l| l.len()).sum();
+        assert!(total < 400, "the summary is not compact: {total} chars");
+
+        let short = layer_lines(&[2.0, 1.0, 3.0]);
+        assert_eq!(short.len(), 2);
+        assert!(short[0].contains("median 2.000"));
+        assert!(short[1].contains("all    2.000 1.000 3.000 ms"));
+        assert!(layer_lines(&[]).is_empty());
+    }
+
+    #[test]
+    fn details_without_stages_give_nothing() {
+        let details = serde_json::json!({ "gpu": "x", "stages_ms": "junk" });
+        assert!(stages(&details).is_empty());
+        assert!(layer_times(&details).is_empty());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! A run: a method on a benchmark, timed, checked against a truth.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use serde::Serialize;
 use spdnn_sdgc::benchmark::Benchmark;
 
@@ -27,6 +27,8 @@ pub struct RunConfig {
     pub repetitions: usize,
     /// Precision of the CPU reference.
     pub precision: Precision,
+    /// Parameters of the methods that have some (each method reads its own).
+    pub methods: MethodOptions,
 }
 
 impl Default for RunConfig {
@@ -35,8 +37,83 @@ impl Default for RunConfig {
             warmup: 1,
             repetitions: 3,
             precision: Precision::F32,
+            methods: MethodOptions::default(),
         }
     }
+}
+
+/// The parameters of the methods that take some, one field per method.
+///
+/// The default is each crate's default, with the XY preprocessing cache under
+/// `data_dir()/cache/xy` (`$SPDNN_DATA` honoured) for `xy` and for SNICIT's XY stage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MethodOptions {
+    /// `xy`.
+    pub xy: spdnn_xy::XyOptions,
+    /// `snicit` (its `xy` field tunes the pre-convergence layers when they run XY).
+    pub snicit: spdnn_snicit::SnicitOptions,
+}
+
+impl Default for MethodOptions {
+    fn default() -> Self {
+        let xy = spdnn_xy::XyOptions {
+            cache_dir: Some(default_xy_cache_dir()),
+            ..spdnn_xy::XyOptions::default()
+        };
+        Self {
+            snicit: spdnn_snicit::SnicitOptions {
+                xy: xy.clone(),
+                ..spdnn_snicit::SnicitOptions::default()
+            },
+            xy,
+        }
+    }
+}
+
+impl MethodOptions {
+    /// Checks every method's parameters (see [`validate_xy`], [`validate_snicit`]).
+    pub fn validate(&self) -> Result<()> {
+        validate_xy(&self.xy)?;
+        validate_snicit(&self.snicit)
+    }
+}
+
+/// Where preprocessed XY networks are cached by default: `data_dir()/cache/xy`.
+pub fn default_xy_cache_dir() -> std::path::PathBuf {
+    spdnn_sdgc::paths::data_dir().join("cache").join("xy")
+}
+
+/// XY's parameters: `delete_at`, when given, is at least 1 (`row_major_layers` may be 0:
+/// the input is then transposed and every layer runs neuron-major).
+pub fn validate_xy(options: &spdnn_xy::XyOptions) -> Result<()> {
+    if options.delete_at == Some(0) {
+        bail!("XY delete-at must be a layer ≥ 1 (or never), not 0");
+    }
+    Ok(())
+}
+
+/// SNICIT's parameters: t, s, n, the refresh interval and the batch at least 1; ε and η
+/// finite and ≥ 0; XY's options valid. A threshold t ≥ L is allowed: the pre-convergence
+/// spMM then runs through every layer.
+pub fn validate_snicit(options: &spdnn_snicit::SnicitOptions) -> Result<()> {
+    let counts = [
+        ("threshold layer t", options.threshold),
+        ("samples s", options.samples),
+        ("bins n", options.bins),
+        ("refresh interval", options.refresh_interval),
+        ("batch", options.batch.unwrap_or(1)),
+    ];
+    for (what, value) in counts {
+        if value == 0 {
+            bail!("SNICIT {what} must be at least 1, not 0");
+        }
+    }
+    for (what, value) in [("epsilon ε", options.epsilon), ("eta η", options.eta)] {
+        if !value.is_finite() || value < 0.0 {
+            bail!("SNICIT {what} must be a finite number ≥ 0, not {value}");
+        }
+    }
+    validate_xy(&options.xy)
 }
 
 /// The categories a run must produce, and where they came from.
@@ -101,4 +178,65 @@ pub fn execute(
         report,
         categories: output.categories,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_options_are_valid_and_cache_under_the_data_dir() {
+        let options = MethodOptions::default();
+        options.validate().unwrap();
+        let dir = spdnn_sdgc::paths::data_dir().join("cache").join("xy");
+        assert_eq!(options.xy.cache_dir.as_deref(), Some(dir.as_path()));
+        assert_eq!(options.snicit.xy.cache_dir.as_deref(), Some(dir.as_path()));
+        assert_eq!(options.xy.delete_at, Some(22));
+        assert_eq!(options.snicit.threshold, 30);
+        assert_eq!(RunConfig::default().methods, options);
+    }
+
+    #[test]
+    fn zero_counts_are_rejected() {
+        let base = MethodOptions::default();
+        let cases: [fn(&mut MethodOptions); 7] = [
+            |o| o.snicit.threshold = 0,
+            |o| o.snicit.samples = 0,
+            |o| o.snicit.bins = 0,
+            |o| o.snicit.refresh_interval = 0,
+            |o| o.snicit.batch = Some(0),
+            |o| o.snicit.xy.delete_at = Some(0),
+            |o| o.xy.delete_at = Some(0),
+        ];
+        for (i, change) in cases.iter().enumerate() {
+            let mut options = base.clone();
+            change(&mut options);
+            assert!(options.validate().is_err(), "case {i} was accepted");
+        }
+    }
+
+    #[test]
+    fn bad_epsilon_and_eta_are_rejected() {
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.01] {
+            let mut options = MethodOptions::default();
+            options.snicit.epsilon = bad;
+            let message = options.validate().unwrap_err().to_string();
+            assert!(message.contains("epsilon"), "{message}");
+            let mut options = MethodOptions::default();
+            options.snicit.eta = bad;
+            assert!(options.validate().is_err());
+        }
+    }
+
+    #[test]
+    fn edge_values_are_accepted() {
+        let mut options = MethodOptions::default();
+        options.snicit.threshold = 100_000; // ≥ L: pre-convergence all the way
+        options.snicit.epsilon = 0.0;
+        options.snicit.eta = 0.0;
+        options.snicit.batch = Some(1);
+        options.snicit.xy.delete_at = None;
+        options.xy.row_major_layers = Some(1);
+        options.validate().unwrap();
+    }
 }

@@ -165,6 +165,27 @@ impl Csr {
         }
     }
 
+    /// The rows `range` as a matrix of their own (same columns). Panics-free: the range is
+    /// clamped to the matrix.
+    pub fn rows_slice(&self, range: std::ops::Range<usize>) -> Csr {
+        let end = range.end.min(self.nrows);
+        let start = range.start.min(end);
+        let first = self.row_offsets[start];
+        let last = self.row_offsets[end];
+        let row_offsets = self.row_offsets[start..=end]
+            .iter()
+            .map(|&o| o - first)
+            .collect();
+        let entries = first as usize..last as usize;
+        Self::from_parts_unchecked(
+            end - start,
+            self.ncols,
+            row_offsets,
+            self.col_indices[entries.clone()].to_vec(),
+            self.values[entries].to_vec(),
+        )
+    }
+
     /// Length of the longest row (0 for a matrix without rows).
     pub fn max_row_len(&self) -> usize {
         self.row_offsets
@@ -370,6 +391,23 @@ mod tests {
         assert_eq!(m.row_offsets(), &[0, 1, 3]);
         assert_eq!(m.col_indices(), &[1, 0, 2]);
         assert_eq!(m.values(), &[1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn row_slices_keep_their_rows() {
+        let m = Csr::from_triplets(4, 3, &[(0, 1, 1.0), (1, 0, 2.0), (1, 2, 3.0), (3, 1, 4.0)])
+            .unwrap();
+        let middle = m.rows_slice(1..3);
+        assert_eq!(middle.nrows(), 2);
+        assert_eq!(
+            middle.triplets().collect::<Vec<_>>(),
+            vec![(0, 0, 2.0), (0, 2, 3.0)]
+        );
+        assert_eq!(
+            m.rows_slice(3..9).triplets().collect::<Vec<_>>(),
+            vec![(0, 1, 4.0)]
+        );
+        assert_eq!(m.rows_slice(5..9).nrows(), 0);
     }
 
     #[test]

@@ -170,6 +170,59 @@ pub fn exact_problem(max_n: usize, max_rows: usize) -> impl Strategy<Value = Pro
     })
 }
 
+/// A layer whose outputs come in groups of 16 sharing one input set (the structure XY
+/// detects), with shuffled output ids and exact dyadic values of both signs.
+fn grouped_layer(n: usize) -> impl Strategy<Value = Csr> {
+    let groups = n / 16;
+    let nonzero = (1i32..=8, proptest::bool::ANY)
+        .prop_map(|(k, negative)| if negative { -(k as f32) } else { k as f32 } / 4.0);
+    (
+        Just((0..n as u32).collect::<Vec<u32>>()).prop_shuffle(),
+        proptest::collection::vec(
+            proptest::collection::vec(proptest::bool::weighted(0.3), n),
+            groups,
+        ),
+        proptest::collection::vec(nonzero, n * n),
+    )
+        .prop_map(move |(outputs, input_sets, values)| {
+            let mut triplets = Vec::new();
+            for (group, inputs) in input_sets.iter().enumerate() {
+                for &output in &outputs[group * 16..(group + 1) * 16] {
+                    for (input, _) in inputs.iter().enumerate().filter(|(_, keep)| **keep) {
+                        triplets.push((input as u32, output, values[input * n + output as usize]));
+                    }
+                }
+            }
+            Csr::from_triplets(n, n, &triplets).expect("valid triplets")
+        })
+}
+
+/// Exact random problems whose layers are mostly grouped (N = 16·g, g ≤ `max_groups`),
+/// mixed with unstructured layers, 1–4 layers (deep enough for every XY phase, shallow
+/// enough that every dyadic partial sum stays exact in f32).
+pub fn grouped_problem(max_groups: usize, max_rows: usize) -> impl Strategy<Value = Problem> {
+    (1..=max_groups, 1..=4usize, 1..=max_rows).prop_flat_map(|(groups, depth, rows)| {
+        let n = groups * 16;
+        let weight = (-8i32..=8).prop_map(|k| k as f32 / 4.0);
+        let layer = prop_oneof![
+            3 => grouped_layer(n),
+            1 => sparse_matrix(n, n, 0.2, weight),
+        ];
+        (
+            proptest::collection::vec(layer, depth),
+            sparse_matrix(rows, n, 0.5, (1i32..=8).prop_map(|k| k as f32 / 2.0)),
+            (1i32..=8).prop_map(|k| -(k as f32) / 4.0),
+            prop_oneof![Just(32.0f32), Just(4.0)],
+        )
+            .prop_map(|(layers, input, bias, upper)| Problem {
+                layers,
+                input,
+                bias,
+                upper,
+            })
+    })
+}
+
 /// General random problems: arbitrary positive weights in (0, 0.5], inputs in (0, 1],
 /// bias in [−0.5, −0.01); compared with [`Tolerance::Relative`].
 pub fn general_problem(max_n: usize, max_rows: usize) -> impl Strategy<Value = Problem> {
@@ -283,6 +336,15 @@ fn run_proptest(
 pub fn check_exact_random(runner: Runner<'_>) {
     let gpu = gpu();
     run_proptest(exact_problem(80, 300), |p| {
+        run_checked(&gpu, runner, p, Tolerance::Exact)
+    });
+}
+
+/// Exact random problems with grouped layers (N = 16…80, up to 300 rows) must equal the
+/// reference bit for bit.
+pub fn check_grouped_random(runner: Runner<'_>) {
+    let gpu = gpu();
+    run_proptest(grouped_problem(5, 300), |p| {
         run_checked(&gpu, runner, p, Tolerance::Exact)
     });
 }

@@ -8,11 +8,12 @@ use serde::Serialize;
 use spdnn_engine::data::{InputSpec, WeightsSpec, load_network, load_truth, official_files};
 use spdnn_engine::report::{markdown_table, terminal_table};
 use spdnn_engine::run::{Precision, execute};
-use spdnn_engine::{Problem, Registry, RunConfig, RunReport, Truth};
+use spdnn_engine::{MethodOptions, Problem, Registry, RunConfig, RunReport, Truth};
 use spdnn_reference::{Activation, Inference, Options};
 use spdnn_sdgc::benchmark::{Benchmark, OFFICIAL_ROWS};
 use spdnn_sdgc::{Input, InputOrigin, Network, paths};
 
+use crate::method_args::MethodArgs;
 use crate::{Outcome, progress};
 
 /// Work (rows·N·L) above which the CPU runs only a slice of the rows: 4× the 1024-120 benchmark.
@@ -57,6 +58,8 @@ pub struct BenchArgs {
     /// Print the JSON document instead of the table.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    method_options: MethodArgs,
 }
 
 /// The results document written to `results/`.
@@ -92,6 +95,11 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
             .map(|name| registry.get(name))
             .collect::<Result<_>>()?
     };
+    let method_options = args.method_options.options()?;
+    let names: Vec<&str> = methods.iter().map(|m| m.name()).collect();
+    for warning in args.method_options.unused_warnings(&names) {
+        eprintln!("{warning}");
+    }
     let show = progress::enabled(args.json);
     let data_dir = paths::data_dir();
     let mut notes = Vec::new();
@@ -110,9 +118,10 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
             }
             for case in &cases {
                 for &method in &methods {
-                    let report = run_case(method, case, args, show).with_context(|| {
-                        format!("{} on {}", method.name(), case.benchmark.name())
-                    })?;
+                    let report =
+                        run_case(method, case, args, &method_options, show).with_context(|| {
+                            format!("{} on {}", method.name(), case.benchmark.name())
+                        })?;
                     if !args.json {
                         eprintln!(
                             "{:<10} {:<9} {:>10.2} ms  matched {}",
@@ -291,6 +300,7 @@ fn run_case(
     method: &dyn spdnn_engine::Method,
     case: &Case,
     args: &BenchArgs,
+    method_options: &MethodOptions,
     show: bool,
 ) -> Result<RunReport> {
     let spinner = progress::spinner(
@@ -302,6 +312,7 @@ fn run_case(
             warmup: args.warmup,
             repetitions: args.repetitions.max(1),
             precision: Precision::F32,
+            methods: method_options.clone(),
         };
         (case.input.clone(), config)
     } else {
@@ -310,6 +321,7 @@ fn run_case(
             warmup: 0,
             repetitions: args.cpu_repetitions.max(1),
             precision: Precision::F32,
+            methods: method_options.clone(),
         };
         (case.input.head(rows), config)
     };

@@ -5,10 +5,12 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 use spdnn_engine::data::{InputSpec, load_network, load_truth};
+use spdnn_engine::report::{layer_lines, stage_lines};
 use spdnn_engine::{Problem, Registry, RunConfig, run};
 use spdnn_sdgc::benchmark::Benchmark;
 use spdnn_sdgc::{paths, tsv};
 
+use crate::method_args::MethodArgs;
 use crate::{Outcome, PrecisionArg, WeightsArgs, progress};
 
 /// Arguments of `spdnn infer`.
@@ -58,12 +60,18 @@ pub struct InferArgs {
     /// Precision of the CPU reference.
     #[arg(long, value_enum, default_value_t = PrecisionArg::F32)]
     precision: PrecisionArg,
+    #[command(flatten)]
+    method_options: MethodArgs,
 }
 
 /// Loads, runs, checks, prints.
 pub fn run(args: &InferArgs) -> Result<Outcome> {
     let registry = Registry::default();
     let method = registry.get(&args.method)?;
+    let method_options = args.method_options.options()?;
+    for warning in args.method_options.unused_warnings(&[method.name()]) {
+        eprintln!("{warning}");
+    }
     let show = progress::enabled(args.json);
     let total_start = std::time::Instant::now();
 
@@ -108,6 +116,7 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
         warmup: args.warmup,
         repetitions: args.repetitions.max(1),
         precision: args.precision.into(),
+        methods: method_options,
     };
 
     let spinner = progress::spinner(show, &format!("running {}", method.name()));
@@ -145,6 +154,12 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
             "infer       {:.3} ms ({:?})",
             report.infer_ms, report.timing
         );
+        for line in stage_lines(&report.stages()) {
+            println!("{line}");
+        }
+        for line in layer_lines(&report.layer_times()) {
+            println!("{line}");
+        }
         println!("total       {:.3} ms", report.total_ms);
         println!("rate        {:.4} TeraEdges/s", report.teraedges_per_s);
         println!("wall        {wall_ms:.0} ms including loading");

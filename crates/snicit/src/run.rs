@@ -1,0 +1,535 @@
+//! One batch through SNICIT's four stages.
+
+use spdnn_cuda::rows::{self, grid_for};
+use spdnn_cuda::{
+    CudaError, CudaFunction, DeviceBuffer, DriverResultExt, Gpu, KernelSource, LaunchConfig,
+    PushKernelArg, Timeline,
+};
+use spdnn_formats::{Csr, SparseMatrix};
+use spdnn_xy::XyNetwork;
+use spdnn_xy::gpu::{
+    DeviceXyNetwork, ExportedRows, RowMajorStep, XyKernels, XyRun, launch_row_major, list_config,
+};
+
+use crate::SnicitOptions;
+use crate::bf_pre::{BfPre, BfRun};
+use crate::cluster;
+
+/// `kernels-cu/snicit.cu`.
+pub const SNICIT: KernelSource = KernelSource {
+    name: "snicit.cu",
+    source: include_str!("../../../kernels-cu/snicit.cu"),
+};
+
+/// Threads per block of the SNICIT kernels.
+const THREADS: u32 = 256;
+
+/// The pre-convergence spMM, prepared.
+pub(crate) enum Pre {
+    /// XY's layers `1..=t` and its row-major layer count.
+    Xy {
+        layers: DeviceXyNetwork,
+        row_major: usize,
+    },
+    /// BF's layers `1..=t`.
+    Bf(BfPre),
+}
+
+/// Every kernel a run uses.
+pub(crate) struct Kernels {
+    xy: XyKernels,
+    sum_bins: CudaFunction,
+    assign: CudaFunction,
+    update: CudaFunction,
+    recover: CudaFunction,
+    recover_values: CudaFunction,
+    all_rows: CudaFunction,
+    compact: CudaFunction,
+    mark_rows: CudaFunction,
+}
+
+impl Kernels {
+    pub(crate) fn load(gpu: &Gpu) -> Result<Self, CudaError> {
+        Ok(Self {
+            xy: XyKernels::load(gpu)?,
+            sum_bins: gpu.function(&SNICIT, "snicit_sum_bins")?,
+            assign: gpu.function(&SNICIT, "snicit_assign")?,
+            update: gpu.function(&SNICIT, "snicit_update")?,
+            recover: gpu.function(&SNICIT, "snicit_recover")?,
+            recover_values: gpu.function(&SNICIT, "snicit_recover_values")?,
+            all_rows: gpu.function(&rows::ROWS, "spdnn_all_rows")?,
+            compact: gpu.function(&rows::ROWS, "spdnn_compact_flagged_rows")?,
+            mark_rows: gpu.function(&rows::ROWS, "spdnn_mark_rows")?,
+        })
+    }
+}
+
+/// Facts about a batch's conversion.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Outcome {
+    /// Non-empty rows at the threshold layer.
+    pub rows_at_threshold: usize,
+    /// Centroids chosen.
+    pub centroids: usize,
+    /// Centroids plus rows with a non-empty residue right after the conversion.
+    pub nonempty_after_conversion: usize,
+}
+
+impl Outcome {
+    pub(crate) fn add(&mut self, other: &Outcome) {
+        self.rows_at_threshold += other.rows_at_threshold;
+        self.centroids += other.centroids;
+        self.nonempty_after_conversion += other.nonempty_after_conversion;
+    }
+}
+
+/// What is shared by every batch.
+pub(crate) struct Context<'a> {
+    pub gpu: &'a Gpu,
+    pub kernels: &'a Kernels,
+    pub network: &'a XyNetwork,
+    pub pre: Pre,
+    pub post: &'a DeviceXyNetwork,
+    pub options: &'a SnicitOptions,
+    pub threshold: usize,
+    pub n: usize,
+    pub activation: (f32, f32),
+}
+
+/// The pre-convergence state of a batch.
+enum PreRun<'a> {
+    Xy(XyRun<'a>),
+    Bf(BfRun),
+}
+
+/// The clustered rows after the conversion.
+struct Clustered {
+    /// The activations of the exported rows (count × N), current after the last layer.
+    y: DeviceBuffer<f32>,
+    live: DeviceBuffer<u8>,
+    dead: DeviceBuffer<u8>,
+    centroid_of: DeviceBuffer<u32>,
+    /// Batch-local row of each exported row.
+    ids: Vec<u32>,
+}
+
+/// One batch in flight.
+pub(crate) struct BatchRun<'a> {
+    pre: PreRun<'a>,
+    clustered: Option<Clustered>,
+}
+
+impl<'a> Context<'a> {
+    /// Loads a batch (untimed).
+    pub(crate) fn start(&self, input: &Csr) -> Result<BatchRun<'a>, CudaError> {
+        let pre = match &self.pre {
+            Pre::Xy { row_major, .. } => {
+                let mut run = XyRun::new(
+                    self.gpu,
+                    &self.kernels.xy,
+                    self.n,
+                    input.nrows(),
+                    *row_major,
+                    self.options.xy.delete_at,
+                    self.activation,
+                )?;
+                run.load_input(input)?;
+                PreRun::Xy(run)
+            }
+            Pre::Bf(bf) => PreRun::Bf(bf.start(self.gpu, input)?),
+        };
+        Ok(BatchRun {
+            pre,
+            clustered: None,
+        })
+    }
+
+    /// Runs a loaded batch through every layer and writes its category flags
+    /// (batch-local rows) into `flags`. Marks `"layer"` after each layer,
+    /// `"conversion"` and `"recovery"` on `timeline` when given.
+    pub(crate) fn run(
+        &mut self,
+        batch: &mut BatchRun<'a>,
+        flags: &mut DeviceBuffer<u8>,
+        mut timeline: Option<&mut Timeline>,
+    ) -> Result<Outcome, CudaError> {
+        let gpu = self.gpu;
+        let stream = gpu.stream().clone();
+        let mut outcome = Outcome::default();
+        // Pre-convergence.
+        match (&mut self.pre, &mut batch.pre) {
+            (Pre::Xy { layers, .. }, PreRun::Xy(run)) => {
+                for layer in &layers.layers {
+                    run.layer(layer, timeline.as_deref_mut())?;
+                }
+            }
+            (Pre::Bf(bf), PreRun::Bf(run)) => bf.run(gpu, run, timeline.as_deref_mut())?,
+            _ => {
+                return Err(CudaError::InvalidArgument(
+                    "SNICIT: the batch was loaded for another pre-convergence spMM".into(),
+                ));
+            }
+        }
+        stream
+            .memset_zeros(&mut **flags)
+            .context("clearing the row flags")?;
+        if self.post.layers.is_empty() {
+            // The threshold is at or past the last layer: no conversion.
+            self.mark_pre_categories(batch, flags)?;
+            if let Some(t) = timeline.as_deref_mut() {
+                t.mark(&stream, "recovery")?;
+            }
+            return Ok(outcome);
+        }
+
+        // Conversion at the threshold layer.
+        let exported = self.export(batch)?;
+        let count = exported.ids.len();
+        outcome.rows_at_threshold = count;
+        if count == 0 {
+            if let Some(t) = timeline.as_deref_mut() {
+                t.mark(&stream, "conversion")?;
+                t.mark(&stream, "recovery")?;
+            }
+            return Ok(outcome);
+        }
+        let (clustered, mut lists, centroids) = self.convert(exported)?;
+        outcome.centroids = centroids;
+        if timeline.is_some() {
+            outcome.nonempty_after_conversion =
+                gpu.download(&*lists.counts[lists.current])?[0] as usize;
+        }
+        if let Some(t) = timeline.as_deref_mut() {
+            t.mark(&stream, "conversion")?;
+        }
+
+        // Post-convergence: the load-reduced spMM on the non-empty rows, then the update.
+        let mut clustered = clustered;
+        let mut y_other = gpu.alloc_zeros::<f32>(count * self.n)?;
+        let mut row_alive = gpu.alloc_zeros::<u8>(count)?;
+        let (count_u32, n_u32) = (count as u32, self.n as u32);
+        let layers_total = self.threshold + self.post.layers.len();
+        for (index, layer) in self.post.layers.iter().enumerate() {
+            stream
+                .memset_zeros(&mut *row_alive)
+                .context("clearing the row flags")?;
+            let current = lists.current;
+            launch_row_major(
+                gpu,
+                &self.kernels.xy,
+                layer,
+                RowMajorStep {
+                    y_in: &clustered.y,
+                    y_out: &mut y_other,
+                    list: &lists.lists[current],
+                    count: &lists.counts[current],
+                    row_alive: &mut row_alive,
+                    capacity: count,
+                    n: self.n,
+                    activation: self.activation,
+                },
+            )?;
+            std::mem::swap(&mut clustered.y, &mut y_other);
+            let mut update = stream.launch_builder(&self.kernels.update);
+            update
+                .arg(&*clustered.y)
+                .arg(&n_u32)
+                .arg(&*lists.lists[current])
+                .arg(&*lists.counts[current])
+                .arg(&*clustered.centroid_of)
+                .arg(&*row_alive)
+                .arg(&mut *clustered.live)
+                .arg(&mut *clustered.dead);
+            // Launch: grid (count; blocks past the list count exit), block 256, no shared memory.
+            let config = LaunchConfig {
+                grid_dim: (count_u32, 1, 1),
+                block_dim: (THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            unsafe { update.launch(config) }.context("launching snicit_update")?;
+            let absolute = self.threshold + index + 1;
+            if absolute.is_multiple_of(self.options.refresh_interval) && absolute < layers_total {
+                lists.refresh(gpu, &self.kernels.compact, &clustered.live, count)?;
+            }
+            if let Some(t) = timeline.as_deref_mut() {
+                t.mark(&stream, "layer")?;
+            }
+        }
+
+        // Recovery.
+        let ids = gpu.upload(&clustered.ids)?;
+        let mut recover = stream.launch_builder(&self.kernels.recover);
+        recover
+            .arg(&*row_alive)
+            .arg(&*clustered.live)
+            .arg(&*clustered.dead)
+            .arg(&*clustered.centroid_of)
+            .arg(&*ids)
+            .arg(&count_u32)
+            .arg(&mut **flags);
+        // Launch: grid ceil(count / 256), block 256, no shared memory.
+        unsafe { recover.launch(list_config(count)) }.context("launching snicit_recover")?;
+        if let Some(t) = timeline.as_deref_mut() {
+            t.mark(&stream, "recovery")?;
+        }
+        batch.clustered = Some(clustered);
+        Ok(outcome)
+    }
+
+    /// Category flags straight from the pre-convergence state.
+    fn mark_pre_categories(
+        &self,
+        batch: &mut BatchRun<'a>,
+        flags: &mut DeviceBuffer<u8>,
+    ) -> Result<(), CudaError> {
+        match &mut batch.pre {
+            PreRun::Xy(run) => run.mark_categories(flags),
+            PreRun::Bf(run) => {
+                let live = run.live_rows(self.gpu)?;
+                if live.is_empty() {
+                    return Ok(());
+                }
+                let list = self.gpu.upload(&live)?;
+                let count = self.gpu.upload(&[live.len() as u32])?;
+                let mut mark = self.gpu.stream().launch_builder(&self.kernels.mark_rows);
+                mark.arg(&*list).arg(&*count).arg(&mut **flags);
+                // Launch: grid ceil(rows / 256), block 256, no shared memory.
+                unsafe { mark.launch(list_config(live.len())) }
+                    .context("launching spdnn_mark_rows")?;
+                Ok(())
+            }
+        }
+    }
+
+    /// The rows alive at the threshold layer as a compact row-major block, positions in
+    /// the order of layer t's XY outputs (BF's original order is permuted into it).
+    fn export(&self, batch: &mut BatchRun<'a>) -> Result<ExportedRows, CudaError> {
+        match &mut batch.pre {
+            PreRun::Xy(run) => run.export_rows(),
+            PreRun::Bf(run) => {
+                let ids = run.live_rows(self.gpu)?;
+                let count = ids.len();
+                let mut y = self.gpu.alloc_zeros::<f32>((count * self.n).max(1))?;
+                if count > 0 {
+                    // Position p of layer t's XY order holds original neuron outputs[p].
+                    let perm = self
+                        .gpu
+                        .upload(&self.network.layers[self.threshold - 1].outputs)?;
+                    let list = self.gpu.upload(&ids)?;
+                    let (count_u32, n_u32) = (count as u32, self.n as u32);
+                    let mut gather = self
+                        .gpu
+                        .stream()
+                        .launch_builder(self.kernels.xy.gather_rows());
+                    gather
+                        .arg(&**run.y())
+                        .arg(&mut *y)
+                        .arg(&*list)
+                        .arg(&count_u32)
+                        .arg(&n_u32)
+                        .arg(&*perm);
+                    // Launch: grid (count, 1), block 256, no shared memory.
+                    let config = LaunchConfig {
+                        grid_dim: (count_u32, 1, 1),
+                        block_dim: (256, 1, 1),
+                        shared_mem_bytes: 0,
+                    };
+                    unsafe { gather.launch(config) }.context("launching xy_gather_rows")?;
+                }
+                Ok(ExportedRows { y, ids })
+            }
+        }
+    }
+
+    /// Sampling, sum downsampling, pruning (on the host: s × n sums), nearest centroids,
+    /// and the first non-empty list. Waits for the device once (the sums).
+    fn convert(&self, exported: ExportedRows) -> Result<(Clustered, Lists, usize), CudaError> {
+        let gpu = self.gpu;
+        let stream = gpu.stream().clone();
+        let count = exported.ids.len();
+        let samples = self.options.samples.min(count);
+        let bins = self.options.bins;
+        let mut sums = gpu.alloc_zeros::<f32>(samples * bins)?;
+        let (n_u32, bins_u32, count_u32) = (self.n as u32, bins as u32, count as u32);
+        let mut launch = stream.launch_builder(&self.kernels.sum_bins);
+        launch
+            .arg(&*exported.y)
+            .arg(&n_u32)
+            .arg(&bins_u32)
+            .arg(&mut *sums);
+        // Launch: grid (samples, bins), block 256, static shared 256 floats.
+        let config = LaunchConfig {
+            grid_dim: (samples as u32, bins_u32, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        unsafe { launch.launch(config) }.context("launching snicit_sum_bins")?;
+        let host_sums = gpu.download(&*sums)?;
+        let centroids = cluster::prune_samples(
+            &host_sums,
+            samples,
+            bins,
+            self.options.epsilon,
+            self.options.eta,
+        );
+        let mut is_centroid = vec![0u8; count];
+        for &c in &centroids {
+            is_centroid[c] = 1;
+        }
+        let is_centroid = gpu.upload(&is_centroid)?;
+        let centroid_rows: Vec<u32> = centroids.iter().map(|&c| c as u32).collect();
+        let centroid_list = gpu.upload(&centroid_rows)?;
+        let mut live = gpu.alloc_zeros::<u8>(count)?;
+        let mut dead = gpu.alloc_zeros::<u8>(count)?;
+        let mut centroid_of = gpu.alloc_zeros::<u32>(count)?;
+        let centroid_count = centroid_rows.len() as u32;
+        let mut assign = stream.launch_builder(&self.kernels.assign);
+        assign
+            .arg(&*exported.y)
+            .arg(&count_u32)
+            .arg(&n_u32)
+            .arg(&*centroid_list)
+            .arg(&centroid_count)
+            .arg(&*is_centroid)
+            .arg(&mut *centroid_of)
+            .arg(&mut *live)
+            .arg(&mut *dead);
+        // Launch: grid (count), block 256, static shared 256 words.
+        let config = LaunchConfig {
+            grid_dim: (count_u32, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        unsafe { assign.launch(config) }.context("launching snicit_assign")?;
+        let lists = Lists::first(gpu, self.kernels, &live, count)?;
+        Ok((
+            Clustered {
+                y: exported.y,
+                live,
+                dead,
+                centroid_of,
+                ids: exported.ids,
+            },
+            lists,
+            centroids.len(),
+        ))
+    }
+
+    /// Writes the final values of a finished batch (rows offset by `first_row`) into
+    /// `dense` (all rows × N, original neuron order).
+    pub(crate) fn write_output(
+        &self,
+        batch: &mut BatchRun<'a>,
+        first_row: usize,
+        dense: &mut [f32],
+    ) -> Result<(), CudaError> {
+        let n = self.n;
+        let (values, ids) = match &batch.clustered {
+            Some(clustered) => {
+                let count = clustered.ids.len();
+                let mut out = self.gpu.alloc_zeros::<f32>(count * n)?;
+                let (n_u32, count_u32) = (n as u32, count as u32);
+                let mut launch = self
+                    .gpu
+                    .stream()
+                    .launch_builder(&self.kernels.recover_values);
+                launch
+                    .arg(&*clustered.y)
+                    .arg(&n_u32)
+                    .arg(&*clustered.live)
+                    .arg(&*clustered.dead)
+                    .arg(&*clustered.centroid_of)
+                    .arg(&count_u32)
+                    .arg(&mut *out);
+                // Launch: grid (count), block 256, no shared memory.
+                let config = LaunchConfig {
+                    grid_dim: (count_u32, 1, 1),
+                    block_dim: (THREADS, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                unsafe { launch.launch(config) }.context("launching snicit_recover_values")?;
+                (self.gpu.download(&*out)?, clustered.ids.clone())
+            }
+            None if self.post.layers.is_empty() => {
+                let exported = self.export(batch)?;
+                (self.gpu.download(&*exported.y)?, exported.ids)
+            }
+            // Every row died before the threshold layer.
+            None => return Ok(()),
+        };
+        for (j, &row) in ids.iter().enumerate() {
+            let start = (first_row + row as usize) * n;
+            dense[start..start + n]
+                .copy_from_slice(&self.network.to_original(&values[j * n..(j + 1) * n]));
+        }
+        Ok(())
+    }
+}
+
+/// The non-empty row list, double-buffered so a refresh compacts into the other one.
+struct Lists {
+    lists: [DeviceBuffer<u32>; 2],
+    counts: [DeviceBuffer<u32>; 2],
+    current: usize,
+}
+
+impl Lists {
+    /// Lists the live rows of `0..count` (centroids and non-empty residues).
+    fn first(
+        gpu: &Gpu,
+        kernels: &Kernels,
+        live: &DeviceBuffer<u8>,
+        count: usize,
+    ) -> Result<Self, CudaError> {
+        let mut all = gpu.alloc_zeros::<u32>(count)?;
+        let mut all_count = gpu.alloc_zeros::<u32>(1)?;
+        let count_u32 = count as u32;
+        let stream = gpu.stream().clone();
+        let mut launch = stream.launch_builder(&kernels.all_rows);
+        launch.arg(&mut *all).arg(&mut *all_count).arg(&count_u32);
+        // Launch: grid ceil(count / 256), block 256, no shared memory.
+        unsafe { launch.launch(list_config(count)) }.context("launching spdnn_all_rows")?;
+        let mut lists = Self {
+            lists: [gpu.alloc_zeros(count)?, all],
+            counts: [gpu.alloc_zeros(1)?, all_count],
+            current: 1,
+        };
+        lists.refresh(gpu, &kernels.compact, live, count)?;
+        Ok(lists)
+    }
+
+    /// Keeps the listed rows whose `live` flag is set, in the other list.
+    fn refresh(
+        &mut self,
+        gpu: &Gpu,
+        compact: &CudaFunction,
+        live: &DeviceBuffer<u8>,
+        capacity: usize,
+    ) -> Result<(), CudaError> {
+        let (from, to) = (self.current, 1 - self.current);
+        let [l0, l1] = &mut self.lists;
+        let [c0, c1] = &mut self.counts;
+        let (list_in, list_out) = if from == 0 { (&*l0, l1) } else { (&*l1, l0) };
+        let (count_in, count_out) = if from == 0 { (&*c0, c1) } else { (&*c1, c0) };
+        let stream = gpu.stream().clone();
+        stream
+            .memset_zeros(&mut **count_out)
+            .context("clearing the list count")?;
+        let mut launch = stream.launch_builder(compact);
+        launch
+            .arg(&**list_in)
+            .arg(&**count_in)
+            .arg(&**live)
+            .arg(&mut **list_out)
+            .arg(&mut **count_out);
+        // Launch: grid ceil(capacity / 256), block 256, no shared memory.
+        let config = LaunchConfig {
+            grid_dim: (grid_for(capacity, 256), 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        unsafe { launch.launch(config) }.context("launching spdnn_compact_flagged_rows")?;
+        self.current = to;
+        Ok(())
+    }
+}

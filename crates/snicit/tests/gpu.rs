@@ -1,0 +1,216 @@
+//! SNICIT against the CPU reference. These need a CUDA GPU: run with `--include-ignored`
+//! on the GPU machine (`cargo xtask device-pack`).
+
+use spdnn_cuda::Gpu;
+use spdnn_cuda::rows::{GpuInference, RunSpec};
+use spdnn_gputest::{
+    Problem, check_challenge, check_exact_random, check_general_random, check_grouped_random,
+    check_official_1024,
+};
+use spdnn_snicit::{PreConvergence, SnicitOptions, infer};
+use spdnn_xy::XyOptions;
+
+const SPEC: RunSpec = RunSpec {
+    warmup: 1,
+    repetitions: 2,
+    keep_output: true,
+};
+
+fn options(threshold: usize) -> SnicitOptions {
+    SnicitOptions {
+        threshold,
+        xy: XyOptions {
+            cache_dir: None,
+            ..XyOptions::default()
+        },
+        ..SnicitOptions::default()
+    }
+}
+
+fn run_with(
+    options: SnicitOptions,
+) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn exact_random_networks_converted_early() {
+    check_exact_random(&run_with(options(1)));
+    check_exact_random(&run_with(SnicitOptions {
+        samples: 3,
+        bins: 5,
+        refresh_interval: 1,
+        batch: Some(37),
+        ..options(2)
+    }));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn exact_random_networks_threshold_past_the_last_layer() {
+    check_exact_random(&run_with(options(30)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn grouped_random_networks() {
+    check_grouped_random(&run_with(options(1)));
+    check_grouped_random(&run_with(SnicitOptions {
+        refresh_interval: 1,
+        batch: Some(50),
+        ..options(2)
+    }));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bf_before_convergence() {
+    check_exact_random(&run_with(SnicitOptions {
+        pre_convergence: PreConvergence::Bf,
+        ..options(1)
+    }));
+    check_grouped_random(&run_with(SnicitOptions {
+        pre_convergence: PreConvergence::Bf,
+        refresh_interval: 2,
+        ..options(2)
+    }));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn general_random_networks() {
+    check_general_random(&run_with(options(2)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn generated_challenge_networks() {
+    check_challenge(&run_with(options(30)), 1024, 120, 3000);
+    check_challenge(
+        &run_with(SnicitOptions {
+            batch: Some(1000),
+            refresh_interval: 7,
+            ..options(10)
+        }),
+        1024,
+        60,
+        3000,
+    );
+    check_challenge(
+        &run_with(SnicitOptions {
+            pre_convergence: PreConvergence::Bf,
+            ..options(12)
+        }),
+        1024,
+        40,
+        2000,
+    );
+    check_challenge(&run_with(options(8)), 4096, 24, 500);
+    check_challenge(&run_with(options(4)), 16384, 12, 64);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn official_1024_network() {
+    check_official_1024(&run_with(options(30)));
+    check_official_1024(&run_with(SnicitOptions {
+        batch: Some(500),
+        ..options(20)
+    }));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn breakdown_has_four_stages_and_every_layer() {
+    let gpu = spdnn_gputest::gpu();
+    // The real network and images: rows survive to layer 30 and cluster.
+    let (problem, truth) =
+        spdnn_gputest::official_1024_subset().expect("the official N = 1024 files");
+    let result = run_with(options(30))(&gpu, &problem).expect("snicit runs");
+    assert_eq!(result.categories, truth);
+    let names: Vec<&str> = result.stages.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "pre-convergence",
+            "conversion",
+            "post-convergence",
+            "recovery"
+        ]
+    );
+    assert!(
+        result
+            .stages
+            .iter()
+            .all(|(_, ms)| ms.is_finite() && *ms >= 0.0)
+    );
+    assert_eq!(result.layer_ms.len(), 120);
+    let detail = |key: &str| -> usize {
+        result
+            .details
+            .iter()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in {:?}", result.details))
+    };
+    let (rows, centroids, nonempty) = (
+        detail("rows_at_threshold"),
+        detail("centroids"),
+        detail("nonempty_rows_after_conversion"),
+    );
+    assert!(
+        rows >= truth.len() && centroids >= 1,
+        "{rows} rows, {centroids} centroids"
+    );
+    assert!(nonempty >= centroids && nonempty <= rows);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_options_are_errors() {
+    let gpu = spdnn_gputest::gpu();
+    let problem = spdnn_gputest::challenge_problem(1024, 2, 10, 5);
+    let spec = RunSpec::default();
+    for bad in [
+        SnicitOptions {
+            threshold: 0,
+            ..options(1)
+        },
+        SnicitOptions {
+            samples: 0,
+            ..options(1)
+        },
+        SnicitOptions {
+            bins: 0,
+            ..options(1)
+        },
+        SnicitOptions {
+            epsilon: f32::NAN,
+            ..options(1)
+        },
+        SnicitOptions {
+            eta: -1.0,
+            ..options(1)
+        },
+        SnicitOptions {
+            refresh_interval: 0,
+            ..options(1)
+        },
+        SnicitOptions {
+            batch: Some(0),
+            ..options(1)
+        },
+    ] {
+        let result = infer(
+            &gpu,
+            &problem.layers,
+            &problem.input,
+            problem.bias,
+            problem.upper,
+            &bad,
+            &spec,
+        );
+        assert!(result.is_err(), "{bad:?} was accepted");
+    }
+}

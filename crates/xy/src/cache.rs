@@ -1,0 +1,597 @@
+//! The binary form of an [`XyNetwork`] and the on-disk cache of prepared networks.
+//!
+//! Layout (integers and floats little-endian):
+//!
+//! ```text
+//! magic        8 bytes  "SPDNNXY1"
+//! version      u32      FORMAT_VERSION
+//! neurons      u64      N
+//! layers       u64      L
+//! header_sum   u64      xxh3-64 of version ‖ neurons ‖ layers
+//! L records, record i (0-based) being
+//!   group u32, blocks u32, inputs_len u32, max_input_runs u32,
+//!   block_offsets (blocks + 1) × u32, inputs inputs_len × u32,
+//!   values inputs_len·group × f32, outputs N × u32,
+//!   sum u64 = xxh3-64 with seed i of everything in the record before it
+//! ```
+//!
+//! Nothing follows the last record. [`XyNetwork::read_from`] checks the checksums and
+//! then every invariant of the format ([`XyNetwork::validate`]); it reads arrays in
+//! bounded chunks, so a corrupt length fails at the end of the data instead of
+//! allocating what the header claims.
+
+use std::fs::{self, File};
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytemuck::Pod;
+use rayon::prelude::*;
+use spdnn_formats::{Csr, SparseMatrix};
+use xxhash_rust::xxh3::{Xxh3, xxh3_64};
+
+use crate::error::XyError;
+use crate::format::{GROUP, XyLayer, XyNetwork, check_layers};
+
+/// The first 8 bytes of every serialized XY network.
+pub const MAGIC: [u8; 8] = *b"SPDNNXY1";
+
+/// The layout version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Elements read per step: arrays grow with the data actually present.
+const READ_CHUNK: usize = 1 << 16;
+
+/// What [`XyNetwork::load_or_prepare`] did with the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheUse {
+    /// No cache folder was given: the network was prepared.
+    Disabled,
+    /// The network was read from the cache.
+    Hit,
+    /// The network was prepared (no usable cache file), and written to the cache if
+    /// the folder allowed it.
+    Miss,
+}
+
+/// A content hash of `layers`: xxh3-64 over every layer's shape and arrays (hashed in
+/// parallel, one layer per task), combined in layer order with the layer count.
+pub fn fingerprint(layers: &[Csr]) -> u64 {
+    let per_layer: Vec<u64> = layers
+        .par_iter()
+        .map(|layer| {
+            let mut sum = Xxh3::new();
+            for size in [layer.nrows(), layer.ncols(), layer.nnz()] {
+                sum.update(&(size as u64).to_le_bytes());
+            }
+            hash_array(&mut sum, layer.row_offsets());
+            hash_array(&mut sum, layer.col_indices());
+            hash_array(&mut sum, layer.values());
+            sum.digest()
+        })
+        .collect();
+    let mut sum = Xxh3::new();
+    sum.update(&(layers.len() as u64).to_le_bytes());
+    for digest in per_layer {
+        sum.update(&digest.to_le_bytes());
+    }
+    sum.digest()
+}
+
+/// The cache file of `layers` in `dir`: `xy-n{N}-l{L}-{fingerprint:016x}.xybin`.
+pub fn cache_path(dir: &Path, layers: &[Csr]) -> PathBuf {
+    let neurons = layers.first().map_or(0, |layer| layer.nrows());
+    dir.join(format!(
+        "xy-n{neurons}-l{}-{:016x}.xybin",
+        layers.len(),
+        fingerprint(layers)
+    ))
+}
+
+impl XyNetwork {
+    /// Writes the network in the binary layout of this module.
+    ///
+    /// Errors when the network breaks an invariant ([`XyNetwork::validate`]), so that
+    /// what is written can always be read back, or when the writer fails.
+    pub fn write_to(&self, w: &mut impl Write) -> Result<(), XyError> {
+        self.validate()?;
+        let header = header_bytes(
+            FORMAT_VERSION,
+            self.neurons as u64,
+            self.layers.len() as u64,
+        );
+        w.write_all(&MAGIC)?;
+        w.write_all(&header)?;
+        w.write_all(&xxh3_64(&header).to_le_bytes())?;
+        for (index, layer) in self.layers.iter().enumerate() {
+            let mut sum = Xxh3::with_seed(index as u64);
+            // validate() bounds every count by N < 2^32 or by the u32 block offsets.
+            let counts = [
+                layer.group,
+                layer.blocks() as u32,
+                layer.inputs.len() as u32,
+                layer.max_input_runs,
+            ];
+            write_array(w, &mut sum, &counts)?;
+            write_array(w, &mut sum, &layer.block_offsets)?;
+            write_array(w, &mut sum, &layer.inputs)?;
+            write_array(w, &mut sum, &layer.values)?;
+            write_array(w, &mut sum, &layer.outputs)?;
+            w.write_all(&sum.digest().to_le_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Reads a network written by [`XyNetwork::write_to`], checking the magic, the
+    /// version, every checksum, that nothing follows the last layer, and every invariant
+    /// of the format. Errors (never panics) on any mismatch.
+    pub fn read_from(r: &mut impl Read) -> Result<XyNetwork, XyError> {
+        let mut magic = [0u8; 8];
+        read_exact(r, &mut magic, "the magic")?;
+        if magic != MAGIC {
+            return Err(XyError::Invalid(
+                "not a serialized XY network (wrong magic)".into(),
+            ));
+        }
+        let mut header = [0u8; 20];
+        read_exact(r, &mut header, "the header")?;
+        let version = u32::from_le_bytes(header_field(&header, 0));
+        if version != FORMAT_VERSION {
+            return Err(XyError::Invalid(format!(
+                "layout version {version}, this build reads version {FORMAT_VERSION}"
+            )));
+        }
+        let mut header_sum = [0u8; 8];
+        read_exact(r, &mut header_sum, "the header checksum")?;
+        if u64::from_le_bytes(header_sum) != xxh3_64(&header) {
+            return Err(XyError::Invalid("header checksum mismatch".into()));
+        }
+        let neurons = u64::from_le_bytes(header_field(&header, 4));
+        let layer_count = u64::from_le_bytes(header_field(&header, 12));
+        let neurons = usize::try_from(neurons)
+            .ok()
+            .filter(|&n| n > 0 && u32::try_from(n).is_ok())
+            .ok_or_else(|| XyError::Invalid(format!("N = {neurons} is out of range")))?;
+        if layer_count == 0 {
+            return Err(XyError::Invalid("no layers".into()));
+        }
+        let mut layers = Vec::new();
+        for index in 0..layer_count {
+            layers.push(read_layer(r, index, neurons)?);
+        }
+        let mut probe = [0u8; 1];
+        if read_some(r, &mut probe)? != 0 {
+            return Err(XyError::Invalid("bytes follow the last layer".into()));
+        }
+        let network = XyNetwork { neurons, layers };
+        network.validate()?;
+        Ok(network)
+    }
+
+    /// [`XyNetwork::prepare`] through a cache in `cache_dir` (`None`: no cache).
+    ///
+    /// The file is [`cache_path`]`(dir, layers)`. A readable file that matches the layers
+    /// is a [`CacheUse::Hit`]. A missing, unreadable or corrupt file is a
+    /// [`CacheUse::Miss`]: the network is prepared and written atomically (a temporary
+    /// file in `dir`, then a rename). When the cache cannot be written (e.g. a read-only
+    /// folder) a one-line warning goes to stderr and the prepared network is returned.
+    ///
+    /// Errors only as [`XyNetwork::prepare`] does.
+    pub fn load_or_prepare(
+        layers: &[Csr],
+        cache_dir: Option<&Path>,
+    ) -> Result<(XyNetwork, CacheUse), XyError> {
+        let Some(dir) = cache_dir else {
+            return Ok((Self::prepare(layers)?, CacheUse::Disabled));
+        };
+        check_layers(layers)?;
+        let path = cache_path(dir, layers);
+        match read_cache_file(&path) {
+            Ok(Some(network)) if network.describes(layers) => return Ok((network, CacheUse::Hit)),
+            Ok(Some(_)) => eprintln!(
+                "spdnn-xy: warning: {} does not match the layers; preparing again",
+                path.display()
+            ),
+            Ok(None) => {}
+            Err(error) => eprintln!(
+                "spdnn-xy: warning: ignoring the XY cache file {}: {error}",
+                path.display()
+            ),
+        }
+        let network = Self::prepare(layers)?;
+        if let Err(error) = write_cache_file(&path, &network) {
+            eprintln!("spdnn-xy: warning: could not write the XY cache: {error}");
+        }
+        Ok((network, CacheUse::Miss))
+    }
+
+    /// Whether this network has the shape of `layers`: N, the layer count and every
+    /// layer's number of weights (a cheap guard against a misnamed cache file).
+    fn describes(&self, layers: &[Csr]) -> bool {
+        self.layers.len() == layers.len()
+            && layers.iter().all(|layer| layer.nrows() == self.neurons)
+            && self
+                .layers
+                .iter()
+                .zip(layers)
+                .all(|(xy, layer)| xy.values.len() == layer.nnz())
+    }
+}
+
+/// Version, N and layer count as the 20 header bytes.
+fn header_bytes(version: u32, neurons: u64, layers: u64) -> [u8; 20] {
+    let mut header = [0u8; 20];
+    header[..4].copy_from_slice(&version.to_le_bytes());
+    header[4..12].copy_from_slice(&neurons.to_le_bytes());
+    header[12..].copy_from_slice(&layers.to_le_bytes());
+    header
+}
+
+/// `N` bytes of `header` from `start` (the caller's ranges lie inside the header).
+fn header_field<const N: usize>(header: &[u8; 20], start: usize) -> [u8; N] {
+    let mut field = [0u8; N];
+    field.copy_from_slice(&header[start..start + N]);
+    field
+}
+
+/// Reads and checks record `index` (0-based) of a network of `neurons` neurons.
+fn read_layer(r: &mut impl Read, index: u64, neurons: usize) -> Result<XyLayer, XyError> {
+    let layer = index + 1;
+    let invalid = |message: String| XyError::Invalid(format!("layer {layer}: {message}"));
+    let mut sum = Xxh3::with_seed(index);
+    let counts: Vec<u32> = read_array(r, &mut sum, 4, layer)?;
+    let [group, blocks, inputs_len, max_input_runs] = [counts[0], counts[1], counts[2], counts[3]];
+    if group != 1 && group as usize != GROUP {
+        return Err(invalid(format!("group {group} is neither 1 nor {GROUP}")));
+    }
+    if (blocks as usize).checked_mul(group as usize) != Some(neurons) {
+        return Err(invalid(format!(
+            "{blocks} blocks of {group} do not make N = {neurons} outputs"
+        )));
+    }
+    // A block reads each input position at most once.
+    if u64::from(inputs_len) > u64::from(blocks) * neurons as u64 {
+        return Err(invalid(format!(
+            "{inputs_len} inputs for {blocks} blocks of N = {neurons} positions"
+        )));
+    }
+    let too_large = || invalid(format!("{inputs_len} inputs do not fit this machine"));
+    let offsets_len = (blocks as usize).checked_add(1).ok_or_else(too_large)?;
+    let values_len = (inputs_len as usize)
+        .checked_mul(group as usize)
+        .ok_or_else(too_large)?;
+    let block_offsets = read_array(r, &mut sum, offsets_len, layer)?;
+    let inputs = read_array(r, &mut sum, inputs_len as usize, layer)?;
+    let values = read_array(r, &mut sum, values_len, layer)?;
+    let outputs = read_array(r, &mut sum, neurons, layer)?;
+    let mut stored_sum = [0u8; 8];
+    read_exact(
+        r,
+        &mut stored_sum,
+        &format!("the checksum of layer {layer}"),
+    )?;
+    if u64::from_le_bytes(stored_sum) != sum.digest() {
+        return Err(invalid("checksum mismatch".into()));
+    }
+    Ok(XyLayer {
+        group,
+        block_offsets,
+        inputs,
+        values,
+        outputs,
+        max_input_runs,
+    })
+}
+
+/// Reads the cache file at `path`: `None` when there is none.
+fn read_cache_file(path: &Path) -> Result<Option<XyNetwork>, XyError> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(cause) if cause.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(cause) => return Err(file_error(path, cause)),
+    };
+    XyNetwork::read_from(&mut BufReader::new(file)).map(Some)
+}
+
+/// Writes `network` to `path` through a temporary file in the same folder.
+fn write_cache_file(path: &Path, network: &XyNetwork) -> Result<(), XyError> {
+    static TEMP_SERIAL: AtomicU64 = AtomicU64::new(0);
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(|cause| file_error(dir, cause))?;
+    let name = path
+        .file_name()
+        .map_or_else(|| "xy".into(), |name| name.to_string_lossy().into_owned());
+    let temp = dir.join(format!(
+        ".{name}.{}-{}.partial",
+        std::process::id(),
+        TEMP_SERIAL.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = write_new_file(&temp, network)
+        .and_then(|()| fs::rename(&temp, path).map_err(|cause| file_error(path, cause)));
+    if written.is_err() {
+        // The temporary file may not exist; its removal failing changes nothing.
+        let _ = fs::remove_file(&temp);
+    }
+    written
+}
+
+/// Creates `path` (which must not exist) and writes `network` into it.
+fn write_new_file(path: &Path, network: &XyNetwork) -> Result<(), XyError> {
+    let file = File::options()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|cause| file_error(path, cause))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    network.write_to(&mut out).map_err(|error| match error {
+        XyError::Io(cause) => file_error(path, cause),
+        other => other,
+    })?;
+    out.flush().map_err(|cause| file_error(path, cause))
+}
+
+fn file_error(path: &Path, cause: io::Error) -> XyError {
+    XyError::File {
+        path: path.to_owned(),
+        cause,
+    }
+}
+
+/// A 32-bit word stored little-endian.
+trait LeWord: Pod {
+    /// Converts between this machine's order and little-endian (an involution).
+    fn swap_le(self) -> Self;
+}
+
+impl LeWord for u32 {
+    fn swap_le(self) -> Self {
+        self.to_le()
+    }
+}
+
+impl LeWord for f32 {
+    fn swap_le(self) -> Self {
+        f32::from_bits(self.to_bits().to_le())
+    }
+}
+
+/// Feeds an array's native bytes to `sum`.
+fn hash_array<T: Pod>(sum: &mut Xxh3, data: &[T]) {
+    sum.update(bytemuck::cast_slice(data));
+}
+
+/// Writes `data` little-endian, adding the bytes written to `sum`.
+fn write_array<T: LeWord>(w: &mut impl Write, sum: &mut Xxh3, data: &[T]) -> io::Result<()> {
+    if cfg!(target_endian = "little") {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        sum.update(bytes);
+        return w.write_all(bytes);
+    }
+    let mut buffer = Vec::with_capacity(data.len().min(READ_CHUNK));
+    for chunk in data.chunks(READ_CHUNK) {
+        buffer.clear();
+        buffer.extend(chunk.iter().map(|&x| x.swap_le()));
+        let bytes: &[u8] = bytemuck::cast_slice(&buffer);
+        sum.update(bytes);
+        w.write_all(bytes)?;
+    }
+    Ok(())
+}
+
+/// Reads `len` little-endian words of layer `layer`, adding their bytes to `sum`; the
+/// array grows chunk by chunk with the data actually read.
+fn read_array<T: LeWord>(
+    r: &mut impl Read,
+    sum: &mut Xxh3,
+    len: usize,
+    layer: u64,
+) -> Result<Vec<T>, XyError> {
+    let mut data: Vec<T> = Vec::with_capacity(len.min(READ_CHUNK));
+    while data.len() < len {
+        let start = data.len();
+        data.resize(start + (len - start).min(READ_CHUNK), T::zeroed());
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut data[start..]);
+        read_exact(r, bytes, &format!("layer {layer}"))?;
+        sum.update(bytes);
+    }
+    if cfg!(target_endian = "big") {
+        for x in &mut data {
+            *x = x.swap_le();
+        }
+    }
+    Ok(data)
+}
+
+/// `read_exact`, with the end of the data reported as a truncation inside `what`.
+fn read_exact(r: &mut impl Read, buffer: &mut [u8], what: &str) -> Result<(), XyError> {
+    r.read_exact(buffer).map_err(|cause| {
+        if cause.kind() == io::ErrorKind::UnexpectedEof {
+            XyError::Invalid(format!("the data ends inside {what} (truncated)"))
+        } else {
+            XyError::Io(cause)
+        }
+    })
+}
+
+/// One `read`, retried when interrupted.
+fn read_some(r: &mut impl Read, buffer: &mut [u8]) -> Result<usize, XyError> {
+    loop {
+        match r.read(buffer) {
+            Err(cause) if cause.kind() == io::ErrorKind::Interrupted => continue,
+            result => return Ok(result?),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small network with a grouped and a general layer.
+    fn small_layers() -> Vec<Csr> {
+        let mut grouped = Vec::new();
+        for k in 0..32u32 {
+            let first = if k % 2 == 0 { 3 } else { 7 };
+            for j in [first, first + 1, 20] {
+                grouped.push((j, k, (k * 32 + j) as f32 / 8.0));
+            }
+        }
+        let general: Vec<(u32, u32, f32)> = (0..32)
+            .flat_map(|k| (0..k % 3).map(move |d| ((k * 5 + d) % 32, k, 1.0 + d as f32)))
+            .collect();
+        vec![
+            Csr::from_triplets(32, 32, &grouped).unwrap(),
+            Csr::from_triplets(32, 32, &general).unwrap(),
+        ]
+    }
+
+    fn serialized(network: &XyNetwork) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        network.write_to(&mut bytes).unwrap();
+        bytes
+    }
+
+    #[test]
+    fn round_trip_is_equal() {
+        let network = XyNetwork::prepare(&small_layers()).unwrap();
+        assert!(network.layers[0].is_grouped() && !network.layers[1].is_grouped());
+        let bytes = serialized(&network);
+        assert_eq!(
+            XyNetwork::read_from(&mut bytes.as_slice()).unwrap(),
+            network
+        );
+        let generated = spdnn_sdgc::generator::network(512, 3, 2).unwrap();
+        let network = XyNetwork::prepare(generated.layers()).unwrap();
+        let bytes = serialized(&network);
+        assert_eq!(
+            XyNetwork::read_from(&mut bytes.as_slice()).unwrap(),
+            network
+        );
+    }
+
+    #[test]
+    fn every_flipped_byte_is_detected() {
+        let bytes = serialized(&XyNetwork::prepare(&small_layers()).unwrap());
+        for index in 0..bytes.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut corrupt = bytes.clone();
+                corrupt[index] ^= flip;
+                assert!(
+                    XyNetwork::read_from(&mut corrupt.as_slice()).is_err(),
+                    "flip {flip:#x} at byte {index} of {} went unnoticed",
+                    bytes.len()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_truncation_and_any_trailing_byte_is_detected() {
+        let mut bytes = serialized(&XyNetwork::prepare(&small_layers()).unwrap());
+        for len in 0..bytes.len() {
+            let error = XyNetwork::read_from(&mut &bytes[..len]).unwrap_err();
+            assert!(
+                matches!(error, XyError::Invalid(_)),
+                "length {len}: {error}"
+            );
+        }
+        bytes.push(0);
+        let error = XyNetwork::read_from(&mut bytes.as_slice()).unwrap_err();
+        assert!(error.to_string().contains("follow"), "{error}");
+    }
+
+    #[test]
+    fn huge_claimed_sizes_fail_without_allocating_them() {
+        // A header claiming N = 2^32 − 1 and 2^40 layers, with a valid checksum.
+        let header = header_bytes(FORMAT_VERSION, u64::from(u32::MAX), 1 << 40);
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&header);
+        bytes.extend_from_slice(&xxh3_64(&header).to_le_bytes());
+        bytes.extend_from_slice(bytemuck::cast_slice(&[1u32, u32::MAX, 0, 0]));
+        let error = XyNetwork::read_from(&mut bytes.as_slice()).unwrap_err();
+        assert!(error.to_string().contains("truncated"), "{error}");
+    }
+
+    #[test]
+    fn invalid_networks_are_not_written() {
+        let mut network = XyNetwork::prepare(&small_layers()).unwrap();
+        network.layers[1].inputs[0] = 40;
+        assert!(matches!(
+            network.write_to(&mut Vec::new()),
+            Err(XyError::Invalid(_))
+        ));
+        network.layers.clear();
+        assert!(matches!(
+            network.write_to(&mut Vec::new()),
+            Err(XyError::NoLayers)
+        ));
+    }
+
+    #[test]
+    fn fingerprints_follow_shapes_and_values() {
+        let layers = small_layers();
+        let base = fingerprint(&layers);
+        assert_eq!(base, fingerprint(&small_layers()));
+        let mut changed = layers.clone();
+        let triplets: Vec<_> = changed[1]
+            .triplets()
+            .map(|(r, c, v)| (r, c, if (r, c) == (5, 1) { v + 1.0 } else { v }))
+            .collect();
+        changed[1] = Csr::from_triplets(32, 32, &triplets).unwrap();
+        assert_ne!(base, fingerprint(&changed));
+        assert_ne!(base, fingerprint(&layers[..1]));
+        assert_ne!(fingerprint(&layers[..1]), fingerprint(&layers[1..]));
+    }
+
+    #[test]
+    fn cache_misses_then_hits_and_replaces_corrupt_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let layers = small_layers();
+        let prepared = XyNetwork::prepare(&layers).unwrap();
+        let (network, used) = XyNetwork::load_or_prepare(&layers, None).unwrap();
+        assert_eq!((network == prepared, used), (true, CacheUse::Disabled));
+
+        let (network, used) = XyNetwork::load_or_prepare(&layers, Some(dir.path())).unwrap();
+        assert_eq!((network == prepared, used), (true, CacheUse::Miss));
+        let path = cache_path(dir.path(), &layers);
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(
+            name,
+            format!("xy-n32-l2-{:016x}.xybin", fingerprint(&layers))
+        );
+        let files: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(files.len(), 1, "only the cache file remains");
+
+        let (network, used) = XyNetwork::load_or_prepare(&layers, Some(dir.path())).unwrap();
+        assert_eq!((network == prepared, used), (true, CacheUse::Hit));
+
+        let mut bytes = fs::read(&path).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x10;
+        fs::write(&path, &bytes).unwrap();
+        let (network, used) = XyNetwork::load_or_prepare(&layers, Some(dir.path())).unwrap();
+        assert_eq!((network == prepared, used), (true, CacheUse::Miss));
+        assert_eq!(fs::read(&path).unwrap(), serialized(&prepared), "rewritten");
+        let (_, used) = XyNetwork::load_or_prepare(&layers, Some(dir.path())).unwrap();
+        assert_eq!(used, CacheUse::Hit);
+    }
+
+    #[test]
+    fn an_unwritable_cache_is_a_miss_not_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file where the cache folder should be: the folder cannot be made.
+        let blocked = dir.path().join("blocked");
+        fs::write(&blocked, b"not a folder").unwrap();
+        let layers = small_layers();
+        let (network, used) = XyNetwork::load_or_prepare(&layers, Some(&blocked)).unwrap();
+        assert_eq!(used, CacheUse::Miss);
+        assert_eq!(network, XyNetwork::prepare(&layers).unwrap());
+    }
+
+    #[test]
+    fn bad_layers_are_errors_even_with_a_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = XyNetwork::load_or_prepare(&[], Some(dir.path())).unwrap_err();
+        assert!(matches!(error, XyError::NoLayers));
+    }
+}

@@ -1,0 +1,111 @@
+//! XY against the CPU reference. These need a CUDA GPU: run with `--include-ignored`
+//! on the GPU machine (`cargo xtask device-pack`).
+
+use spdnn_cuda::Gpu;
+use spdnn_cuda::rows::{GpuInference, RunSpec};
+use spdnn_gputest::{
+    Problem, check_challenge, check_exact_random, check_general_random, check_grouped_random,
+    check_official_1024,
+};
+use spdnn_xy::{XyOptions, infer};
+
+const SPEC: RunSpec = RunSpec {
+    warmup: 1,
+    repetitions: 2,
+    keep_output: true,
+};
+
+fn options(row_major_layers: Option<usize>, delete_at: Option<usize>) -> XyOptions {
+    XyOptions {
+        delete_at,
+        row_major_layers,
+        cache_dir: None,
+    }
+}
+
+fn run_with(
+    options: XyOptions,
+) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn exact_random_networks_default_phases() {
+    check_exact_random(&run_with(XyOptions::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn exact_random_networks_every_phase_early() {
+    // One row-major layer, then neuron-major with the deletion after layer 2.
+    check_exact_random(&run_with(options(Some(1), Some(2))));
+    // Neuron-major from the start (the input transposed), deletion after layer 1.
+    check_exact_random(&run_with(options(Some(0), Some(1))));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn grouped_random_networks() {
+    check_grouped_random(&run_with(XyOptions::default()));
+    check_grouped_random(&run_with(options(Some(1), Some(2))));
+    check_grouped_random(&run_with(options(Some(2), None)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn general_random_networks() {
+    check_general_random(&run_with(options(Some(1), Some(3))));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn generated_challenge_networks() {
+    check_challenge(&run_with(XyOptions::default()), 1024, 120, 3000);
+    check_challenge(&run_with(options(None, Some(3))), 4096, 24, 500);
+    check_challenge(&run_with(XyOptions::default()), 16384, 12, 64);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn official_1024_network() {
+    check_official_1024(&run_with(XyOptions::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn breakdown_covers_every_layer() {
+    let gpu = spdnn_gputest::gpu();
+    let problem = spdnn_gputest::challenge_problem(1024, 30, 500, 3);
+    let result = run_with(XyOptions::default())(&gpu, &problem).expect("xy runs");
+    assert_eq!(result.layer_ms.len(), 30);
+    assert!(
+        result
+            .layer_ms
+            .iter()
+            .all(|ms| ms.is_finite() && *ms >= 0.0)
+    );
+    let names: Vec<&str> = result.stages.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(names.contains(&"row-major layers") && names.contains(&"neuron-major layers"));
+    let detected = result
+        .details
+        .iter()
+        .find(|(k, _)| k == "row_major_layers")
+        .map(|(_, v)| v.clone());
+    // The generated N = 1024 net has log2(1024 / 16) = 6 first-cycle layers.
+    assert_eq!(detected.as_deref(), Some("6"));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_problems_are_errors() {
+    let gpu = spdnn_gputest::gpu();
+    let w = spdnn_formats::Csr::from_triplets(4, 4, &[(0, 1, 1.0)]).unwrap();
+    let x = spdnn_formats::Csr::from_triplets(2, 3, &[(0, 1, 1.0)]).unwrap();
+    let spec = RunSpec::default();
+    let opts = XyOptions::default();
+    assert!(infer(&gpu, std::slice::from_ref(&w), &x, -0.3, 32.0, &opts, &spec).is_err());
+    let x = spdnn_formats::Csr::from_triplets(2, 4, &[(0, 1, 1.0)]).unwrap();
+    assert!(infer(&gpu, std::slice::from_ref(&w), &x, 0.3, 32.0, &opts, &spec).is_err());
+    assert!(infer(&gpu, &[], &x, -0.3, 32.0, &opts, &spec).is_err());
+}

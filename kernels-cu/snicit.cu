@@ -1,0 +1,194 @@
+// snicit.cu: SNICIT (Jiang et al., ICPP 2023), the conversion at the threshold layer and the
+// post-convergence bookkeeping. The activations after the threshold layer are a compact
+// row-major block Y (count x n). A row is a centroid, or it is represented by its centroid
+// plus a residue: the positions where it differs from that centroid. A residue that is empty
+// (the row equals its centroid bit for bit) stays empty for every later layer, because equal
+// inputs give equal outputs; such rows are never computed again.
+#include "common.cuh"
+
+#define SNICIT_THREADS 256
+
+// Block-wide sum of one float per thread (fixed tree order: deterministic).
+__device__ __forceinline__ float snicit_block_sum(float v, float* scratch) {
+    scratch[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned int half = blockDim.x / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) {
+            scratch[threadIdx.x] += scratch[threadIdx.x + half];
+        }
+        __syncthreads();
+    }
+    const float total = scratch[0];
+    __syncthreads();
+    return total;
+}
+
+// Block-wide sum of one count per thread; every thread gets the total.
+__device__ __forceinline__ unsigned int snicit_block_count(unsigned int v, unsigned int* scratch) {
+    scratch[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned int half = blockDim.x / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) {
+            scratch[threadIdx.x] += scratch[threadIdx.x + half];
+        }
+        __syncthreads();
+    }
+    const unsigned int total = scratch[0];
+    __syncthreads();
+    return total;
+}
+
+// Sum downsampling of the sampled rows: bins[s][b] = sum of y[s][p] over the positions
+// p in [b*n/bin_count, (b+1)*n/bin_count) (64-bit products: right for every n and bin count).
+// Launch: grid (samples, bin_count), block 256, static shared 256 floats.
+extern "C" __global__ void snicit_sum_bins(const float* __restrict__ y, unsigned int n, unsigned int bin_count,
+                                           float* __restrict__ bins) {
+    __shared__ float scratch[SNICIT_THREADS];
+    const unsigned int sample = blockIdx.x;
+    const unsigned int bin = blockIdx.y;
+    const unsigned int begin = (unsigned int)((unsigned long long)bin * n / bin_count);
+    const unsigned int end = (unsigned int)((unsigned long long)(bin + 1) * n / bin_count);
+    const float* row = y + (unsigned long long)sample * n;
+    float partial = 0.0f;
+    for (unsigned int p = begin + threadIdx.x; p < end; p += blockDim.x) {
+        partial += row[p];
+    }
+    const float total = snicit_block_sum(partial, scratch);
+    if (threadIdx.x == 0) {
+        bins[(unsigned long long)sample * bin_count + bin] = total;
+    }
+}
+
+// Nearest centroid by L0 distance (the number of positions whose values differ). For row
+// j < count: centroid_of[j] = the centroid row (itself for a centroid; the first of equally
+// near ones otherwise), live[j] = 1 for a centroid or a row with a nonempty residue, 0 for a
+// row equal to its centroid; dead[j] = 0. Distances are counted chunk by chunk and a
+// candidate is dropped as soon as it cannot beat the best one.
+// Launch: grid (count), block 256, static shared 256 words.
+extern "C" __global__ void snicit_assign(const float* __restrict__ y, unsigned int count, unsigned int n,
+                                         const unsigned int* __restrict__ centroids,
+                                         unsigned int centroid_count, const unsigned char* __restrict__ is_centroid,
+                                         unsigned int* __restrict__ centroid_of, unsigned char* __restrict__ live,
+                                         unsigned char* __restrict__ dead) {
+    const unsigned int j = blockIdx.x;
+    if (j >= count) {
+        return;
+    }
+    if (is_centroid[j]) {
+        if (threadIdx.x == 0) {
+            centroid_of[j] = j;
+            live[j] = 1;
+            dead[j] = 0;
+        }
+        return;
+    }
+    __shared__ unsigned int counts[SNICIT_THREADS];
+    const float* row = y + (unsigned long long)j * n;
+    unsigned int best = 0xffffffffu;
+    unsigned int best_centroid = centroids[0];
+    for (unsigned int c = 0; c < centroid_count; ++c) {
+        const float* centre = y + (unsigned long long)centroids[c] * n;
+        unsigned int distance = 0;
+        for (unsigned int base = 0; base < n && distance < best; base += blockDim.x * 8) {
+            int differing = 0;
+            for (unsigned int k = 0; k < 8; ++k) {
+                const unsigned int p = base + k * blockDim.x + threadIdx.x;
+                if (p < n) {
+                    differing += row[p] != centre[p];
+                }
+            }
+            // Block-uniform: every thread gets the same sum.
+            distance += snicit_block_count(differing, counts);
+        }
+        if (distance < best) {
+            best = distance;
+            best_centroid = centroids[c];
+        }
+    }
+    if (threadIdx.x == 0) {
+        centroid_of[j] = best_centroid;
+        live[j] = best == 0 ? 0 : 1;
+        dead[j] = 0;
+    }
+}
+
+// After a post-convergence layer, for each listed row r (list[0 .. *count)): a centroid
+// stays live; a row whose outputs are all zero is dead (live 0, dead 1); any other row is
+// live while it differs from its centroid's output anywhere (a nonempty residue) and
+// becomes empty (live 0) when it equals it. Rows leave the list only when it is refreshed.
+// Launch: grid (capacity; blocks past *count exit), block 256, no shared memory.
+extern "C" __global__ void snicit_update(const float* __restrict__ y, unsigned int n,
+                                         const unsigned int* __restrict__ list,
+                                         const unsigned int* __restrict__ count,
+                                         const unsigned int* __restrict__ centroid_of,
+                                         const unsigned char* __restrict__ row_alive,
+                                         unsigned char* __restrict__ live, unsigned char* __restrict__ dead) {
+    if (blockIdx.x >= *count) {
+        return;
+    }
+    const unsigned int r = list[blockIdx.x];
+    const unsigned int centre = centroid_of[r];
+    if (centre == r) {
+        if (threadIdx.x == 0) {
+            live[r] = 1;
+        }
+        return;
+    }
+    if (!row_alive[r]) {
+        if (threadIdx.x == 0) {
+            live[r] = 0;
+            dead[r] = 1;
+        }
+        return;
+    }
+    const float* row = y + (unsigned long long)r * n;
+    const float* centre_row = y + (unsigned long long)centre * n;
+    int differs = 0;
+    for (unsigned int p = threadIdx.x; p < n; p += blockDim.x) {
+        differs |= row[p] != centre_row[p];
+    }
+    differs = __syncthreads_or(differs);
+    if (threadIdx.x == 0) {
+        live[r] = differs ? 1 : 0;
+    }
+}
+
+// Final recovery: row j of the block is non-empty when it is live (its own flag from the
+// last layer), an empty residue of a centroid (the centroid's flag), or dead (never).
+// row_flags[ids[j]] = 1 for the non-empty ones (row_flags zeroed before).
+// Launch: grid ceil(count / 256), block 256, no shared memory.
+extern "C" __global__ void snicit_recover(const unsigned char* __restrict__ row_alive,
+                                          const unsigned char* __restrict__ live,
+                                          const unsigned char* __restrict__ dead,
+                                          const unsigned int* __restrict__ centroid_of,
+                                          const unsigned int* __restrict__ ids, unsigned int count,
+                                          unsigned char* __restrict__ row_flags) {
+    const unsigned long long j = spdnn_global_thread_x();
+    if (j >= count) {
+        return;
+    }
+    const bool alive = live[j] ? row_alive[j] != 0 : (!dead[j] && row_alive[centroid_of[j]] != 0);
+    if (alive) {
+        row_flags[ids[j]] = 1;
+    }
+}
+
+// Final values of the block for the output: out[j] = the row's own values when live, its
+// centroid's when its residue is empty, zeros when dead.
+// Launch: grid (count), block 256, no shared memory.
+extern "C" __global__ void snicit_recover_values(const float* __restrict__ y, unsigned int n,
+                                                 const unsigned char* __restrict__ live,
+                                                 const unsigned char* __restrict__ dead,
+                                                 const unsigned int* __restrict__ centroid_of, unsigned int count,
+                                                 float* __restrict__ out) {
+    const unsigned int j = blockIdx.x;
+    if (j >= count) {
+        return;
+    }
+    const bool is_dead = !live[j] && dead[j];
+    const float* src = y + (unsigned long long)(live[j] ? j : centroid_of[j]) * n;
+    float* dst = out + (unsigned long long)j * n;
+    for (unsigned int p = threadIdx.x; p < n; p += blockDim.x) {
+        dst[p] = is_dead ? 0.0f : src[p];
+    }
+}
