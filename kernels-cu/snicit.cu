@@ -116,25 +116,34 @@ extern "C" __global__ void snicit_assign(const float* __restrict__ y, unsigned i
 // stays live; a row whose outputs are all zero is dead (live 0, dead 1); any other row is
 // live while it differs from its centroid's output anywhere (a nonempty residue) and
 // becomes empty (live 0) when it equals it. Rows leave the list only when it is refreshed.
-// Launch: grid (capacity; blocks past *count exit), block 256, no shared memory.
+// With clear_flags, each listed row's row_alive flag is cleared once read, ready for the
+// next layer (no memset between layers); the last layer keeps them for the recovery, which
+// also reads the centroids' flags.
+// Launch: grid (list capacity; blocks past *count exit), block 256, no shared memory.
 extern "C" __global__ void snicit_update(const float* __restrict__ y, unsigned int n,
                                          const unsigned int* __restrict__ list,
                                          const unsigned int* __restrict__ count,
                                          const unsigned int* __restrict__ centroid_of,
-                                         const unsigned char* __restrict__ row_alive,
-                                         unsigned char* __restrict__ live, unsigned char* __restrict__ dead) {
+                                         unsigned char* __restrict__ row_alive,
+                                         unsigned char* __restrict__ live, unsigned char* __restrict__ dead,
+                                         int clear_flags) {
     if (blockIdx.x >= *count) {
         return;
     }
     const unsigned int r = list[blockIdx.x];
     const unsigned int centre = centroid_of[r];
+    const bool alive = row_alive[r] != 0;
+    __syncthreads();
+    if (clear_flags && threadIdx.x == 0) {
+        row_alive[r] = 0;
+    }
     if (centre == r) {
         if (threadIdx.x == 0) {
             live[r] = 1;
         }
         return;
     }
-    if (!row_alive[r]) {
+    if (!alive) {
         if (threadIdx.x == 0) {
             live[r] = 0;
             dead[r] = 1;

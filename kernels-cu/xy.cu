@@ -169,28 +169,29 @@ extern "C" __global__ void xy_neuron_major_layer_g1(const float* __restrict__ y_
     xy_neuron_major_layer<1>(y_in, y_out, columns, stride, column_alive, block_offsets, inputs, values, bias, upper);
 }
 
-// Row-major rows x n -> neuron-major n x stride (column j = row j). Rows whose
-// row_alive flag is 0 are written as zeros (their row-major memory may hold stale values).
-// Launch: grid (ceil(rows / 32), ceil(n / 32)), block (32, 8), static shared 32 x 33 floats.
+// Row-major rows -> neuron-major n x stride, keeping only the listed rows: column j is
+// row rows[j] (j < count). Dead rows are left behind here, as XY-2021's compacted row
+// list does before its neuron-major phase.
+// Launch: grid (ceil(count / 32), ceil(n / 32)), block (32, 8), static shared 32 x 33 floats.
 extern "C" __global__ void xy_rows_to_columns(const float* __restrict__ in, float* __restrict__ out,
-                                              unsigned int rows, unsigned int n, unsigned int stride,
-                                              const unsigned char* __restrict__ row_alive) {
+                                              const unsigned int* __restrict__ rows, unsigned int count,
+                                              unsigned int n, unsigned int stride) {
     __shared__ float tile[XY_TILE][XY_TILE + 1];
     const unsigned int neuron = blockIdx.y * XY_TILE + threadIdx.x;
-    for (unsigned int j = threadIdx.y; j < XY_TILE; j += XY_TILE_ROWS) {
-        const unsigned int row = blockIdx.x * XY_TILE + j;
+    for (unsigned int k = threadIdx.y; k < XY_TILE; k += XY_TILE_ROWS) {
+        const unsigned int j = blockIdx.x * XY_TILE + k;
         float v = 0.0f;
-        if (row < rows && neuron < n && row_alive[row] != 0) {
-            v = in[(unsigned long long)row * n + neuron];
+        if (j < count && neuron < n) {
+            v = in[(unsigned long long)rows[j] * n + neuron];
         }
-        tile[j][threadIdx.x] = v;
+        tile[k][threadIdx.x] = v;
     }
     __syncthreads();
-    const unsigned int row = blockIdx.x * XY_TILE + threadIdx.x;
-    for (unsigned int j = threadIdx.y; j < XY_TILE; j += XY_TILE_ROWS) {
-        const unsigned int out_neuron = blockIdx.y * XY_TILE + j;
-        if (row < rows && out_neuron < n) {
-            out[(unsigned long long)out_neuron * stride + row] = tile[threadIdx.x][j];
+    const unsigned int j = blockIdx.x * XY_TILE + threadIdx.x;
+    for (unsigned int k = threadIdx.y; k < XY_TILE; k += XY_TILE_ROWS) {
+        const unsigned int out_neuron = blockIdx.y * XY_TILE + k;
+        if (j < count && out_neuron < n) {
+            out[(unsigned long long)out_neuron * stride + j] = tile[threadIdx.x][k];
         }
     }
 }

@@ -43,8 +43,8 @@ pub fn prune_samples(
         if !kept[base] {
             continue;
         }
-        for other in 0..samples {
-            if other == base || !kept[other] {
+        for other in (0..samples).filter(|&other| other != base) {
+            if !kept[other] {
                 continue;
             }
             let differing = row(other)

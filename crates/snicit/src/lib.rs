@@ -109,13 +109,13 @@ pub fn infer(
                 .row_major_layers
                 .unwrap_or_else(|| spdnn_xy::gpu::detect_row_major_layers(&network)),
         },
-        PreConvergence::Bf => Pre::Bf(bf_pre::BfPre::new(
+        PreConvergence::Bf => Pre::Bf(Box::new(bf_pre::BfPre::new(
             gpu,
             &layers[..threshold],
             n,
             bias,
             upper,
-        )?),
+        )?)),
     };
     let post = DeviceXyNetwork::upload(gpu, &network, threshold..layers.len())?;
     let kernels = Kernels::load(gpu)?;
@@ -243,9 +243,8 @@ fn check_options(options: &SnicitOptions) -> Result<(), CudaError> {
     if options.samples == 0 || options.bins == 0 {
         return bad("samples and bins must be at least 1");
     }
-    if !(options.epsilon.is_finite() && options.epsilon >= 0.0)
-        || !(options.eta.is_finite() && options.eta >= 0.0)
-    {
+    let valid = |v: f32| v.is_finite() && v >= 0.0;
+    if !valid(options.epsilon) || !valid(options.eta) {
         return bad("epsilon and eta must be finite and not negative");
     }
     if options.refresh_interval == 0 {

@@ -32,7 +32,7 @@ pub(crate) enum Pre {
         row_major: usize,
     },
     /// BF's layers `1..=t`.
-    Bf(BfPre),
+    Bf(Box<BfPre>),
 }
 
 /// Every kernel a run uses.
@@ -195,10 +195,6 @@ impl<'a> Context<'a> {
         }
         let (clustered, mut lists, centroids) = self.convert(exported)?;
         outcome.centroids = centroids;
-        if timeline.is_some() {
-            outcome.nonempty_after_conversion =
-                gpu.download(&*lists.counts[lists.current])?[0] as usize;
-        }
         if let Some(t) = timeline.as_deref_mut() {
             t.mark(&stream, "conversion")?;
         }
@@ -208,11 +204,12 @@ impl<'a> Context<'a> {
         let mut y_other = gpu.alloc_zeros::<f32>(count * self.n)?;
         let mut row_alive = gpu.alloc_zeros::<u8>(count)?;
         let (count_u32, n_u32) = (count as u32, self.n as u32);
+        // The list only shrinks: its first length sizes every later grid.
+        let listed = gpu.download(&*lists.counts[lists.current])?[0] as usize;
+        outcome.nonempty_after_conversion = listed;
+        let listed_u32 = listed.max(1) as u32;
         let layers_total = self.threshold + self.post.layers.len();
         for (index, layer) in self.post.layers.iter().enumerate() {
-            stream
-                .memset_zeros(&mut *row_alive)
-                .context("clearing the row flags")?;
             let current = lists.current;
             launch_row_major(
                 gpu,
@@ -224,12 +221,14 @@ impl<'a> Context<'a> {
                     list: &lists.lists[current],
                     count: &lists.counts[current],
                     row_alive: &mut row_alive,
-                    capacity: count,
+                    capacity: listed,
                     n: self.n,
                     activation: self.activation,
                 },
             )?;
             std::mem::swap(&mut clustered.y, &mut y_other);
+            let absolute = self.threshold + index + 1;
+            let clear_flags = i32::from(absolute < layers_total);
             let mut update = stream.launch_builder(&self.kernels.update);
             update
                 .arg(&*clustered.y)
@@ -237,19 +236,19 @@ impl<'a> Context<'a> {
                 .arg(&*lists.lists[current])
                 .arg(&*lists.counts[current])
                 .arg(&*clustered.centroid_of)
-                .arg(&*row_alive)
+                .arg(&mut *row_alive)
                 .arg(&mut *clustered.live)
-                .arg(&mut *clustered.dead);
-            // Launch: grid (count; blocks past the list count exit), block 256, no shared memory.
+                .arg(&mut *clustered.dead)
+                .arg(&clear_flags);
+            // Launch: grid (first list length; blocks past the list count exit), block 256, no shared memory.
             let config = LaunchConfig {
-                grid_dim: (count_u32, 1, 1),
+                grid_dim: (listed_u32, 1, 1),
                 block_dim: (THREADS, 1, 1),
                 shared_mem_bytes: 0,
             };
             unsafe { update.launch(config) }.context("launching snicit_update")?;
-            let absolute = self.threshold + index + 1;
             if absolute.is_multiple_of(self.options.refresh_interval) && absolute < layers_total {
-                lists.refresh(gpu, &self.kernels.compact, &clustered.live, count)?;
+                lists.refresh(gpu, &self.kernels.compact, &clustered.live, listed)?;
             }
             if let Some(t) = timeline.as_deref_mut() {
                 t.mark(&stream, "layer")?;
@@ -269,7 +268,7 @@ impl<'a> Context<'a> {
             .arg(&mut **flags);
         // Launch: grid ceil(count / 256), block 256, no shared memory.
         unsafe { recover.launch(list_config(count)) }.context("launching snicit_recover")?;
-        if let Some(t) = timeline.as_deref_mut() {
+        if let Some(t) = timeline {
             t.mark(&stream, "recovery")?;
         }
         batch.clustered = Some(clustered);

@@ -180,8 +180,6 @@ pub struct XyRun<'a> {
     current_list_is_a: bool,
     /// Row (row-major) or column (neuron-major) flags of the last layer.
     alive: DeviceBuffer<u8>,
-    /// All ones: the transpose mask before any layer ran.
-    ones: DeviceBuffer<u8>,
     /// The original row of each neuron-major column (device copy of `column_ids`).
     ids: DeviceBuffer<u32>,
     column_ids: Vec<u32>,
@@ -226,7 +224,6 @@ impl<'a> XyRun<'a> {
             count_b: gpu.alloc_zeros(1)?,
             current_list_is_a: true,
             alive: gpu.alloc_zeros(capacity)?,
-            ones: gpu.upload(&vec![1u8; capacity])?,
             ids: gpu.upload(&identity)?,
             column_ids: identity,
             columns: capacity,
@@ -390,44 +387,61 @@ impl<'a> XyRun<'a> {
         Ok(())
     }
 
-    /// Row-major → neuron-major, dead rows written as zeros.
+    /// Row-major → neuron-major, keeping only the rows still listed (the host reads the
+    /// list once and orders it): the neuron-major layers run on live samples only.
     fn transpose(&mut self) -> Result<(), CudaError> {
-        let rows_count = self.columns;
-        let n = self.n;
+        let rows_list: Vec<u32> = if self.alive_valid {
+            let (list, count) = if self.current_list_is_a {
+                (&self.list_a, &self.count_a)
+            } else {
+                (&self.list_b, &self.count_b)
+            };
+            let count = self.gpu.download(&**count)?[0] as usize;
+            let mut rows_list = self.gpu.download(&**list)?;
+            rows_list.truncate(count);
+            rows_list.sort_unstable();
+            rows_list
+        } else {
+            (0..self.rows_count as u32).collect()
+        };
+        let count = rows_list.len();
+        let n_u32 = self.n as u32;
         let stream = self.gpu.stream().clone();
-        let mask_is_alive = self.alive_valid;
         let is_a = self.current_is_a;
-        let (y_in, y_out) = if is_a {
-            (&self.y_a, &mut self.y_b)
-        } else {
-            (&self.y_b, &mut self.y_a)
-        };
-        let mask = if mask_is_alive {
-            &self.alive
-        } else {
-            &self.ones
-        };
-        let (rows_u32, n_u32, stride_u32) = (rows_count as u32, n as u32, self.stride as u32);
-        if rows_count > 0 {
+        if count > 0 {
+            self.gpu.upload_into(&rows_list, &mut self.ids)?;
+            let (y_in, y_out) = if is_a {
+                (&self.y_a, &mut self.y_b)
+            } else {
+                (&self.y_b, &mut self.y_a)
+            };
+            let count_u32 = count as u32;
             let mut launch = stream.launch_builder(&self.kernels.rows_to_columns);
             launch
                 .arg(&**y_in)
                 .arg(&mut **y_out)
-                .arg(&rows_u32)
+                .arg(&*self.ids)
+                .arg(&count_u32)
                 .arg(&n_u32)
-                .arg(&stride_u32)
-                .arg(&**mask);
-            // Launch: grid (ceil(rows / 32), ceil(N / 32)), block (32, 8), static shared 32 x 33 floats.
+                .arg(&count_u32);
+            // Launch: grid (ceil(count / 32), ceil(N / 32)), block (32, 8), static shared 32 x 33 floats.
             let config = LaunchConfig {
-                grid_dim: (rows_u32.div_ceil(32), n_u32.div_ceil(32), 1),
+                grid_dim: (count_u32.div_ceil(32), n_u32.div_ceil(32), 1),
                 block_dim: (32, 8, 1),
                 shared_mem_bytes: 0,
             };
             unsafe { launch.launch(config) }.context("launching xy_rows_to_columns")?;
         }
         self.current_is_a = !is_a;
-        // Columns are rows (dead ones zero until deleted): the row flags stay valid.
+        self.column_ids = rows_list;
+        self.columns = count;
+        self.stride = count.max(1);
         self.layout = Layout::NeuronMajor;
+        // Every kept column is alive (flags of the last layer, or the input's rows).
+        if count > 0 {
+            let ones = vec![1u8; count];
+            self.gpu.upload_into(&ones, &mut self.alive)?;
+        }
         Ok(())
     }
 

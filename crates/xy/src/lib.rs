@@ -7,9 +7,10 @@
 //! 1. the first layer, row-major, from the scattered input rows;
 //! 2. the *stride layers* that follow while each block reads at most two windows of
 //!    neighbouring inputs, still row-major, on the list of non-empty rows;
-//! 3. after a transpose, every other layer neuron-major (one thread per sample, the
-//!    block's weights in shared memory, one accumulator per block output in registers),
-//!    with the dead samples deleted once at a configurable layer (default 22).
+//! 3. after a transpose that keeps only the rows still listed, every other layer
+//!    neuron-major (one thread per sample, the block's weights in shared memory, one
+//!    accumulator per block output in registers), with the dead samples deleted once
+//!    more at a configurable layer (default 22).
 
 pub mod cache;
 pub mod error;
