@@ -156,11 +156,6 @@ impl Gpu {
         let stream = ctx
             .new_stream()
             .context(&format!("creating a stream on device {ordinal}"))?;
-        // Work is ordered on `stream`; only buffers shared with a second stream need
-        // cudarc's per-use events, which cost host time on every launch argument. They
-        // are switched on for those buffers alone (`Gpu::event_tracking`).
-        // SAFETY: no buffer exists yet in this context.
-        unsafe { ctx.disable_event_tracking() };
         let name = ctx
             .name()
             .context(&format!("querying the name of device {ordinal}"))?;
@@ -174,17 +169,6 @@ impl Gpu {
             compute_capability,
             held: held_counter(ordinal),
         })
-    }
-
-    /// Buffers created while the returned guard lives record their uses with events, so
-    /// they may be shared between streams; others are ordered by the main stream alone.
-    pub fn event_tracking(&self) -> EventTracking {
-        // SAFETY: only buffers created while the guard lives are tracked, and only they
-        // may be used on a second stream.
-        unsafe { self.ctx.enable_event_tracking() };
-        EventTracking {
-            ctx: self.ctx.clone(),
-        }
     }
 
     /// Device ordinal.
@@ -426,18 +410,6 @@ fn byte_size<T>(n: usize) -> Result<usize, CudaError> {
             requested: usize::MAX,
             free: 0,
         })
-}
-
-/// While alive, new buffers track their uses with events (see [`Gpu::event_tracking`]).
-pub struct EventTracking {
-    ctx: Arc<CudaContext>,
-}
-
-impl Drop for EventTracking {
-    fn drop(&mut self) {
-        // SAFETY: the buffers created meanwhile keep their tracking.
-        unsafe { self.ctx.disable_event_tracking() };
-    }
 }
 
 /// A device allocation whose bytes count towards [`MemoryInfo::held_by_us`] until it

@@ -28,7 +28,7 @@ pub use compile::{
     NVRTC_OPTIONS, compile_ptx, driver_present, nvrtc_options, nvrtc_present, nvrtc_version,
     validate_arch,
 };
-pub use device::{DeviceBuffer, DeviceInfo, EventTracking, Gpu, MemoryInfo, PinnedBuffer, probe};
+pub use device::{DeviceBuffer, DeviceInfo, Gpu, MemoryInfo, PinnedBuffer, probe};
 pub use error::{CudaError, DriverResultExt};
 pub use graph::CapturedGraph;
 pub use source::{BUILTIN_HEADERS, COMMON_HEADER, KernelSource, SELFTEST};

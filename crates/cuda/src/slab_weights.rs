@@ -198,9 +198,6 @@ impl DeviceSlabWeights {
                 .collect::<Result<Vec<_>, _>>()?;
             Storage::Resident(buffers)
         } else {
-            // The slots are written on the copy stream and read on the main one: they
-            // (alone) track their uses with events, see `Gpu::new`.
-            let _tracking = gpu.event_tracking();
             let largest = packed.iter().map(|p| p.words.len()).max().unwrap_or(1);
             let slots = [
                 gpu.alloc_zeros::<u32>(largest)?,
