@@ -29,3 +29,23 @@ __device__ __forceinline__ unsigned long long spdnn_global_thread_x() {
 __device__ __forceinline__ unsigned long long spdnn_grid_threads_x() {
     return (unsigned long long)gridDim.x * blockDim.x;
 }
+
+// Stream compaction, one atomic per warp: every lane with `keep` appends `value` to
+// out[0 .. *count) (order not kept). The whole warp must call it.
+__device__ __forceinline__ void spdnn_warp_append(bool keep, unsigned int value, unsigned int* __restrict__ out,
+                                                  unsigned int* __restrict__ count) {
+    const unsigned int mask = __ballot_sync(SPDNN_FULL_MASK, keep);
+    if (mask == 0) {
+        return;
+    }
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int leader = __ffs(mask) - 1;
+    unsigned int base = 0;
+    if (lane == leader) {
+        base = atomicAdd(count, __popc(mask));
+    }
+    base = __shfl_sync(SPDNN_FULL_MASK, base, leader);
+    if (keep) {
+        out[base + __popc(mask & ((1u << lane) - 1u))] = value;
+    }
+}

@@ -68,18 +68,5 @@ extern "C" __global__ void spdnn_compact_flagged_rows(const unsigned int* __rest
                                                       unsigned int* __restrict__ next_count) {
     const unsigned long long i = spdnn_global_thread_x();
     const bool keep = i < *active_count && row_flags[active_rows[i]] != 0;
-    const unsigned int mask = __ballot_sync(SPDNN_FULL_MASK, keep);
-    if (mask == 0) {
-        return;
-    }
-    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
-    const unsigned int leader = __ffs(mask) - 1;
-    unsigned int base = 0;
-    if (lane == leader) {
-        base = atomicAdd(next_count, __popc(mask));
-    }
-    base = __shfl_sync(SPDNN_FULL_MASK, base, leader);
-    if (keep) {
-        next_rows[base + __popc(mask & ((1u << lane) - 1u))] = active_rows[i];
-    }
+    spdnn_warp_append(keep, keep ? active_rows[i] : 0u, next_rows, next_count);
 }

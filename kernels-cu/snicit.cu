@@ -8,8 +8,10 @@
 
 #define SNICIT_THREADS 256
 
-// Block-wide sum of one float per thread (fixed tree order: deterministic).
-__device__ __forceinline__ float snicit_block_sum(float v, float* scratch) {
+// Block-wide sum of one value per thread (fixed tree order: deterministic); every thread
+// gets the total. blockDim.x must be a power of two.
+template <typename T>
+__device__ __forceinline__ T snicit_block_sum(T v, T* scratch) {
     scratch[threadIdx.x] = v;
     __syncthreads();
     for (unsigned int half = blockDim.x / 2; half > 0; half /= 2) {
@@ -18,22 +20,7 @@ __device__ __forceinline__ float snicit_block_sum(float v, float* scratch) {
         }
         __syncthreads();
     }
-    const float total = scratch[0];
-    __syncthreads();
-    return total;
-}
-
-// Block-wide sum of one count per thread; every thread gets the total.
-__device__ __forceinline__ unsigned int snicit_block_count(unsigned int v, unsigned int* scratch) {
-    scratch[threadIdx.x] = v;
-    __syncthreads();
-    for (unsigned int half = blockDim.x / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half) {
-            scratch[threadIdx.x] += scratch[threadIdx.x + half];
-        }
-        __syncthreads();
-    }
-    const unsigned int total = scratch[0];
+    const T total = scratch[0];
     __syncthreads();
     return total;
 }
@@ -53,7 +40,7 @@ extern "C" __global__ void snicit_sum_bins(const float* __restrict__ y, unsigned
     for (unsigned int p = begin + threadIdx.x; p < end; p += blockDim.x) {
         partial += row[p];
     }
-    const float total = snicit_block_sum(partial, scratch);
+    const float total = snicit_block_sum<float>(partial, scratch);
     if (threadIdx.x == 0) {
         bins[(unsigned long long)sample * bin_count + bin] = total;
     }
@@ -98,7 +85,7 @@ extern "C" __global__ void snicit_assign(const float* __restrict__ y, unsigned i
                 }
             }
             // Block-uniform: every thread gets the same sum.
-            distance += snicit_block_count(differing, counts);
+            distance += snicit_block_sum<unsigned int>(differing, counts);
         }
         if (distance < best) {
             best = distance;

@@ -8,7 +8,8 @@ use spdnn_cuda::{
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_xy::XyNetwork;
 use spdnn_xy::gpu::{
-    DeviceXyNetwork, ExportedRows, RowMajorStep, XyKernels, XyRun, launch_row_major, list_config,
+    DeviceXyNetwork, ExportedRows, RowMajorStep, XyKernels, XyRun, launch_gather_rows,
+    launch_row_major, list_config,
 };
 
 use crate::SnicitOptions;
@@ -315,25 +316,15 @@ impl<'a> Context<'a> {
                         .gpu
                         .upload(&self.network.layers[self.threshold - 1].outputs)?;
                     let list = self.gpu.upload(&ids)?;
-                    let (count_u32, n_u32) = (count as u32, self.n as u32);
-                    let mut gather = self
-                        .gpu
-                        .stream()
-                        .launch_builder(self.kernels.xy.gather_rows());
-                    gather
-                        .arg(&**run.y())
-                        .arg(&mut *y)
-                        .arg(&*list)
-                        .arg(&count_u32)
-                        .arg(&n_u32)
-                        .arg(&*perm);
-                    // Launch: grid (count, 1), block 256, no shared memory.
-                    let config = LaunchConfig {
-                        grid_dim: (count_u32, 1, 1),
-                        block_dim: (256, 1, 1),
-                        shared_mem_bytes: 0,
-                    };
-                    unsafe { gather.launch(config) }.context("launching xy_gather_rows")?;
+                    launch_gather_rows(
+                        self.gpu,
+                        &self.kernels.xy,
+                        run.y(),
+                        &mut y,
+                        &list,
+                        self.n,
+                        &perm,
+                    )?;
                 }
                 Ok(ExportedRows { y, ids })
             }

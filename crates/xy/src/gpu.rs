@@ -133,11 +133,6 @@ impl XyKernels {
         })
     }
 
-    /// `xy_gather_rows`: `out[j][p] = in[rows[j]][perm[p]]`.
-    pub fn gather_rows(&self) -> &CudaFunction {
-        &self.gather_rows
-    }
-
     /// The row-major layer kernel for `layer`'s block width.
     pub fn row_major_kernel(&self, layer: &DeviceXyLayer) -> &CudaFunction {
         &self.row_major[usize::from(layer.group as usize == GROUP)]
@@ -599,21 +594,15 @@ impl<'a> XyRun<'a> {
                 let identity: Vec<u32> = (0..self.n as u32).collect();
                 let perm = self.gpu.upload(&identity)?;
                 let list = self.gpu.upload(&ids)?;
-                let mut launch = stream.launch_builder(&self.kernels.gather_rows);
-                launch
-                    .arg(&**self.current())
-                    .arg(&mut *y)
-                    .arg(&*list)
-                    .arg(&count_u32)
-                    .arg(&n_u32)
-                    .arg(&*perm);
-                // Launch: grid (count, 1), block 256, no shared memory.
-                let config = LaunchConfig {
-                    grid_dim: (count_u32, 1, 1),
-                    block_dim: (256, 1, 1),
-                    shared_mem_bytes: 0,
-                };
-                unsafe { launch.launch(config) }.context("launching xy_gather_rows")?;
+                launch_gather_rows(
+                    self.gpu,
+                    self.kernels,
+                    self.current(),
+                    &mut y,
+                    &list,
+                    self.n,
+                    &perm,
+                )?;
             }
             Layout::NeuronMajor => {
                 // The columns of the wanted rows, in ascending row order.
@@ -707,6 +696,36 @@ pub fn launch_row_major(
         shared_mem_bytes: 0,
     };
     unsafe { launch.launch(config) }.context("launching xy_row_major_layer")?;
+    Ok(())
+}
+
+/// Enqueues `xy_gather_rows`: `out[j][p] = y[rows[j]][perm[p]]` for every listed row
+/// (`out` is `rows.len() × n`, row-major).
+pub fn launch_gather_rows(
+    gpu: &Gpu,
+    kernels: &XyKernels,
+    y: &DeviceBuffer<f32>,
+    out: &mut DeviceBuffer<f32>,
+    rows: &DeviceBuffer<u32>,
+    n: usize,
+    perm: &DeviceBuffer<u32>,
+) -> Result<(), CudaError> {
+    let (count_u32, n_u32) = (rows.len() as u32, n as u32);
+    let mut launch = gpu.stream().launch_builder(&kernels.gather_rows);
+    launch
+        .arg(&**y)
+        .arg(&mut **out)
+        .arg(&**rows)
+        .arg(&count_u32)
+        .arg(&n_u32)
+        .arg(&**perm);
+    // Launch: grid (count, 1), block 256, no shared memory.
+    let config = LaunchConfig {
+        grid_dim: (count_u32, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    unsafe { launch.launch(config) }.context("launching xy_gather_rows")?;
     Ok(())
 }
 
