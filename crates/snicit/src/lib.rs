@@ -186,25 +186,9 @@ pub fn infer(
         outcome.add(&batch_outcome);
     }
 
+    // The options themselves are the caller's; these are what the run found.
     let details = vec![
-        ("threshold".into(), options.threshold.to_string()),
-        ("samples".into(), options.samples.to_string()),
-        ("bins".into(), options.bins.to_string()),
-        ("epsilon".into(), options.epsilon.to_string()),
-        ("eta".into(), options.eta.to_string()),
-        (
-            "refresh_interval".into(),
-            options.refresh_interval.to_string(),
-        ),
         ("batch".into(), batch.to_string()),
-        (
-            "pre_convergence".into(),
-            match options.pre_convergence {
-                PreConvergence::Xy => "xy",
-                PreConvergence::Bf => "bf",
-            }
-            .into(),
-        ),
         (
             "rows_at_threshold".into(),
             outcome.rows_at_threshold.to_string(),

@@ -129,14 +129,9 @@ pub fn infer(
         None
     };
     let grouped = network.layers.iter().filter(|l| l.is_grouped()).count();
+    // The options themselves are the caller's; these are what the run found or used.
     let details = vec![
         ("row_major_layers".into(), row_major.to_string()),
-        (
-            "delete_at".into(),
-            options
-                .delete_at
-                .map_or_else(|| "never".into(), |l| l.to_string()),
-        ),
         (
             "grouped_layers".into(),
             format!("{grouped} of {}", layers.len()),
