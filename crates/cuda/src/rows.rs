@@ -1,6 +1,6 @@
 //! Dense row-major activations on the device, and what every method's run returns.
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 use spdnn_formats::{Csr, SparseMatrix};
 
 use crate::{CudaError, DeviceBuffer, DriverResultExt, Gpu, KernelSource};
@@ -227,9 +227,119 @@ pub fn final_output(
     Ok(values)
 }
 
+/// Two values used in turn: one is read (the current), the other written (the next).
+#[derive(Debug)]
+pub struct PingPong<T> {
+    pair: [T; 2],
+    current: usize,
+}
+
+impl<T> PingPong<T> {
+    /// `first` is current.
+    pub fn new(first: T, second: T) -> Self {
+        Self {
+            pair: [first, second],
+            current: 0,
+        }
+    }
+
+    /// The current value.
+    pub fn current(&self) -> &T {
+        &self.pair[self.current]
+    }
+
+    /// The current value, mutably.
+    pub fn current_mut(&mut self) -> &mut T {
+        &mut self.pair[self.current]
+    }
+
+    /// The current value to read and the next one to write.
+    pub fn split(&mut self) -> (&T, &mut T) {
+        let [first, second] = &mut self.pair;
+        if self.current == 0 {
+            (first, second)
+        } else {
+            (second, first)
+        }
+    }
+
+    /// Makes the next value current.
+    pub fn swap(&mut self) {
+        self.current = 1 - self.current;
+    }
+
+    /// Makes the first value current again.
+    pub fn reset(&mut self) {
+        self.current = 0;
+    }
+}
+
+/// A list of rows on the device and its length, also on the device (so kernels can
+/// shrink it without the host waiting).
+#[derive(Debug)]
+pub struct RowList {
+    /// The rows, `capacity` entries of which the first `*count` are used.
+    pub rows: DeviceBuffer<u32>,
+    /// How many rows are listed.
+    pub count: DeviceBuffer<u32>,
+}
+
+impl RowList {
+    /// An empty list of up to `capacity` rows.
+    pub fn new(gpu: &Gpu, capacity: usize) -> Result<Self, CudaError> {
+        Ok(Self {
+            rows: gpu.alloc_zeros(capacity.max(1))?,
+            count: gpu.alloc_zeros(1)?,
+        })
+    }
+
+    /// Writes into `to` the listed rows whose `row_flags[row]` is set (order not kept),
+    /// with `compact` = rows.cu's `spdnn_compact_flagged_rows`; `capacity` bounds the
+    /// list's length.
+    pub fn compact_into(
+        &self,
+        gpu: &Gpu,
+        compact: &CudaFunction,
+        row_flags: &DeviceBuffer<u8>,
+        to: &mut RowList,
+        capacity: usize,
+    ) -> Result<(), CudaError> {
+        let stream = gpu.stream();
+        stream
+            .memset_zeros(&mut *to.count)
+            .context("clearing the row count")?;
+        let mut launch = stream.launch_builder(compact);
+        launch
+            .arg(&*self.rows)
+            .arg(&*self.count)
+            .arg(&**row_flags)
+            .arg(&mut *to.rows)
+            .arg(&mut *to.count);
+        // Launch: grid ceil(capacity / 256), block 256, no shared memory.
+        let config = LaunchConfig {
+            grid_dim: (grid_for(capacity, 256), 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        unsafe { launch.launch(config) }.context("launching spdnn_compact_flagged_rows")?;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ping_pong_alternates() {
+        let mut pair = PingPong::new('a', 'b');
+        assert_eq!(pair.split(), (&'a', &mut 'b'));
+        pair.swap();
+        assert_eq!(*pair.current(), 'b');
+        assert_eq!(pair.split(), (&'b', &mut 'a'));
+        pair.reset();
+        assert_eq!(*pair.current(), 'a');
+    }
 
     #[test]
     fn categories_are_one_based() {

@@ -1,7 +1,7 @@
 //! BF-2019 as SNICIT's pre-convergence spMM.
 
 use spdnn_bf::{BfKernels, LayerStep, SlabShape};
-use spdnn_cuda::rows::{self, grid_for};
+use spdnn_cuda::rows::{self, PingPong, RowList, grid_for};
 use spdnn_cuda::slab_weights::{DeviceSlabWeights, Residency, pack_layers, slab_width_for};
 use spdnn_cuda::{
     CudaError, CudaFunction, DeviceBuffer, DriverResultExt, Gpu, LaunchConfig, PushKernelArg,
@@ -23,11 +23,9 @@ pub struct BfPre {
 /// One batch's BF state: row-major activations in the original neuron order and the
 /// list of non-empty rows, both on the device.
 pub struct BfRun {
-    y: [DeviceBuffer<f32>; 2],
-    lists: [DeviceBuffer<u32>; 2],
-    counts: [DeviceBuffer<u32>; 2],
+    y: PingPong<DeviceBuffer<f32>>,
+    lists: PingPong<RowList>,
     alive: DeviceBuffer<u8>,
-    current: usize,
     rows: usize,
 }
 
@@ -62,11 +60,13 @@ impl BfPre {
         let n = self.shape.n;
         let mut y_a = gpu.alloc_zeros::<f32>(rows_count * n)?;
         rows::scatter_rows(gpu, input, &mut y_a)?;
-        let mut list = gpu.alloc_zeros::<u32>(rows_count)?;
-        let mut count = gpu.alloc_zeros::<u32>(1)?;
+        let mut list = RowList::new(gpu, rows_count)?;
         let rows_u32 = rows_count as u32;
         let mut launch = gpu.stream().launch_builder(&self.all_rows);
-        launch.arg(&mut *list).arg(&mut *count).arg(&rows_u32);
+        launch
+            .arg(&mut *list.rows)
+            .arg(&mut *list.count)
+            .arg(&rows_u32);
         // Launch: grid ceil(rows / 256), block 256, no shared memory.
         let config = LaunchConfig {
             grid_dim: (grid_for(rows_count, 256), 1, 1),
@@ -75,11 +75,9 @@ impl BfPre {
         };
         unsafe { launch.launch(config) }.context("launching spdnn_all_rows")?;
         Ok(BfRun {
-            y: [y_a, gpu.alloc_zeros(rows_count * n)?],
-            lists: [list, gpu.alloc_zeros(rows_count)?],
-            counts: [count, gpu.alloc_zeros(1)?],
+            y: PingPong::new(y_a, gpu.alloc_zeros(rows_count * n)?),
+            lists: PingPong::new(list, RowList::new(gpu, rows_count)?),
             alive: gpu.alloc_zeros(rows_count)?,
-            current: 0,
             rows: rows_count,
         })
     }
@@ -92,13 +90,8 @@ impl BfPre {
         mut timeline: Option<&mut Timeline>,
     ) -> Result<(), CudaError> {
         for layer in 0..self.weights.layers() {
-            let (cur, next) = (run.current, 1 - run.current);
-            let [y0, y1] = &mut run.y;
-            let [l0, l1] = &mut run.lists;
-            let [c0, c1] = &mut run.counts;
-            let (y_in, y_out) = if cur == 0 { (&*y0, y1) } else { (&*y1, y0) };
-            let (list_in, list_out) = if cur == 0 { (&*l0, l1) } else { (&*l1, l0) };
-            let (count_in, count_out) = if cur == 0 { (&*c0, c1) } else { (&*c1, c0) };
+            let (y_in, y_out) = run.y.split();
+            let (list_in, list_out) = run.lists.split();
             spdnn_bf::enqueue_layer(
                 gpu,
                 &self.kernels,
@@ -107,16 +100,17 @@ impl BfPre {
                 LayerStep {
                     y_in,
                     y_out,
-                    list_in,
-                    count_in,
-                    list_out,
-                    count_out,
+                    list_in: &list_in.rows,
+                    count_in: &list_in.count,
+                    list_out: &mut list_out.rows,
+                    count_out: &mut list_out.count,
                     alive: &mut run.alive,
                     capacity: run.rows,
                 },
                 &self.shape,
             )?;
-            run.current = next;
+            run.y.swap();
+            run.lists.swap();
             if let Some(t) = timeline.as_deref_mut() {
                 t.mark(gpu.stream(), "layer")?;
             }
@@ -128,13 +122,14 @@ impl BfPre {
 impl BfRun {
     /// The activations after the last layer run.
     pub fn y(&self) -> &DeviceBuffer<f32> {
-        &self.y[self.current]
+        self.y.current()
     }
 
     /// The non-empty rows after the last layer run, ascending (waits for the device).
     pub fn live_rows(&self, gpu: &Gpu) -> Result<Vec<u32>, CudaError> {
-        let count = gpu.download(&*self.counts[self.current])?[0] as usize;
-        let list = gpu.download(&*self.lists[self.current])?;
+        let current = self.lists.current();
+        let count = gpu.download(&*current.count)?[0] as usize;
+        let list = gpu.download(&*current.rows)?;
         let mut rows: Vec<u32> = list[..count.min(list.len())].to_vec();
         rows.sort_unstable();
         Ok(rows)

@@ -1,6 +1,6 @@
 //! One batch through SNICIT's four stages.
 
-use spdnn_cuda::rows::{self, grid_for};
+use spdnn_cuda::rows::{self, PingPong, RowList};
 use spdnn_cuda::{
     CudaError, CudaFunction, DeviceBuffer, DriverResultExt, Gpu, KernelSource, LaunchConfig,
     PushKernelArg, Timeline,
@@ -206,12 +206,12 @@ impl<'a> Context<'a> {
         let mut row_alive = gpu.alloc_zeros::<u8>(count)?;
         let (count_u32, n_u32) = (count as u32, self.n as u32);
         // The list only shrinks: its first length sizes every later grid.
-        let listed = gpu.download(&*lists.counts[lists.current])?[0] as usize;
+        let listed = gpu.download(&*lists.current().count)?[0] as usize;
         outcome.nonempty_after_conversion = listed;
         let listed_u32 = listed.max(1) as u32;
         let layers_total = self.threshold + self.post.layers.len();
         for (index, layer) in self.post.layers.iter().enumerate() {
-            let current = lists.current;
+            let list = lists.current();
             launch_row_major(
                 gpu,
                 &self.kernels.xy,
@@ -219,8 +219,8 @@ impl<'a> Context<'a> {
                 RowMajorStep {
                     y_in: &clustered.y,
                     y_out: &mut y_other,
-                    list: &lists.lists[current],
-                    count: &lists.counts[current],
+                    list: &list.rows,
+                    count: &list.count,
                     row_alive: &mut row_alive,
                     capacity: listed,
                     n: self.n,
@@ -234,8 +234,8 @@ impl<'a> Context<'a> {
             update
                 .arg(&*clustered.y)
                 .arg(&n_u32)
-                .arg(&*lists.lists[current])
-                .arg(&*lists.counts[current])
+                .arg(&*list.rows)
+                .arg(&*list.count)
                 .arg(&*clustered.centroid_of)
                 .arg(&mut *row_alive)
                 .arg(&mut *clustered.live)
@@ -249,7 +249,7 @@ impl<'a> Context<'a> {
             };
             unsafe { update.launch(config) }.context("launching snicit_update")?;
             if absolute.is_multiple_of(self.options.refresh_interval) && absolute < layers_total {
-                lists.refresh(gpu, &self.kernels.compact, &clustered.live, listed)?;
+                refresh(gpu, self.kernels, &mut lists, &clustered.live, listed)?;
             }
             if let Some(t) = timeline.as_deref_mut() {
                 t.mark(&stream, "layer")?;
@@ -333,7 +333,10 @@ impl<'a> Context<'a> {
 
     /// Sampling, sum downsampling, pruning (on the host: s × n sums), nearest centroids,
     /// and the first non-empty list. Waits for the device once (the sums).
-    fn convert(&self, exported: ExportedRows) -> Result<(Clustered, Lists, usize), CudaError> {
+    fn convert(
+        &self,
+        exported: ExportedRows,
+    ) -> Result<(Clustered, PingPong<RowList>, usize), CudaError> {
         let gpu = self.gpu;
         let stream = gpu.stream().clone();
         let count = exported.ids.len();
@@ -391,7 +394,7 @@ impl<'a> Context<'a> {
             shared_mem_bytes: 0,
         };
         unsafe { assign.launch(config) }.context("launching snicit_assign")?;
-        let lists = Lists::first(gpu, self.kernels, &live, count)?;
+        let lists = first_lists(gpu, self.kernels, &live, count)?;
         Ok((
             Clustered {
                 y: exported.y,
@@ -456,70 +459,38 @@ impl<'a> Context<'a> {
     }
 }
 
-/// The non-empty row list, double-buffered so a refresh compacts into the other one.
-struct Lists {
-    lists: [DeviceBuffer<u32>; 2],
-    counts: [DeviceBuffer<u32>; 2],
-    current: usize,
+/// Lists the live rows of `0..count` (centroids and non-empty residues), current in the
+/// returned pair; a refresh compacts into the other list.
+fn first_lists(
+    gpu: &Gpu,
+    kernels: &Kernels,
+    live: &DeviceBuffer<u8>,
+    count: usize,
+) -> Result<PingPong<RowList>, CudaError> {
+    let mut all = RowList::new(gpu, count)?;
+    let count_u32 = count as u32;
+    let mut launch = gpu.stream().launch_builder(&kernels.all_rows);
+    launch
+        .arg(&mut *all.rows)
+        .arg(&mut *all.count)
+        .arg(&count_u32);
+    // Launch: grid ceil(count / 256), block 256, no shared memory.
+    unsafe { launch.launch(list_config(count)) }.context("launching spdnn_all_rows")?;
+    let mut lists = PingPong::new(all, RowList::new(gpu, count)?);
+    refresh(gpu, kernels, &mut lists, live, count)?;
+    Ok(lists)
 }
 
-impl Lists {
-    /// Lists the live rows of `0..count` (centroids and non-empty residues).
-    fn first(
-        gpu: &Gpu,
-        kernels: &Kernels,
-        live: &DeviceBuffer<u8>,
-        count: usize,
-    ) -> Result<Self, CudaError> {
-        let mut all = gpu.alloc_zeros::<u32>(count)?;
-        let mut all_count = gpu.alloc_zeros::<u32>(1)?;
-        let count_u32 = count as u32;
-        let stream = gpu.stream().clone();
-        let mut launch = stream.launch_builder(&kernels.all_rows);
-        launch.arg(&mut *all).arg(&mut *all_count).arg(&count_u32);
-        // Launch: grid ceil(count / 256), block 256, no shared memory.
-        unsafe { launch.launch(list_config(count)) }.context("launching spdnn_all_rows")?;
-        let mut lists = Self {
-            lists: [gpu.alloc_zeros(count)?, all],
-            counts: [gpu.alloc_zeros(1)?, all_count],
-            current: 1,
-        };
-        lists.refresh(gpu, &kernels.compact, live, count)?;
-        Ok(lists)
-    }
-
-    /// Keeps the listed rows whose `live` flag is set, in the other list.
-    fn refresh(
-        &mut self,
-        gpu: &Gpu,
-        compact: &CudaFunction,
-        live: &DeviceBuffer<u8>,
-        capacity: usize,
-    ) -> Result<(), CudaError> {
-        let (from, to) = (self.current, 1 - self.current);
-        let [l0, l1] = &mut self.lists;
-        let [c0, c1] = &mut self.counts;
-        let (list_in, list_out) = if from == 0 { (&*l0, l1) } else { (&*l1, l0) };
-        let (count_in, count_out) = if from == 0 { (&*c0, c1) } else { (&*c1, c0) };
-        let stream = gpu.stream().clone();
-        stream
-            .memset_zeros(&mut **count_out)
-            .context("clearing the list count")?;
-        let mut launch = stream.launch_builder(compact);
-        launch
-            .arg(&**list_in)
-            .arg(&**count_in)
-            .arg(&**live)
-            .arg(&mut **list_out)
-            .arg(&mut **count_out);
-        // Launch: grid ceil(capacity / 256), block 256, no shared memory.
-        let config = LaunchConfig {
-            grid_dim: (grid_for(capacity, 256), 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        unsafe { launch.launch(config) }.context("launching spdnn_compact_flagged_rows")?;
-        self.current = to;
-        Ok(())
-    }
+/// Keeps the listed rows whose `live` flag is set, in the other list, which becomes current.
+fn refresh(
+    gpu: &Gpu,
+    kernels: &Kernels,
+    lists: &mut PingPong<RowList>,
+    live: &DeviceBuffer<u8>,
+    capacity: usize,
+) -> Result<(), CudaError> {
+    let (from, to) = lists.split();
+    from.compact_into(gpu, &kernels.compact, live, to, capacity)?;
+    lists.swap();
+    Ok(())
 }

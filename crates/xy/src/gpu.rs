@@ -1,7 +1,7 @@
 //! The XY layer chain on the device: weights resident, activations row-major for the first
 //! and stride layers, neuron-major afterwards, dead samples deleted once.
 
-use spdnn_cuda::rows::{self, grid_for};
+use spdnn_cuda::rows::{self, PingPong, RowList, grid_for};
 use spdnn_cuda::{
     CudaError, CudaFunction, DeviceBuffer, DriverResultExt, Gpu, KernelSource, LaunchConfig,
     PushKernelArg, Timeline,
@@ -164,15 +164,10 @@ pub struct XyRun<'a> {
     capacity: usize,
     row_major_layers: usize,
     delete_at: Option<usize>,
-    y_a: DeviceBuffer<f32>,
-    y_b: DeviceBuffer<f32>,
-    /// Which buffer holds the current activations.
-    current_is_a: bool,
-    list_a: DeviceBuffer<u32>,
-    list_b: DeviceBuffer<u32>,
-    count_a: DeviceBuffer<u32>,
-    count_b: DeviceBuffer<u32>,
-    current_list_is_a: bool,
+    /// The activations: the current ones and the next layer's.
+    y: PingPong<DeviceBuffer<f32>>,
+    /// The rows still listed (row-major phase) and the next list.
+    lists: PingPong<RowList>,
     /// Row (row-major) or column (neuron-major) flags of the last layer.
     alive: DeviceBuffer<u8>,
     /// The original row of each neuron-major column (device copy of `column_ids`).
@@ -210,14 +205,11 @@ impl<'a> XyRun<'a> {
             capacity,
             row_major_layers,
             delete_at,
-            y_a: gpu.alloc_zeros(capacity * n)?,
-            y_b: gpu.alloc_zeros(capacity * n)?,
-            current_is_a: true,
-            list_a: gpu.alloc_zeros(capacity)?,
-            list_b: gpu.alloc_zeros(capacity)?,
-            count_a: gpu.alloc_zeros(1)?,
-            count_b: gpu.alloc_zeros(1)?,
-            current_list_is_a: true,
+            y: PingPong::new(
+                gpu.alloc_zeros(capacity * n)?,
+                gpu.alloc_zeros(capacity * n)?,
+            ),
+            lists: PingPong::new(RowList::new(gpu, capacity)?, RowList::new(gpu, capacity)?),
             alive: gpu.alloc_zeros(capacity)?,
             ids: gpu.upload(&identity)?,
             column_ids: identity,
@@ -243,17 +235,19 @@ impl<'a> XyRun<'a> {
         }
         let rows_count = input.nrows();
         let stream = self.gpu.stream().clone();
+        self.y.reset();
+        self.lists.reset();
+        let y = self.y.current_mut();
         stream
-            .memset_zeros(&mut *self.y_a)
+            .memset_zeros(&mut **y)
             .context("clearing the activations")?;
-        rows::scatter_rows(self.gpu, input, &mut self.y_a)?;
-        self.current_is_a = true;
-        self.current_list_is_a = true;
+        rows::scatter_rows(self.gpu, input, y)?;
         let rows_u32 = rows_count as u32;
+        let list = self.lists.current_mut();
         let mut launch = stream.launch_builder(&self.kernels.all_rows);
         launch
-            .arg(&mut *self.list_a)
-            .arg(&mut *self.count_a)
+            .arg(&mut *list.rows)
+            .arg(&mut *list.count)
             .arg(&rows_u32);
         // Launch: grid ceil(rows / 256), block 256, no shared memory.
         unsafe { launch.launch(list_config(rows_count)) }.context("launching spdnn_all_rows")?;
@@ -269,15 +263,6 @@ impl<'a> XyRun<'a> {
         self.alive_valid = false;
         self.rows_count = rows_count;
         Ok(())
-    }
-
-    /// The current activations.
-    fn current(&self) -> &DeviceBuffer<f32> {
-        if self.current_is_a {
-            &self.y_a
-        } else {
-            &self.y_b
-        }
     }
 
     /// Enqueues layer `index` of `network` (which must be the next layer), with the
@@ -319,66 +304,34 @@ impl<'a> XyRun<'a> {
             .memset_zeros(&mut *self.alive)
             .context("clearing the row flags")?;
         let capacity = self.capacity;
-        let list_is_a = self.current_list_is_a;
-        let is_a = self.current_is_a;
-        {
-            let (y_in, y_out) = if is_a {
-                (&self.y_a, &mut self.y_b)
-            } else {
-                (&self.y_b, &mut self.y_a)
-            };
-            let (list, count) = if list_is_a {
-                (&self.list_a, &self.count_a)
-            } else {
-                (&self.list_b, &self.count_b)
-            };
-            launch_row_major(
-                self.gpu,
-                self.kernels,
-                layer,
-                RowMajorStep {
-                    y_in,
-                    y_out,
-                    list,
-                    count,
-                    row_alive: &mut self.alive,
-                    capacity,
-                    n: self.n,
-                    activation: self.activation,
-                },
-            )?;
-        }
-        self.current_is_a = !is_a;
+        let (y_in, y_out) = self.y.split();
+        let list = self.lists.current();
+        launch_row_major(
+            self.gpu,
+            self.kernels,
+            layer,
+            RowMajorStep {
+                y_in,
+                y_out,
+                list: &list.rows,
+                count: &list.count,
+                row_alive: &mut self.alive,
+                capacity,
+                n: self.n,
+                activation: self.activation,
+            },
+        )?;
+        self.y.swap();
         // The next list: the listed rows that stayed non-empty.
-        let (list_in, count_in, list_out, count_out) = if list_is_a {
-            (
-                &self.list_a,
-                &self.count_a,
-                &mut self.list_b,
-                &mut self.count_b,
-            )
-        } else {
-            (
-                &self.list_b,
-                &self.count_b,
-                &mut self.list_a,
-                &mut self.count_a,
-            )
-        };
-        stream
-            .memset_zeros(&mut **count_out)
-            .context("clearing the row count")?;
-        let mut launch = stream.launch_builder(&self.kernels.compact);
-        launch
-            .arg(&**list_in)
-            .arg(&**count_in)
-            .arg(&*self.alive)
-            .arg(&mut **list_out)
-            .arg(&mut **count_out);
-        // Launch: grid ceil(capacity / 256), block 256, no shared memory.
-        unsafe { launch.launch(list_config(capacity)) }
-            .context("launching spdnn_compact_flagged_rows")?;
-        self.current_list_is_a = !list_is_a;
+        let (list_in, list_out) = self.lists.split();
+        list_in.compact_into(
+            self.gpu,
+            &self.kernels.compact,
+            &self.alive,
+            list_out,
+            capacity,
+        )?;
+        self.lists.swap();
         Ok(())
     }
 
@@ -386,13 +339,9 @@ impl<'a> XyRun<'a> {
     /// list once and orders it): the neuron-major layers run on live samples only.
     fn transpose(&mut self) -> Result<(), CudaError> {
         let rows_list: Vec<u32> = if self.alive_valid {
-            let (list, count) = if self.current_list_is_a {
-                (&self.list_a, &self.count_a)
-            } else {
-                (&self.list_b, &self.count_b)
-            };
-            let count = self.gpu.download(&**count)?[0] as usize;
-            let mut rows_list = self.gpu.download(&**list)?;
+            let list = self.lists.current();
+            let count = self.gpu.download(&*list.count)?[0] as usize;
+            let mut rows_list = self.gpu.download(&*list.rows)?;
             rows_list.truncate(count);
             rows_list.sort_unstable();
             rows_list
@@ -402,14 +351,9 @@ impl<'a> XyRun<'a> {
         let count = rows_list.len();
         let n_u32 = self.n as u32;
         let stream = self.gpu.stream().clone();
-        let is_a = self.current_is_a;
         if count > 0 {
             self.gpu.upload_into(&rows_list, &mut self.ids)?;
-            let (y_in, y_out) = if is_a {
-                (&self.y_a, &mut self.y_b)
-            } else {
-                (&self.y_b, &mut self.y_a)
-            };
+            let (y_in, y_out) = self.y.split();
             let count_u32 = count as u32;
             let mut launch = stream.launch_builder(&self.kernels.rows_to_columns);
             launch
@@ -427,7 +371,7 @@ impl<'a> XyRun<'a> {
             };
             unsafe { launch.launch(config) }.context("launching xy_rows_to_columns")?;
         }
-        self.current_is_a = !is_a;
+        self.y.swap();
         self.column_ids = rows_list;
         self.columns = count;
         self.stride = count.max(1);
@@ -445,19 +389,14 @@ impl<'a> XyRun<'a> {
         stream
             .memset_zeros(&mut *self.alive)
             .context("clearing the column flags")?;
-        let is_a = self.current_is_a;
-        self.current_is_a = !is_a;
         if self.columns == 0 || layer.blocks == 0 {
+            self.y.swap();
             return Ok(());
         }
         let kernel = &self.kernels.neuron_major[usize::from(layer.group as usize == GROUP)];
         let (columns_u32, stride_u32) = (self.columns as u32, self.stride as u32);
         let (bias, upper) = self.activation;
-        let (y_in, y_out) = if is_a {
-            (&self.y_a, &mut self.y_b)
-        } else {
-            (&self.y_b, &mut self.y_a)
-        };
+        let (y_in, y_out) = self.y.split();
         let mut launch = stream.launch_builder(kernel);
         launch
             .arg(&**y_in)
@@ -477,6 +416,7 @@ impl<'a> XyRun<'a> {
             shared_mem_bytes: 0,
         };
         unsafe { launch.launch(config) }.context("launching xy_neuron_major_layer")?;
+        self.y.swap();
         Ok(())
     }
 
@@ -493,12 +433,7 @@ impl<'a> XyRun<'a> {
             let list = self.gpu.upload(&live)?;
             let stream = self.gpu.stream().clone();
             let (n_u32, count_u32, stride_u32) = (self.n as u32, count as u32, self.stride as u32);
-            let is_a = self.current_is_a;
-            let (y_in, y_out) = if is_a {
-                (&self.y_a, &mut self.y_b)
-            } else {
-                (&self.y_b, &mut self.y_a)
-            };
+            let (y_in, y_out) = self.y.split();
             let mut launch = stream.launch_builder(&self.kernels.gather_columns);
             launch
                 .arg(&**y_in)
@@ -514,7 +449,7 @@ impl<'a> XyRun<'a> {
                 shared_mem_bytes: 0,
             };
             unsafe { launch.launch(config) }.context("launching xy_gather_columns")?;
-            self.current_is_a = !is_a;
+            self.y.swap();
         }
         let ids: Vec<u32> = live.iter().map(|&c| self.column_ids[c as usize]).collect();
         if !ids.is_empty() {
@@ -547,7 +482,7 @@ impl<'a> XyRun<'a> {
                 } else {
                     rows::row_nonzero_flags(
                         self.gpu,
-                        self.current(),
+                        self.y.current(),
                         self.columns,
                         self.n,
                         row_flags,
@@ -597,7 +532,7 @@ impl<'a> XyRun<'a> {
                 launch_gather_rows(
                     self.gpu,
                     self.kernels,
-                    self.current(),
+                    self.y.current(),
                     &mut y,
                     &list,
                     self.n,
@@ -622,7 +557,7 @@ impl<'a> XyRun<'a> {
                 let stride_u32 = self.stride as u32;
                 let mut launch = stream.launch_builder(&self.kernels.columns_to_rows);
                 launch
-                    .arg(&**self.current())
+                    .arg(&**self.y.current())
                     .arg(&mut *y)
                     .arg(&*list)
                     .arg(&count_u32)
