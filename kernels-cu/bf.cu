@@ -1,11 +1,156 @@
 // bf.cu: BF-2019 (Bisson & Fatica), CSR weights in column slabs, dense row-major Y,
-// work only on the list of non-empty rows.
+// work only on the list of non-empty rows; with GLARE variants (glare.cuh).
 #include "common.cuh"
+#include "glare.cuh"
 #include "slabs.cuh"
 
-// One layer for the rows in active_rows[0 .. *active_count): for each slab, zero a
-// shared accumulator, add y_j * W[j, slab] over the nonzero y_j (shared atomics), add
-// the bias, clip and write. row_alive[position] says whether the row is still non-empty.
+// Most GLARE units per row (BF_MAX_UNITS = spdnn_glare::model::MAX_ROW_UNITS).
+#define BF_MAX_UNITS 64
+
+// The GLARE recorder of one BF layer: units of 2^shift neurons of a row, row_units per row
+// (2^shift >= the slab width or >= n, so a slab overlaps at most two units).
+struct BfRecorder {
+    const unsigned char* in_flags;
+    unsigned char* out_flags;
+    unsigned int shift;
+    unsigned int row_units;
+    unsigned long long* census;
+};
+
+// One layer for the rows in active_rows[0 .. *active_count): for each slab, zero a shared
+// accumulator, add y_j * W[j, slab] over the nonzero y_j (shared atomics), add the bias,
+// clip and write. row_alive[position] says whether the row is still non-empty.
+// With GLARE, inputs of flagged units are the bound without a load, and an output unit
+// whose values are all at the bound is flagged instead of written. A unit spanning
+// slabs stays open: its parts at the bound are held back and, if a later part is not at
+// the bound, the bound is written into them then.
+template <bool GLARE, bool CENSUS>
+__device__ __forceinline__ void bf_layer_body(const float* __restrict__ y_in, float* __restrict__ y_out,
+                                              const unsigned int* __restrict__ active_rows,
+                                              const unsigned int* __restrict__ active_count,
+                                              unsigned char* __restrict__ row_alive,
+                                              const unsigned int* __restrict__ slab_offsets,
+                                              const unsigned int* __restrict__ slab_cols,
+                                              const float* __restrict__ vals, unsigned int n,
+                                              unsigned int slab_width, unsigned int num_slabs, float bias,
+                                              float upper, BfRecorder recorder) {
+    extern __shared__ float acc[];
+    __shared__ unsigned char unit_at_bound[GLARE ? BF_MAX_UNITS : 1];
+    const unsigned int position = blockIdx.x;
+    if (position >= *active_count) {
+        return;
+    }
+    const unsigned int row = active_rows[position];
+    const float* y = y_in + (unsigned long long)row * n;
+    float* out = y_out + (unsigned long long)row * n;
+    GlareTally<CENSUS> tally;
+    const unsigned long long flag_base = (unsigned long long)row * recorder.row_units;
+    if (GLARE) {
+        for (unsigned int u = threadIdx.x; u < recorder.row_units; u += blockDim.x) {
+            unit_at_bound[u] = recorder.in_flags[flag_base + u];
+            tally.add(GLARE_RECORDER_READS, 1);
+        }
+        __syncthreads();
+    }
+    // Whether every part so far of the unit left open by the previous slab is at the bound.
+    bool open_at_bound = true;
+    int alive = 0;
+    for (unsigned int slab = 0; slab < num_slabs; ++slab) {
+        const unsigned int first_col = slab * slab_width;
+        const unsigned int width = min(slab_width, n - first_col);
+        spdnn_zero_shared(acc, width);
+        __syncthreads();
+        const unsigned int* offsets = slab_offsets + (unsigned long long)slab * (n + 1);
+        if (!GLARE) {
+            spdnn_slab_scatter(acc, y, offsets, slab_cols, vals, 0, n);
+            __syncthreads();
+            alive |= spdnn_slab_activate(acc, out + first_col, width, bias, upper);
+            __syncthreads();
+            continue;
+        }
+        const unsigned int shift = recorder.shift;
+        const unsigned int weight_reads = spdnn_slab_scatter_with(
+            acc,
+            [&](unsigned int j) {
+                const bool at_bound = unit_at_bound[j >> shift] != 0;
+                tally.add(at_bound ? GLARE_READS_SKIPPED : GLARE_READS, 1);
+                return glare_read(at_bound, y + j, upper);
+            },
+            offsets, slab_cols, vals, 0, n);
+        tally.add(GLARE_WEIGHT_READS, weight_reads);
+        __syncthreads();
+        // Units a (where the slab starts) and b (where it ends; maybe a itself).
+        const unsigned int unit_a = first_col >> shift;
+        const unsigned int unit_b = (first_col + width - 1) >> shift;
+        int a_off_bound = 0;
+        int b_off_bound = 0;
+        for (unsigned int c = threadIdx.x; c < width; c += blockDim.x) {
+            const float v = spdnn_clamp_activation(__fadd_rn(acc[c], bias), upper);
+            acc[c] = v;
+            alive |= v != 0.0f;
+            if (v != upper) {
+                if (((first_col + c) >> shift) == unit_a) {
+                    a_off_bound = 1;
+                } else {
+                    b_off_bound = 1;
+                }
+            }
+        }
+        a_off_bound = __syncthreads_or(a_off_bound);
+        b_off_bound = __syncthreads_or(b_off_bound);
+        const unsigned long long start_a = (unsigned long long)unit_a << shift;
+        const bool a_starts_here = start_a == first_col;
+        const bool a_at_bound = (a_starts_here || open_at_bound) && !a_off_bound;
+        const bool b_at_bound = !b_off_bound;
+        // Parts held back in earlier slabs of unit a get the bound when a is vetoed here.
+        if (!a_starts_here && open_at_bound && a_off_bound) {
+            for (unsigned long long c = start_a + threadIdx.x; c < first_col; c += blockDim.x) {
+                out[c] = upper;
+                tally.add(GLARE_WRITE_BACKS, 1);
+            }
+        }
+        for (unsigned int c = threadIdx.x; c < width; c += blockDim.x) {
+            const bool in_a = ((first_col + c) >> shift) == unit_a;
+            if (in_a ? a_at_bound : b_at_bound) {
+                tally.add(GLARE_WRITES_SKIPPED, 1);
+            } else {
+                out[first_col + c] = acc[c];
+                tally.add(GLARE_WRITES, 1);
+            }
+        }
+        // Close the units that end in this slab; the last one may stay open.
+        const unsigned long long slab_end = first_col + width;
+        const unsigned long long end_a = min(start_a + (1ull << shift), (unsigned long long)n);
+        if (end_a <= slab_end) {
+            if (threadIdx.x == 0) {
+                recorder.out_flags[flag_base + unit_a] = a_at_bound ? 1 : 0;
+                tally.add(GLARE_RECORDER_WRITES, 1);
+            }
+            if (unit_b != unit_a) {
+                const unsigned long long end_b = min(((unsigned long long)unit_b + 1) << shift, (unsigned long long)n);
+                if (end_b <= slab_end) {
+                    if (threadIdx.x == 0) {
+                        recorder.out_flags[flag_base + unit_b] = b_at_bound ? 1 : 0;
+                        tally.add(GLARE_RECORDER_WRITES, 1);
+                    }
+                } else {
+                    open_at_bound = b_at_bound;
+                }
+            }
+        } else {
+            open_at_bound = a_at_bound;
+        }
+        __syncthreads();
+    }
+    alive = __syncthreads_or(alive);
+    if (threadIdx.x == 0) {
+        row_alive[position] = alive ? 1 : 0;
+    }
+    if (CENSUS) {
+        tally.flush(recorder.census);
+    }
+}
+
 // Launch: grid (capacity rows; blocks past *active_count exit), block 256, shared slab_width floats.
 extern "C" __global__ void bf_layer(const float* __restrict__ y_in, float* __restrict__ y_out,
                                     const unsigned int* __restrict__ active_rows,
@@ -15,29 +160,44 @@ extern "C" __global__ void bf_layer(const float* __restrict__ y_in, float* __res
                                     const unsigned int* __restrict__ slab_cols, const float* __restrict__ vals,
                                     unsigned int n, unsigned int slab_width, unsigned int num_slabs, float bias,
                                     float upper) {
-    extern __shared__ float acc[];
-    const unsigned int position = blockIdx.x;
-    if (position >= *active_count) {
-        return;
-    }
-    const unsigned int row = active_rows[position];
-    const float* y = y_in + (unsigned long long)row * n;
-    float* out = y_out + (unsigned long long)row * n;
-    int alive = 0;
-    for (unsigned int slab = 0; slab < num_slabs; ++slab) {
-        const unsigned int first_col = slab * slab_width;
-        const unsigned int width = min(slab_width, n - first_col);
-        spdnn_zero_shared(acc, width);
-        __syncthreads();
-        spdnn_slab_scatter(acc, y, slab_offsets + (unsigned long long)slab * (n + 1), slab_cols, vals, 0, n);
-        __syncthreads();
-        alive |= spdnn_slab_activate(acc, out + first_col, width, bias, upper);
-        __syncthreads();
-    }
-    alive = __syncthreads_or(alive);
-    if (threadIdx.x == 0) {
-        row_alive[position] = alive ? 1 : 0;
-    }
+    const BfRecorder none = {nullptr, nullptr, 0u, 0u, nullptr};
+    bf_layer_body<false, false>(y_in, y_out, active_rows, active_count, row_alive, slab_offsets, slab_cols, vals, n,
+                                slab_width, num_slabs, bias, upper, none);
+}
+
+// bf_layer with the GLARE recorder (in_flags/out_flags: rows x row_units bytes).
+// Launch: grid (capacity rows; blocks past *active_count exit), block 256, shared slab_width floats + 64 bytes static.
+extern "C" __global__ void bf_layer_glare(const float* __restrict__ y_in, float* __restrict__ y_out,
+                                          const unsigned int* __restrict__ active_rows,
+                                          const unsigned int* __restrict__ active_count,
+                                          unsigned char* __restrict__ row_alive,
+                                          const unsigned int* __restrict__ slab_offsets,
+                                          const unsigned int* __restrict__ slab_cols, const float* __restrict__ vals,
+                                          unsigned int n, unsigned int slab_width, unsigned int num_slabs, float bias,
+                                          float upper, const unsigned char* __restrict__ in_flags,
+                                          unsigned char* __restrict__ out_flags, unsigned int shift,
+                                          unsigned int row_units, unsigned long long* __restrict__ census) {
+    const BfRecorder recorder = {in_flags, out_flags, shift, row_units, census};
+    bf_layer_body<true, false>(y_in, y_out, active_rows, active_count, row_alive, slab_offsets, slab_cols, vals, n,
+                               slab_width, num_slabs, bias, upper, recorder);
+}
+
+// bf_layer_glare counting its accesses into census[0 .. 8).
+// Launch: grid (capacity rows; blocks past *active_count exit), block 256, shared slab_width floats + 64 bytes static.
+extern "C" __global__ void bf_layer_glare_census(const float* __restrict__ y_in, float* __restrict__ y_out,
+                                                 const unsigned int* __restrict__ active_rows,
+                                                 const unsigned int* __restrict__ active_count,
+                                                 unsigned char* __restrict__ row_alive,
+                                                 const unsigned int* __restrict__ slab_offsets,
+                                                 const unsigned int* __restrict__ slab_cols,
+                                                 const float* __restrict__ vals, unsigned int n,
+                                                 unsigned int slab_width, unsigned int num_slabs, float bias,
+                                                 float upper, const unsigned char* __restrict__ in_flags,
+                                                 unsigned char* __restrict__ out_flags, unsigned int shift,
+                                                 unsigned int row_units, unsigned long long* __restrict__ census) {
+    const BfRecorder recorder = {in_flags, out_flags, shift, row_units, census};
+    bf_layer_body<true, true>(y_in, y_out, active_rows, active_count, row_alive, slab_offsets, slab_cols, vals, n,
+                              slab_width, num_slabs, bias, upper, recorder);
 }
 
 // Lists the rows that stayed non-empty: next_rows gets active_rows[i] for every

@@ -5,25 +5,40 @@
 // its entries for input j are offsets[s*(n+1) + j] .. offsets[s*(n+1) + j + 1] (global
 // positions in cols/vals), cols holds the column minus s*slab_width.
 
-// Adds y_j * W[j, slab] into the shared accumulator for every nonzero y_j with
+// Adds y_j * W[j, slab] into the shared accumulator for every nonzero y_j = load(j) with
 // first_input <= j < end_input: one thread per input, looping over its entries.
 // Consecutive threads take consecutive inputs, so their loads of y coalesce and, in
 // RadiX-Net layers (row j feeds columns j + 64t), their atomics fall in different banks;
-// lanes over the entries of one input would all hit one bank.
+// lanes over the entries of one input would all hit one bank. Returns the weight words
+// this thread read (offsets, columns and values), for the GLARE census.
+template <typename Load>
+__device__ __forceinline__ unsigned int spdnn_slab_scatter_with(float* acc, Load load,
+                                                                const unsigned int* __restrict__ offsets,
+                                                                const unsigned int* __restrict__ cols,
+                                                                const float* __restrict__ vals,
+                                                                unsigned int first_input, unsigned int end_input) {
+    unsigned int weight_reads = 0;
+    for (unsigned int j = first_input + threadIdx.x; j < end_input; j += blockDim.x) {
+        const float yj = load(j);
+        if (yj != 0.0f) {
+            const unsigned int begin = offsets[j];
+            const unsigned int end = offsets[j + 1];
+            weight_reads += 2u + 2u * (end - begin);
+            for (unsigned int k = begin; k < end; ++k) {
+                atomicAdd(&acc[cols[k]], __fmul_rn(yj, vals[k]));
+            }
+        }
+    }
+    return weight_reads;
+}
+
+// spdnn_slab_scatter_with over y itself.
 __device__ __forceinline__ void spdnn_slab_scatter(float* acc, const float* __restrict__ y,
                                                    const unsigned int* __restrict__ offsets,
                                                    const unsigned int* __restrict__ cols,
                                                    const float* __restrict__ vals, unsigned int first_input,
                                                    unsigned int end_input) {
-    for (unsigned int j = first_input + threadIdx.x; j < end_input; j += blockDim.x) {
-        const float yj = y[j];
-        if (yj != 0.0f) {
-            const unsigned int end = offsets[j + 1];
-            for (unsigned int k = offsets[j]; k < end; ++k) {
-                atomicAdd(&acc[cols[k]], __fmul_rn(yj, vals[k]));
-            }
-        }
-    }
+    spdnn_slab_scatter_with(acc, [y](unsigned int j) { return y[j]; }, offsets, cols, vals, first_input, end_input);
 }
 
 // Writes min(max(acc + bias, 0), upper) for `width` columns; returns whether this thread

@@ -5,6 +5,7 @@
 // (the row equals its centroid bit for bit) stays empty for every later layer, because equal
 // inputs give equal outputs; such rows are never computed again.
 #include "common.cuh"
+#include "glare.cuh"
 
 #define SNICIT_THREADS 256
 
@@ -106,14 +107,18 @@ extern "C" __global__ void snicit_assign(const float* __restrict__ y, unsigned i
 // With clear_flags, each listed row's row_alive flag is cleared once read, ready for the
 // next layer (no memset between layers); the last layer keeps them for the recovery, which
 // also reads the centroids' flags.
-// Launch: grid (list capacity; blocks past *count exit), block 256, no shared memory.
-extern "C" __global__ void snicit_update(const float* __restrict__ y, unsigned int n,
-                                         const unsigned int* __restrict__ list,
-                                         const unsigned int* __restrict__ count,
-                                         const unsigned int* __restrict__ centroid_of,
-                                         unsigned char* __restrict__ row_alive,
-                                         unsigned char* __restrict__ live, unsigned char* __restrict__ dead,
-                                         int clear_flags) {
+// With GLARE (flags: rows x units, units of 2^shift positions), values in flagged units are
+// the bound without a load.
+template <bool GLARE>
+__device__ __forceinline__ void snicit_update_body(const float* __restrict__ y, unsigned int n,
+                                                   const unsigned int* __restrict__ list,
+                                                   const unsigned int* __restrict__ count,
+                                                   const unsigned int* __restrict__ centroid_of,
+                                                   unsigned char* __restrict__ row_alive,
+                                                   unsigned char* __restrict__ live,
+                                                   unsigned char* __restrict__ dead, int clear_flags,
+                                                   const unsigned char* __restrict__ flags, unsigned int shift,
+                                                   unsigned int units, float upper) {
     if (blockIdx.x >= *count) {
         return;
     }
@@ -141,12 +146,44 @@ extern "C" __global__ void snicit_update(const float* __restrict__ y, unsigned i
     const float* centre_row = y + (unsigned long long)centre * n;
     int differs = 0;
     for (unsigned int p = threadIdx.x; p < n; p += blockDim.x) {
-        differs |= row[p] != centre_row[p];
+        if (GLARE) {
+            const bool row_bound = flags[(unsigned long long)r * units + (p >> shift)] != 0;
+            const bool centre_bound = flags[(unsigned long long)centre * units + (p >> shift)] != 0;
+            differs |= glare_read(row_bound, row + p, upper) != glare_read(centre_bound, centre_row + p, upper);
+        } else {
+            differs |= row[p] != centre_row[p];
+        }
     }
     differs = __syncthreads_or(differs);
     if (threadIdx.x == 0) {
         live[r] = differs ? 1 : 0;
     }
+}
+
+// Launch: grid (list capacity; blocks past *count exit), block 256, no shared memory.
+extern "C" __global__ void snicit_update(const float* __restrict__ y, unsigned int n,
+                                         const unsigned int* __restrict__ list,
+                                         const unsigned int* __restrict__ count,
+                                         const unsigned int* __restrict__ centroid_of,
+                                         unsigned char* __restrict__ row_alive,
+                                         unsigned char* __restrict__ live, unsigned char* __restrict__ dead,
+                                         int clear_flags) {
+    snicit_update_body<false>(y, n, list, count, centroid_of, row_alive, live, dead, clear_flags, nullptr, 0u, 0u,
+                              0.0f);
+}
+
+// snicit_update reading the activations through the GLARE recorder.
+// Launch: grid (list capacity; blocks past *count exit), block 256, no shared memory.
+extern "C" __global__ void snicit_update_glare(const float* __restrict__ y, unsigned int n,
+                                               const unsigned int* __restrict__ list,
+                                               const unsigned int* __restrict__ count,
+                                               const unsigned int* __restrict__ centroid_of,
+                                               unsigned char* __restrict__ row_alive,
+                                               unsigned char* __restrict__ live, unsigned char* __restrict__ dead,
+                                               int clear_flags, const unsigned char* __restrict__ flags,
+                                               unsigned int shift, unsigned int units, float upper) {
+    snicit_update_body<true>(y, n, list, count, centroid_of, row_alive, live, dead, clear_flags, flags, shift, units,
+                             upper);
 }
 
 // Final recovery: row j of the block is non-empty when it is live (its own flag from the

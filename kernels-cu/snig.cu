@@ -1,23 +1,34 @@
 // snig.cu: SNIG-2020, output sections with per-(row, section) nonzero flags.
 #include "common.cuh"
+#include "glare.cuh"
 #include "slabs.cuh"
 
+// Section flag values: no nonzero, some nonzero, every value at the upper bound (GLARE).
+#define SNIG_SECTION_ZERO 0
+#define SNIG_SECTION_NONZERO 1
+#define SNIG_SECTION_AT_BOUND 2
+
 // One (row, output section) per block. Input sections whose flag is clear are skipped;
-// a row with no nonzero input section only clears its output section, and only when
-// that section was nonzero before (incremental resetting: the buffer still holds the
-// row's values of two layers ago). Sections are the weight slabs.
-// Launch: grid (rows, num_slabs), block 256, shared slab_width floats.
-extern "C" __global__ void snig_layer(const float* __restrict__ y_in, float* __restrict__ y_out,
-                                      const unsigned char* __restrict__ in_flags,
-                                      unsigned char* __restrict__ out_flags,
-                                      const unsigned int* __restrict__ slab_offsets,
-                                      const unsigned int* __restrict__ slab_cols, const float* __restrict__ vals,
-                                      unsigned int n, unsigned int slab_width, unsigned int num_slabs, float bias,
-                                      float upper) {
+// a row with no nonzero input only clears its output section, and only when that section
+// was nonzero before (incremental resetting: the buffer still holds the row's values of
+// two layers ago). Sections are the weight slabs.
+// With GLARE the section is the recorder's unit and its flag byte carries the state: an
+// input section at the bound is read as the bound without loads, and an output section
+// whose values are all at the bound is flagged instead of written.
+template <bool GLARE, bool CENSUS>
+__device__ __forceinline__ void snig_layer_body(const float* __restrict__ y_in, float* __restrict__ y_out,
+                                                const unsigned char* __restrict__ in_flags,
+                                                unsigned char* __restrict__ out_flags,
+                                                const unsigned int* __restrict__ slab_offsets,
+                                                const unsigned int* __restrict__ slab_cols,
+                                                const float* __restrict__ vals, unsigned int n,
+                                                unsigned int slab_width, unsigned int num_slabs, float bias,
+                                                float upper, unsigned long long* __restrict__ census) {
     extern __shared__ float acc[];
     const unsigned int row = blockIdx.x;
     const unsigned int section = blockIdx.y;
     const unsigned char* row_flags = in_flags + (unsigned long long)row * num_slabs;
+    GlareTally<CENSUS> tally;
     int any_input = 0;
     for (unsigned int s = 0; s < num_slabs; ++s) {
         any_input |= row_flags[s];
@@ -27,15 +38,19 @@ extern "C" __global__ void snig_layer(const float* __restrict__ y_in, float* __r
     unsigned char* flag_out = out_flags + (unsigned long long)row * num_slabs + section;
     float* out = y_out + (unsigned long long)row * n + first_col;
     if (!any_input) {
-        const bool was_nonzero = *flag_out != 0;
+        const bool was_nonzero = *flag_out != SNIG_SECTION_ZERO;
         if (was_nonzero) {
             for (unsigned int c = threadIdx.x; c < width; c += blockDim.x) {
                 out[c] = 0.0f;
+                tally.add(GLARE_WRITES, 1);
             }
         }
         __syncthreads();
         if (threadIdx.x == 0 && was_nonzero) {
-            *flag_out = 0;
+            *flag_out = SNIG_SECTION_ZERO;
+        }
+        if (CENSUS) {
+            tally.flush(census);
         }
         return;
     }
@@ -44,16 +59,112 @@ extern "C" __global__ void snig_layer(const float* __restrict__ y_in, float* __r
     const float* y = y_in + (unsigned long long)row * n;
     const unsigned int* offsets = slab_offsets + (unsigned long long)section * (n + 1);
     for (unsigned int s = 0; s < num_slabs; ++s) {
-        if (row_flags[s]) {
-            const unsigned int first_input = s * slab_width;
-            spdnn_slab_scatter(acc, y, offsets, slab_cols, vals, first_input, min(first_input + slab_width, n));
+        const unsigned char state = row_flags[s];
+        if (state == SNIG_SECTION_ZERO) {
+            continue;
+        }
+        const unsigned int first_input = s * slab_width;
+        const unsigned int end_input = min(first_input + slab_width, n);
+        if (GLARE && state == SNIG_SECTION_AT_BOUND) {
+            tally.add(GLARE_READS_SKIPPED, (end_input - first_input + blockDim.x - 1 - threadIdx.x) / blockDim.x);
+            tally.add(GLARE_WEIGHT_READS,
+                      spdnn_slab_scatter_with(acc, [upper](unsigned int) { return upper; }, offsets, slab_cols, vals,
+                                              first_input, end_input));
+        } else {
+            tally.add(GLARE_READS, (end_input - first_input + blockDim.x - 1 - threadIdx.x) / blockDim.x);
+            tally.add(GLARE_WEIGHT_READS,
+                      spdnn_slab_scatter_with(acc, [y](unsigned int j) { return y[j]; }, offsets, slab_cols, vals,
+                                              first_input, end_input));
         }
     }
     __syncthreads();
-    int nonzero = spdnn_slab_activate(acc, out, width, bias, upper);
+    if (!GLARE) {
+        int nonzero = spdnn_slab_activate(acc, out, width, bias, upper);
+        nonzero = __syncthreads_or(nonzero);
+        if (threadIdx.x == 0) {
+            *flag_out = nonzero ? SNIG_SECTION_NONZERO : SNIG_SECTION_ZERO;
+        }
+        return;
+    }
+    int nonzero = 0;
+    int off_bound = 0;
+    for (unsigned int c = threadIdx.x; c < width; c += blockDim.x) {
+        const float v = spdnn_clamp_activation(__fadd_rn(acc[c], bias), upper);
+        acc[c] = v;
+        nonzero |= v != 0.0f;
+        off_bound |= v != upper;
+    }
     nonzero = __syncthreads_or(nonzero);
+    off_bound = __syncthreads_or(off_bound);
+    if (off_bound) {
+        for (unsigned int c = threadIdx.x; c < width; c += blockDim.x) {
+            out[c] = acc[c];
+            tally.add(GLARE_WRITES, 1);
+        }
+    } else {
+        tally.add(GLARE_WRITES_SKIPPED, (width + blockDim.x - 1 - threadIdx.x) / blockDim.x);
+    }
     if (threadIdx.x == 0) {
-        *flag_out = nonzero ? 1 : 0;
+        *flag_out = !off_bound ? SNIG_SECTION_AT_BOUND : (nonzero ? SNIG_SECTION_NONZERO : SNIG_SECTION_ZERO);
+    }
+    if (CENSUS) {
+        tally.flush(census);
+    }
+}
+
+// Launch: grid (rows, num_slabs), block 256, shared slab_width floats.
+extern "C" __global__ void snig_layer(const float* __restrict__ y_in, float* __restrict__ y_out,
+                                      const unsigned char* __restrict__ in_flags,
+                                      unsigned char* __restrict__ out_flags,
+                                      const unsigned int* __restrict__ slab_offsets,
+                                      const unsigned int* __restrict__ slab_cols, const float* __restrict__ vals,
+                                      unsigned int n, unsigned int slab_width, unsigned int num_slabs, float bias,
+                                      float upper) {
+    snig_layer_body<false, false>(y_in, y_out, in_flags, out_flags, slab_offsets, slab_cols, vals, n, slab_width,
+                                  num_slabs, bias, upper, nullptr);
+}
+
+// snig_layer with sections at the bound recorded in the flags (GLARE); census unused.
+// Launch: grid (rows, num_slabs), block 256, shared slab_width floats.
+extern "C" __global__ void snig_layer_glare(const float* __restrict__ y_in, float* __restrict__ y_out,
+                                            const unsigned char* __restrict__ in_flags,
+                                            unsigned char* __restrict__ out_flags,
+                                            const unsigned int* __restrict__ slab_offsets,
+                                            const unsigned int* __restrict__ slab_cols,
+                                            const float* __restrict__ vals, unsigned int n, unsigned int slab_width,
+                                            unsigned int num_slabs, float bias, float upper,
+                                            unsigned long long* __restrict__ census) {
+    snig_layer_body<true, false>(y_in, y_out, in_flags, out_flags, slab_offsets, slab_cols, vals, n, slab_width,
+                                 num_slabs, bias, upper, census);
+}
+
+// snig_layer_glare counting its accesses into census[0 .. 8).
+// Launch: grid (rows, num_slabs), block 256, shared slab_width floats.
+extern "C" __global__ void snig_layer_glare_census(const float* __restrict__ y_in, float* __restrict__ y_out,
+                                                   const unsigned char* __restrict__ in_flags,
+                                                   unsigned char* __restrict__ out_flags,
+                                                   const unsigned int* __restrict__ slab_offsets,
+                                                   const unsigned int* __restrict__ slab_cols,
+                                                   const float* __restrict__ vals, unsigned int n,
+                                                   unsigned int slab_width, unsigned int num_slabs, float bias,
+                                                   float upper, unsigned long long* __restrict__ census) {
+    snig_layer_body<true, true>(y_in, y_out, in_flags, out_flags, slab_offsets, slab_cols, vals, n, slab_width,
+                                num_slabs, bias, upper, census);
+}
+
+// Writes the bound into every section flagged at the bound (before reading Y back).
+// Launch: grid (rows, num_slabs), block 256, no shared memory.
+extern "C" __global__ void snig_glare_fill(float* __restrict__ y, const unsigned char* __restrict__ flags,
+                                           unsigned int n, unsigned int slab_width, unsigned int num_slabs,
+                                           float upper) {
+    const unsigned int row = blockIdx.x;
+    if (flags[(unsigned long long)row * num_slabs + blockIdx.y] != SNIG_SECTION_AT_BOUND) {
+        return;
+    }
+    const unsigned int first_col = blockIdx.y * slab_width;
+    const unsigned int width = min(slab_width, n - first_col);
+    for (unsigned int c = threadIdx.x; c < width; c += blockDim.x) {
+        y[(unsigned long long)row * n + first_col + c] = upper;
     }
 }
 

@@ -4,23 +4,48 @@
 // p = b*G + o; positions chain from layer to layer, so no permutation is ever applied.
 // Every kernel exists for G = 16 (grouped layers) and G = 1 (general layers).
 #include "common.cuh"
+#include "glare.cuh"
 
 #define XY_ROW_TILE 8       // samples per block of the row-major kernel
 #define XY_CHUNK 64         // block inputs staged in shared memory at a time (neuron-major)
 #define XY_TILE 32          // transpose tile edge
 #define XY_TILE_ROWS 8      // transpose block height
 
+// The GLARE recorder of one XY layer. Row-major (SNICIT's post-convergence layers): a unit
+// is 2^shift positions of a row, `units` per row, a part is one block's 128 positions of
+// one row (2^shift >= 128 or one unit per row). Neuron-major: a unit is 2^shift positions
+// of a tile of 256 sample columns, `units` per tile, a part is one block's G positions of
+// the tile (2^shift >= G).
+struct XyRecorder {
+    const unsigned char* in_flags;
+    unsigned char* out_flags;
+    unsigned long long* arrivals;
+    unsigned char* skipped;
+    unsigned int shift;
+    unsigned int units;
+    unsigned long long* census;
+};
+
+#define XY_MAX_ROW_UNITS 64  // spdnn_glare::model::MAX_ROW_UNITS
+
 // Row-major layer on the listed rows: y_out[row][p] = clip(sum_k y_in[row][inputs[k]] *
 // values[k*G + o] + bias) for p = b*G + o, and row_alive[row] = 1 when any output of the row
 // is nonzero (row_alive zeroed before). Rows are read and written in place (no compaction).
 // Each thread owns one output position and XY_ROW_TILE rows (accumulators in registers);
 // the threads of one block read the same inputs (broadcast), the weights coalesce.
-template <int G>
+// With GLARE, inputs in flagged units of a row are the bound (the row's flags are staged
+// in shared memory) and the block's 128 outputs of a row are not written when all are at
+// the bound; the unit's last block sets its flag or writes the bound back (glare.cuh).
+template <int G, bool GLARE, bool CENSUS>
 __device__ __forceinline__ void xy_row_major_layer(
     const float* __restrict__ y_in, float* __restrict__ y_out, const unsigned int* __restrict__ active_rows,
     const unsigned int* __restrict__ active_count, unsigned char* __restrict__ row_alive,
     const unsigned int* __restrict__ block_offsets, const unsigned int* __restrict__ inputs,
-    const float* __restrict__ values, unsigned int blocks, unsigned int n, float bias, float upper) {
+    const float* __restrict__ values, unsigned int blocks, unsigned int n, float bias, float upper,
+    XyRecorder recorder) {
+    __shared__ unsigned char row_at_bound[GLARE ? XY_ROW_TILE : 1][GLARE ? XY_MAX_ROW_UNITS : 1];
+    __shared__ unsigned int off_bound_rows;
+    __shared__ unsigned int vetoed_rows;
     const unsigned int count = *active_count;
     const unsigned int first = blockIdx.x * XY_ROW_TILE;
     if (first >= count) {
@@ -28,7 +53,8 @@ __device__ __forceinline__ void xy_row_major_layer(
     }
     const unsigned int position = blockIdx.y * blockDim.x + threadIdx.x;
     const unsigned int block = position / G;
-    if (block >= blocks) {
+    const bool valid = block < blocks;
+    if (!GLARE && !valid) {
         return;
     }
     const unsigned int out = position % G;
@@ -40,71 +66,208 @@ __device__ __forceinline__ void xy_row_major_layer(
         rows[i] = active_rows[first + min((unsigned int)i, tile - 1)];
         row_base[i] = (unsigned long long)rows[i] * n;
     }
+    GlareTally<CENSUS> tally;
+    if (GLARE) {
+        for (unsigned int idx = threadIdx.x; idx < XY_ROW_TILE * recorder.units; idx += blockDim.x) {
+            const unsigned int i = idx / recorder.units;
+            const unsigned int u = idx % recorder.units;
+            row_at_bound[i][u] = recorder.in_flags[(unsigned long long)rows[i] * recorder.units + u];
+            tally.add(GLARE_RECORDER_READS, 1);
+        }
+        if (threadIdx.x == 0) {
+            off_bound_rows = 0;
+            vetoed_rows = 0;
+        }
+        __syncthreads();
+    }
     float acc[XY_ROW_TILE];
 #pragma unroll
     for (int i = 0; i < XY_ROW_TILE; ++i) {
         acc[i] = 0.0f;
     }
-    const unsigned int end = block_offsets[block + 1];
-    for (unsigned int k = block_offsets[block]; k < end; ++k) {
-        const unsigned int input = inputs[k];
-        const float w = values[(unsigned long long)k * G + out];
+    if (valid) {
+        const unsigned int end = block_offsets[block + 1];
+        for (unsigned int k = block_offsets[block]; k < end; ++k) {
+            const unsigned int input = inputs[k];
+            const float w = values[(unsigned long long)k * G + out];
+            tally.add(GLARE_WEIGHT_READS, 2);
 #pragma unroll
-        for (int i = 0; i < XY_ROW_TILE; ++i) {
-            // One rounding per term, in a fixed order: rows with equal inputs get equal
-            // outputs wherever they sit in a tile (SNICIT relies on it).
-            acc[i] = __fmaf_rn(y_in[row_base[i] + input], w, acc[i]);
+            for (int i = 0; i < XY_ROW_TILE; ++i) {
+                // One rounding per term, in a fixed order: rows with equal inputs get equal
+                // outputs wherever they sit in a tile (SNICIT relies on it).
+                float v;
+                if (GLARE) {
+                    const bool at_bound = row_at_bound[i][input >> recorder.shift] != 0;
+                    tally.add(at_bound ? GLARE_READS_SKIPPED : GLARE_READS, 1);
+                    v = glare_read(at_bound, y_in + row_base[i] + input, upper);
+                } else {
+                    v = y_in[row_base[i] + input];
+                }
+                acc[i] = __fmaf_rn(v, w, acc[i]);
+            }
         }
+        tally.add(GLARE_WEIGHT_READS, 2);
     }
+    if (!GLARE) {
+        for (unsigned int i = 0; i < tile; ++i) {
+            const float v = spdnn_clamp_activation(acc[i] + bias, upper);
+            y_out[row_base[i] + position] = v;
+            if (v != 0.0f) {
+                row_alive[rows[i]] = 1;
+            }
+        }
+        return;
+    }
+    unsigned int off_bound = 0;
     for (unsigned int i = 0; i < tile; ++i) {
-        const float v = spdnn_clamp_activation(acc[i] + bias, upper);
-        y_out[row_base[i] + position] = v;
-        if (v != 0.0f) {
-            row_alive[rows[i]] = 1;
+        acc[i] = spdnn_clamp_activation(acc[i] + bias, upper);
+        if (valid && acc[i] != upper) {
+            off_bound |= 1u << i;
         }
+    }
+    if (off_bound != 0) {
+        atomicOr(&off_bound_rows, off_bound);
+    }
+    __syncthreads();
+    const unsigned int rows_off_bound = off_bound_rows;
+    if (valid) {
+        for (unsigned int i = 0; i < tile; ++i) {
+            if ((rows_off_bound >> i) & 1u) {
+                y_out[row_base[i] + position] = acc[i];
+                tally.add(GLARE_WRITES, 1);
+            } else {
+                tally.add(GLARE_WRITES_SKIPPED, 1);
+            }
+            if (acc[i] != 0.0f) {
+                row_alive[rows[i]] = 1;
+            }
+        }
+    }
+    // The unit of this block's positions, and how many blocks share it.
+    const unsigned int parts_per_row = gridDim.y;
+    const unsigned int unit = (blockIdx.y * blockDim.x) >> recorder.shift;
+    const unsigned int unit_begin = unit << recorder.shift;
+    const unsigned int unit_end = min((unsigned long long)unit_begin + (1ull << recorder.shift), (unsigned long long)n);
+    const unsigned int first_part = unit_begin / blockDim.x;
+    const unsigned int parts = (unit_end - 1) / blockDim.x + 1 - first_part;
+    if (parts == 1) {
+        // The unit is this block's part of the row (Algorithm 2, lines 4-5): no bookkeeping.
+        if (threadIdx.x < tile) {
+            const unsigned int i = threadIdx.x;
+            recorder.out_flags[(unsigned long long)rows[i] * recorder.units + unit] = ((rows_off_bound >> i) & 1u) ? 0 : 1;
+            tally.add(GLARE_RECORDER_WRITES, 1);
+        }
+        if (CENSUS) {
+            tally.flush(recorder.census);
+        }
+        return;
+    }
+    if (threadIdx.x < tile) {
+        const unsigned int i = threadIdx.x;
+        recorder.skipped[(unsigned long long)rows[i] * parts_per_row + blockIdx.y] = ((rows_off_bound >> i) & 1u) ? 0 : 1;
+        tally.add(GLARE_RECORDER_WRITES, 1);
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x < tile) {
+        const unsigned int i = threadIdx.x;
+        const unsigned long long flag = (unsigned long long)rows[i] * recorder.units + unit;
+        tally.add(GLARE_RECORDER_READS, 1);
+        tally.add(GLARE_RECORDER_WRITES, 1);
+        if (glare_arrive(recorder.arrivals + flag, parts, ((rows_off_bound >> i) & 1u) == 0,
+                         recorder.out_flags + flag)) {
+            atomicOr(&vetoed_rows, 1u << i);
+        }
+    }
+    __syncthreads();
+    const unsigned int vetoed = vetoed_rows;
+    for (unsigned int i = 0; i < tile; ++i) {
+        if (((vetoed >> i) & 1u) == 0) {
+            continue;
+        }
+        for (unsigned int part = first_part; part < first_part + parts; ++part) {
+            tally.add(GLARE_RECORDER_READS, 1);
+            if (glare_part_skipped(recorder.skipped, (unsigned long long)rows[i] * parts_per_row + part)) {
+                const unsigned int p = part * blockDim.x + threadIdx.x;
+                if (p < unit_end) {
+                    y_out[row_base[i] + p] = upper;
+                    tally.add(GLARE_WRITE_BACKS, 1);
+                }
+            }
+        }
+    }
+    if (CENSUS) {
+        tally.flush(recorder.census);
     }
 }
 
+#define XY_ROW_MAJOR_ARGS                                                                                      \
+    const float *__restrict__ y_in, float *__restrict__ y_out, const unsigned int *__restrict__ active_rows,   \
+        const unsigned int *__restrict__ active_count, unsigned char *__restrict__ row_alive,                  \
+        const unsigned int *__restrict__ block_offsets, const unsigned int *__restrict__ inputs,               \
+        const float *__restrict__ values, unsigned int blocks, unsigned int n, float bias, float upper
+#define XY_ROW_MAJOR_PASS y_in, y_out, active_rows, active_count, row_alive, block_offsets, inputs, values, blocks, n, bias, upper
+#define XY_RECORDER_ARGS                                                                                       \
+    const unsigned char *__restrict__ in_flags, unsigned char *__restrict__ out_flags,                         \
+        unsigned long long *__restrict__ arrivals, unsigned char *__restrict__ skipped, unsigned int shift,   \
+        unsigned int units, unsigned long long *__restrict__ census
+#define XY_RECORDER_PASS {in_flags, out_flags, arrivals, skipped, shift, units, census}
+#define XY_NO_RECORDER {nullptr, nullptr, nullptr, nullptr, 0u, 0u, nullptr}
+
 // Launch: grid (ceil(capacity / 8), ceil(N / 128)), block 128, no shared memory.
-extern "C" __global__ void xy_row_major_layer_g16(const float* __restrict__ y_in, float* __restrict__ y_out,
-                                                  const unsigned int* __restrict__ active_rows,
-                                                  const unsigned int* __restrict__ active_count,
-                                                  unsigned char* __restrict__ row_alive,
-                                                  const unsigned int* __restrict__ block_offsets,
-                                                  const unsigned int* __restrict__ inputs,
-                                                  const float* __restrict__ values, unsigned int blocks,
-                                                  unsigned int n, float bias, float upper) {
-    xy_row_major_layer<16>(y_in, y_out, active_rows, active_count, row_alive, block_offsets, inputs, values, blocks,
-                           n, bias, upper);
+extern "C" __global__ void xy_row_major_layer_g16(XY_ROW_MAJOR_ARGS) {
+    xy_row_major_layer<16, false, false>(XY_ROW_MAJOR_PASS, XY_NO_RECORDER);
 }
 
 // Launch: grid (ceil(capacity / 8), ceil(N / 128)), block 128, no shared memory.
-extern "C" __global__ void xy_row_major_layer_g1(const float* __restrict__ y_in, float* __restrict__ y_out,
-                                                 const unsigned int* __restrict__ active_rows,
-                                                 const unsigned int* __restrict__ active_count,
-                                                 unsigned char* __restrict__ row_alive,
-                                                 const unsigned int* __restrict__ block_offsets,
-                                                 const unsigned int* __restrict__ inputs,
-                                                 const float* __restrict__ values, unsigned int blocks,
-                                                 unsigned int n, float bias, float upper) {
-    xy_row_major_layer<1>(y_in, y_out, active_rows, active_count, row_alive, block_offsets, inputs, values, blocks,
-                          n, bias, upper);
+extern "C" __global__ void xy_row_major_layer_g1(XY_ROW_MAJOR_ARGS) {
+    xy_row_major_layer<1, false, false>(XY_ROW_MAJOR_PASS, XY_NO_RECORDER);
+}
+
+// GLARE variants (census: counting accesses into census[0 .. 8)).
+// Launch: grid (ceil(capacity / 8), ceil(N / 128)), block 128, static shared 8 x 64 bytes + 2 words.
+extern "C" __global__ void xy_row_major_layer_g16_glare(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
+    xy_row_major_layer<16, true, false>(XY_ROW_MAJOR_PASS, XY_RECORDER_PASS);
+}
+
+// Launch: grid (ceil(capacity / 8), ceil(N / 128)), block 128, static shared 8 x 64 bytes + 2 words.
+extern "C" __global__ void xy_row_major_layer_g1_glare(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
+    xy_row_major_layer<1, true, false>(XY_ROW_MAJOR_PASS, XY_RECORDER_PASS);
+}
+
+// Launch: grid (ceil(capacity / 8), ceil(N / 128)), block 128, static shared 8 x 64 bytes + 2 words.
+extern "C" __global__ void xy_row_major_layer_g16_glare_census(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
+    xy_row_major_layer<16, true, true>(XY_ROW_MAJOR_PASS, XY_RECORDER_PASS);
+}
+
+// Launch: grid (ceil(capacity / 8), ceil(N / 128)), block 128, static shared 8 x 64 bytes + 2 words.
+extern "C" __global__ void xy_row_major_layer_g1_glare_census(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
+    xy_row_major_layer<1, true, true>(XY_ROW_MAJOR_PASS, XY_RECORDER_PASS);
 }
 
 // Neuron-major layer: y is N x stride (position-major, one column per sample, `columns`
 // in use). One thread per sample column; the block's input list and G x inputs weights are
 // staged in shared memory XY_CHUNK inputs at a time; G accumulators live in registers.
 // column_alive[c] = 1 when any output of the column is nonzero (zeroed before).
-template <int G>
+// With GLARE, an input whose unit (in this block's tile) is flagged is the bound for every
+// column without a load; the block's G x 256 outputs are not written when all are at the
+// bound, and the unit's last block sets its flag or writes the bound back (glare.cuh).
+template <int G, bool GLARE, bool CENSUS>
 __device__ __forceinline__ void xy_neuron_major_layer(
     const float* __restrict__ y_in, float* __restrict__ y_out, unsigned int columns, unsigned int stride,
     unsigned char* __restrict__ column_alive, const unsigned int* __restrict__ block_offsets,
-    const unsigned int* __restrict__ inputs, const float* __restrict__ values, float bias, float upper) {
+    const unsigned int* __restrict__ inputs, const float* __restrict__ values, float bias, float upper,
+    XyRecorder recorder) {
     __shared__ unsigned int chunk_inputs[XY_CHUNK];
     __shared__ float chunk_values[XY_CHUNK * G];
+    __shared__ unsigned char chunk_at_bound[GLARE ? XY_CHUNK : 1];
+    __shared__ int vetoed;
     const unsigned int block = blockIdx.x;
+    const unsigned int tile = blockIdx.y;
     const unsigned int column = blockIdx.y * blockDim.x + threadIdx.x;
     const bool in_range = column < columns;
+    const unsigned long long tile_flags = (unsigned long long)tile * recorder.units;
+    GlareTally<CENSUS> tally;
     float acc[G];
 #pragma unroll
     for (int o = 0; o < G; ++o) {
@@ -115,15 +278,29 @@ __device__ __forceinline__ void xy_neuron_major_layer(
     for (unsigned int base = begin; base < end; base += XY_CHUNK) {
         const unsigned int len = min((unsigned int)XY_CHUNK, end - base);
         for (unsigned int i = threadIdx.x; i < len; i += blockDim.x) {
-            chunk_inputs[i] = inputs[base + i];
+            const unsigned int input = inputs[base + i];
+            chunk_inputs[i] = input;
+            if (GLARE) {
+                chunk_at_bound[i] = recorder.in_flags[tile_flags + (input >> recorder.shift)];
+                tally.add(GLARE_RECORDER_READS, 1);
+            }
+            tally.add(GLARE_WEIGHT_READS, 1);
         }
         for (unsigned int i = threadIdx.x; i < len * G; i += blockDim.x) {
             chunk_values[i] = values[(unsigned long long)base * G + i];
+            tally.add(GLARE_WEIGHT_READS, 1);
         }
         __syncthreads();
         if (in_range) {
             for (unsigned int r = 0; r < len; ++r) {
-                const float v = y_in[(unsigned long long)chunk_inputs[r] * stride + column];
+                float v;
+                if (GLARE) {
+                    const bool at_bound = chunk_at_bound[r] != 0;
+                    tally.add(at_bound ? GLARE_READS_SKIPPED : GLARE_READS, 1);
+                    v = glare_read(at_bound, y_in + (unsigned long long)chunk_inputs[r] * stride + column, upper);
+                } else {
+                    v = y_in[(unsigned long long)chunk_inputs[r] * stride + column];
+                }
                 if (v != 0.0f) {
 #pragma unroll
                     for (int o = 0; o < G; ++o) {
@@ -134,39 +311,146 @@ __device__ __forceinline__ void xy_neuron_major_layer(
         }
         __syncthreads();
     }
-    if (!in_range) {
+    if (!GLARE && !in_range) {
         return;
     }
     int any = 0;
+    int off_bound = 0;
 #pragma unroll
     for (int o = 0; o < G; ++o) {
-        const float v = spdnn_clamp_activation(acc[o] + bias, upper);
-        y_out[(unsigned long long)(block * G + o) * stride + column] = v;
-        any |= v != 0.0f;
+        acc[o] = spdnn_clamp_activation(acc[o] + bias, upper);
+        any |= acc[o] != 0.0f;
+        off_bound |= acc[o] != upper;
     }
-    if (any) {
-        column_alive[column] = 1;
+    if (!GLARE) {
+#pragma unroll
+        for (int o = 0; o < G; ++o) {
+            y_out[(unsigned long long)(block * G + o) * stride + column] = acc[o];
+        }
+        if (any) {
+            column_alive[column] = 1;
+        }
+        return;
+    }
+    const bool part_at_bound = __syncthreads_and(!in_range || !off_bound) != 0;
+    if (in_range) {
+        if (!part_at_bound) {
+#pragma unroll
+            for (int o = 0; o < G; ++o) {
+                y_out[(unsigned long long)(block * G + o) * stride + column] = acc[o];
+            }
+            tally.add(GLARE_WRITES, G);
+        } else {
+            tally.add(GLARE_WRITES_SKIPPED, G);
+        }
+        if (any) {
+            column_alive[column] = 1;
+        }
+    }
+    // This block's unit and the blocks sharing it (2^shift is a multiple of G).
+    const unsigned int n = gridDim.x * G;
+    const unsigned int unit = (block * G) >> recorder.shift;
+    const unsigned int unit_begin = unit << recorder.shift;
+    const unsigned int unit_end = min((unsigned long long)unit_begin + (1ull << recorder.shift), (unsigned long long)n);
+    const unsigned int first_part = unit_begin / G;
+    const unsigned int parts = (unit_end - unit_begin) / G;
+    const unsigned long long tile_parts = (unsigned long long)tile * gridDim.x;
+    if (parts == 1) {
+        // The unit is this block's part (Algorithm 2, lines 4-5): no bookkeeping.
+        if (threadIdx.x == 0) {
+            recorder.out_flags[tile_flags + unit] = part_at_bound ? 1 : 0;
+            tally.add(GLARE_RECORDER_WRITES, 1);
+        }
+        if (CENSUS) {
+            tally.flush(recorder.census);
+        }
+        return;
+    }
+    if (threadIdx.x == 0) {
+        recorder.skipped[tile_parts + block] = part_at_bound ? 1 : 0;
+        tally.add(GLARE_RECORDER_WRITES, 1);
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        tally.add(GLARE_RECORDER_READS, 1);
+        tally.add(GLARE_RECORDER_WRITES, 1);
+        vetoed = glare_arrive(recorder.arrivals + tile_flags + unit, parts, part_at_bound,
+                              recorder.out_flags + tile_flags + unit)
+                     ? 1
+                     : 0;
+    }
+    __syncthreads();
+    if (vetoed) {
+        for (unsigned int part = first_part; part < first_part + parts; ++part) {
+            tally.add(GLARE_RECORDER_READS, threadIdx.x == 0 ? 1 : 0);
+            if (glare_part_skipped(recorder.skipped, tile_parts + part) && in_range) {
+#pragma unroll
+                for (int o = 0; o < G; ++o) {
+                    y_out[(unsigned long long)(part * G + o) * stride + column] = upper;
+                }
+                tally.add(GLARE_WRITE_BACKS, G);
+            }
+        }
+    }
+    if (CENSUS) {
+        tally.flush(recorder.census);
     }
 }
 
+#define XY_NEURON_MAJOR_ARGS                                                                                   \
+    const float *__restrict__ y_in, float *__restrict__ y_out, unsigned int columns, unsigned int stride,       \
+        unsigned char *__restrict__ column_alive, const unsigned int *__restrict__ block_offsets,              \
+        const unsigned int *__restrict__ inputs, const float *__restrict__ values, float bias, float upper
+#define XY_NEURON_MAJOR_PASS y_in, y_out, columns, stride, column_alive, block_offsets, inputs, values, bias, upper
+
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 17 words.
-extern "C" __global__ void xy_neuron_major_layer_g16(const float* __restrict__ y_in, float* __restrict__ y_out,
-                                                     unsigned int columns, unsigned int stride,
-                                                     unsigned char* __restrict__ column_alive,
-                                                     const unsigned int* __restrict__ block_offsets,
-                                                     const unsigned int* __restrict__ inputs,
-                                                     const float* __restrict__ values, float bias, float upper) {
-    xy_neuron_major_layer<16>(y_in, y_out, columns, stride, column_alive, block_offsets, inputs, values, bias, upper);
+extern "C" __global__ void xy_neuron_major_layer_g16(XY_NEURON_MAJOR_ARGS) {
+    xy_neuron_major_layer<16, false, false>(XY_NEURON_MAJOR_PASS, XY_NO_RECORDER);
 }
 
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 2 words.
-extern "C" __global__ void xy_neuron_major_layer_g1(const float* __restrict__ y_in, float* __restrict__ y_out,
-                                                    unsigned int columns, unsigned int stride,
-                                                    unsigned char* __restrict__ column_alive,
-                                                    const unsigned int* __restrict__ block_offsets,
-                                                    const unsigned int* __restrict__ inputs,
-                                                    const float* __restrict__ values, float bias, float upper) {
-    xy_neuron_major_layer<1>(y_in, y_out, columns, stride, column_alive, block_offsets, inputs, values, bias, upper);
+extern "C" __global__ void xy_neuron_major_layer_g1(XY_NEURON_MAJOR_ARGS) {
+    xy_neuron_major_layer<1, false, false>(XY_NEURON_MAJOR_PASS, XY_NO_RECORDER);
+}
+
+// GLARE variants (census: counting accesses into census[0 .. 8)).
+// Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 17 words + 68 bytes.
+extern "C" __global__ void xy_neuron_major_layer_g16_glare(XY_NEURON_MAJOR_ARGS, XY_RECORDER_ARGS) {
+    xy_neuron_major_layer<16, true, false>(XY_NEURON_MAJOR_PASS, XY_RECORDER_PASS);
+}
+
+// Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 2 words + 68 bytes.
+extern "C" __global__ void xy_neuron_major_layer_g1_glare(XY_NEURON_MAJOR_ARGS, XY_RECORDER_ARGS) {
+    xy_neuron_major_layer<1, true, false>(XY_NEURON_MAJOR_PASS, XY_RECORDER_PASS);
+}
+
+// Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 17 words + 68 bytes.
+extern "C" __global__ void xy_neuron_major_layer_g16_glare_census(XY_NEURON_MAJOR_ARGS, XY_RECORDER_ARGS) {
+    xy_neuron_major_layer<16, true, true>(XY_NEURON_MAJOR_PASS, XY_RECORDER_PASS);
+}
+
+// Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 2 words + 68 bytes.
+extern "C" __global__ void xy_neuron_major_layer_g1_glare_census(XY_NEURON_MAJOR_ARGS, XY_RECORDER_ARGS) {
+    xy_neuron_major_layer<1, true, true>(XY_NEURON_MAJOR_PASS, XY_RECORDER_PASS);
+}
+
+// Writes the bound into every flagged unit of neuron-major activations (n x stride,
+// `columns` in use; flags tiles x units, units of 2^shift positions of 256 columns).
+// Launch: grid (ceil(columns / 256), min(n, 65535)), block 256, grid-stride over positions.
+extern "C" __global__ void xy_glare_fill_columns(float* __restrict__ y, unsigned int columns, unsigned int stride,
+                                                 unsigned int n, const unsigned char* __restrict__ flags,
+                                                 unsigned int shift, unsigned int units, float upper) {
+    const unsigned int column = blockIdx.x * blockDim.x + threadIdx.x;
+    if (column >= columns) {
+        return;
+    }
+    const unsigned long long tile_flags = (unsigned long long)blockIdx.x * units;
+    for (unsigned int p = blockIdx.y; p < n; p += gridDim.y) {
+        if (flags[tile_flags + (p >> shift)]) {
+            y[(unsigned long long)p * stride + column] = upper;
+        }
+    }
 }
 
 // Row-major rows -> neuron-major n x stride, keeping only the listed rows: column j is

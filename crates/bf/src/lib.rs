@@ -11,13 +11,14 @@
 
 use std::time::Instant;
 
-use spdnn_cuda::rows::{self, GpuInference, RunSpec};
+use spdnn_cuda::rows::{self, GpuInference, PingPong, RowList, RunSpec, grid_for};
 use spdnn_cuda::slab_weights::{DeviceSlabWeights, Residency, SlabProblem};
 use spdnn_cuda::{
-    CudaError, CudaFunction, DeviceBuffer, DriverResultExt, Gpu, KernelSource, LaunchConfig,
-    PushKernelArg,
+    CudaError, CudaFunction, CudaViewMut, DeviceBuffer, DriverResultExt, EventTimer, Gpu,
+    KernelSource, LaunchConfig, PushKernelArg,
 };
 use spdnn_formats::Csr;
+use spdnn_glare::{Census, Glare, Recorder, model};
 
 /// `kernels-cu/bf.cu`.
 pub const BF: KernelSource = KernelSource {
@@ -37,12 +38,17 @@ pub struct BfOptions {
     pub slab_width: Option<usize>,
     /// Resident or streamed weights (default: resident when they fit).
     pub residency: Residency,
+    /// Run the GLARE variant of the layer kernel (units of `segment` neurons of a row).
+    pub glare: Option<Glare>,
 }
 
-/// BF's two per-layer kernels.
+/// BF's per-layer kernels.
 pub struct BfKernels {
     layer: CudaFunction,
+    layer_glare: CudaFunction,
+    layer_glare_census: CudaFunction,
     compact: CudaFunction,
+    glare_fill: CudaFunction,
 }
 
 impl BfKernels {
@@ -50,7 +56,10 @@ impl BfKernels {
     pub fn load(gpu: &Gpu) -> Result<Self, CudaError> {
         Ok(Self {
             layer: gpu.function(&BF, "bf_layer")?,
+            layer_glare: gpu.function(&BF, "bf_layer_glare")?,
+            layer_glare_census: gpu.function(&BF, "bf_layer_glare_census")?,
             compact: gpu.function(&BF, "bf_compact_rows")?,
+            glare_fill: gpu.function(&BF, "glare_fill_listed_rows")?,
         })
     }
 }
@@ -88,6 +97,25 @@ pub struct LayerStep<'b> {
     pub alive: &'b mut DeviceBuffer<u8>,
     /// Most rows a list holds (sizes the grids).
     pub capacity: usize,
+    /// The GLARE recorders, when the layer runs with them.
+    pub glare: Option<GlareStep<'b>>,
+}
+
+/// The recorders of one BF layer with GLARE: one flag per unit of `2^shift` neurons of a
+/// row, `row_units` per row.
+pub struct GlareStep<'b> {
+    /// Flags of the input activations.
+    pub in_flags: &'b DeviceBuffer<u8>,
+    /// Flags of the output activations (written for every listed row).
+    pub out_flags: &'b mut DeviceBuffer<u8>,
+    /// `log2` of the unit length.
+    pub shift: u32,
+    /// Units per row.
+    pub row_units: u32,
+    /// The layer's census counters; counted only when `counting`.
+    pub census: CudaViewMut<'b, u64>,
+    /// Run the census variant.
+    pub counting: bool,
 }
 
 /// Enqueues one BF layer (`bf_layer` then `bf_compact_rows`) on the listed rows; the next
@@ -108,7 +136,12 @@ pub fn enqueue_layer(
         step.capacity as u32,
     );
     let views = weights.layer(layer)?;
-    let mut launch = stream.launch_builder(&kernels.layer);
+    let kernel = match &step.glare {
+        None => &kernels.layer,
+        Some(g) if g.counting => &kernels.layer_glare_census,
+        Some(_) => &kernels.layer_glare,
+    };
+    let mut launch = stream.launch_builder(kernel);
     launch
         .arg(&**step.y_in)
         .arg(&mut **step.y_out)
@@ -123,7 +156,16 @@ pub fn enqueue_layer(
         .arg(&slabs_u32)
         .arg(&shape.bias)
         .arg(&shape.upper);
-    // Launch: grid (rows; blocks past the active count exit), block 256, shared slab_width floats.
+    let mut glare = step.glare;
+    if let Some(g) = glare.as_mut() {
+        launch
+            .arg(&**g.in_flags)
+            .arg(&mut **g.out_flags)
+            .arg(&g.shift)
+            .arg(&g.row_units)
+            .arg(&mut g.census);
+    }
+    // Launch: grid (rows; blocks past the active count exit), block 256, shared slab_width floats (+ 64 static bytes with GLARE).
     let config = LaunchConfig {
         grid_dim: (capacity_u32, 1, 1),
         block_dim: (LAYER_THREADS, 1, 1),
@@ -151,7 +193,8 @@ pub fn enqueue_layer(
 }
 
 /// Runs BF on `input` (rows × N) through `layers`, `spec.warmup` untimed and
-/// `spec.repetitions` timed runs.
+/// `spec.repetitions` timed runs; with GLARE and a census, one more run counts the
+/// accesses of every layer.
 pub fn infer(
     gpu: &Gpu,
     layers: &[Csr],
@@ -167,7 +210,7 @@ pub fn infer(
         rows: rows_count,
         slab_width,
         slabs: num_slabs,
-        mut weights,
+        weights,
     } = SlabProblem::prepare(
         gpu,
         layers,
@@ -177,8 +220,6 @@ pub fn infer(
         options.slab_width,
         options.residency,
     )?;
-
-    let kernels = BfKernels::load(gpu)?;
     let shape = SlabShape {
         n,
         slab_width,
@@ -186,118 +227,56 @@ pub fn infer(
         bias,
         upper,
     };
-    let all_rows_kernel = gpu.function(&rows::ROWS, "spdnn_all_rows")?;
-    let mark_kernel = gpu.function(&rows::ROWS, "spdnn_mark_rows")?;
-
-    let mut y_a = gpu.alloc_zeros::<f32>(rows_count * n)?;
-    let mut y_b = gpu.alloc_zeros::<f32>(rows_count * n)?;
-    let mut rows_a = gpu.alloc_zeros::<u32>(rows_count)?;
-    let mut rows_b = gpu.alloc_zeros::<u32>(rows_count)?;
-    let mut count_a = gpu.alloc_zeros::<u32>(1)?;
-    let mut count_b = gpu.alloc_zeros::<u32>(1)?;
-    let mut alive = gpu.alloc_zeros::<u8>(rows_count)?;
-    let mut row_flags = gpu.alloc_zeros::<u8>(rows_count)?;
-    let stream = gpu.stream().clone();
-    let rows_u32 = rows_count as u32;
-    let list_grid = (rows_count as u32).div_ceil(LIST_THREADS);
+    let glare = match &options.glare {
+        Some(g) => Some(BfGlare::new(gpu, g, &shape, rows_count, layers.len())?),
+        None => None,
+    };
+    let mut run = Run {
+        gpu,
+        kernels: BfKernels::load(gpu)?,
+        all_rows: gpu.function(&rows::ROWS, "spdnn_all_rows")?,
+        mark: gpu.function(&rows::ROWS, "spdnn_mark_rows")?,
+        weights,
+        shape,
+        rows: rows_count,
+        y: PingPong::new(
+            gpu.alloc_zeros::<f32>(rows_count * n)?,
+            gpu.alloc_zeros::<f32>(rows_count * n)?,
+        ),
+        lists: PingPong::new(
+            RowList::new(gpu, rows_count)?,
+            RowList::new(gpu, rows_count)?,
+        ),
+        alive: gpu.alloc_zeros::<u8>(rows_count)?,
+        row_flags: gpu.alloc_zeros::<u8>(rows_count)?,
+        glare,
+    };
     let mut timer = gpu.timer()?;
     let mut infer_ms = Vec::new();
-
-    for run in 0..spec.warmup + spec.repetitions.max(1) {
-        // Untimed: the input into buffer A, every row in the first list.
-        stream
-            .memset_zeros(&mut *y_a)
-            .context("clearing the activations")?;
-        rows::scatter_rows(gpu, input, &mut y_a)?;
-        let mut start_list = stream.launch_builder(&all_rows_kernel);
-        start_list
-            .arg(&mut *rows_a)
-            .arg(&mut *count_a)
-            .arg(&rows_u32);
-        // Launch: grid ceil(rows / 256), block 256, no shared memory.
-        unsafe {
-            start_list.launch(LaunchConfig {
-                grid_dim: (list_grid, 1, 1),
-                block_dim: (LIST_THREADS, 1, 1),
-                shared_mem_bytes: 0,
-            })
-        }
-        .context("launching spdnn_all_rows")?;
-
-        timer.start(&stream)?;
-        for layer in 0..layers.len() {
-            let even = layer.is_multiple_of(2);
-            let (y_in, y_out) = if even {
-                (&y_a, &mut y_b)
-            } else {
-                (&y_b, &mut y_a)
-            };
-            let (list_in, list_out) = if even {
-                (&rows_a, &mut rows_b)
-            } else {
-                (&rows_b, &mut rows_a)
-            };
-            let (count_in, count_out) = if even {
-                (&count_a, &mut count_b)
-            } else {
-                (&count_b, &mut count_a)
-            };
-            enqueue_layer(
-                gpu,
-                &kernels,
-                &mut weights,
-                layer,
-                LayerStep {
-                    y_in,
-                    y_out,
-                    list_in,
-                    count_in,
-                    list_out,
-                    count_out,
-                    alive: &mut alive,
-                    capacity: rows_count,
-                },
-                &shape,
-            )?;
-        }
-        // Categories: flag the rows of the last list.
-        let last_even = layers.len().is_multiple_of(2);
-        let (final_list, final_count) = if last_even {
-            (&rows_a, &count_a)
-        } else {
-            (&rows_b, &count_b)
-        };
-        stream
-            .memset_zeros(&mut *row_flags)
-            .context("clearing the row flags")?;
-        let mut mark = stream.launch_builder(&mark_kernel);
-        mark.arg(&**final_list)
-            .arg(&**final_count)
-            .arg(&mut *row_flags);
-        // Launch: grid ceil(rows / 256), block 256, no shared memory.
-        let config = LaunchConfig {
-            grid_dim: (list_grid, 1, 1),
-            block_dim: (LIST_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        unsafe { mark.launch(config) }.context("launching spdnn_mark_rows")?;
-        let ms = timer.stop(&stream)?;
-        if run >= spec.warmup {
-            infer_ms.push(ms);
+    for repetition in 0..spec.warmup + spec.repetitions.max(1) {
+        let ms = run.pass(input, Some(&mut timer), false)?;
+        if repetition >= spec.warmup {
+            infer_ms.extend(ms);
         }
     }
+    let mut accesses = Vec::new();
+    if let Some(g) = &run.glare
+        && g.settings.census
+    {
+        run.pass(input, None, true)?;
+        accesses = run
+            .glare
+            .as_ref()
+            .map_or(Ok(Vec::new()), |g| g.census.read(gpu))?;
+    }
+    run.fill_recorded_units()?;
 
-    let final_y = if layers.len().is_multiple_of(2) {
-        &y_a
-    } else {
-        &y_b
-    };
-    let details = vec![
+    let mut details = vec![
         ("slab_width".into(), slab_width.to_string()),
         ("slabs".into(), num_slabs.to_string()),
         (
             "weights".into(),
-            if weights.is_resident() {
+            if run.weights.is_resident() {
                 "resident"
             } else {
                 "streamed"
@@ -305,8 +284,202 @@ pub fn infer(
             .into(),
         ),
     ];
+    if let Some(g) = &run.glare {
+        details.push(("glare_segment".into(), g.settings.segment.to_string()));
+    }
     Ok(GpuInference {
         details,
-        ..rows::finish(gpu, &row_flags, final_y, n, spec, infer_ms, wall)?
+        accesses,
+        ..rows::finish(
+            gpu,
+            &run.row_flags,
+            run.y.current(),
+            n,
+            spec,
+            infer_ms,
+            wall,
+        )?
     })
+}
+
+/// BF's GLARE state: the recorders (rows × units) and the census counters.
+struct BfGlare {
+    settings: Glare,
+    recorder: Recorder,
+    census: Census,
+    shift: u32,
+    row_units: u32,
+}
+
+impl BfGlare {
+    fn new(
+        gpu: &Gpu,
+        settings: &Glare,
+        shape: &SlabShape,
+        rows: usize,
+        layers: usize,
+    ) -> Result<Self, CudaError> {
+        let shift = settings.shift()?;
+        let model_shape = model::Shape {
+            neurons: shape.n,
+            slab_width: shape.slab_width,
+            first_layer: 0,
+        };
+        model::Kernel::Bf
+            .check_segment(&model_shape, settings.segment)
+            .map_err(CudaError::InvalidArgument)?;
+        let row_units = shape.n.div_ceil(settings.segment);
+        Ok(Self {
+            settings: *settings,
+            recorder: Recorder::new(gpu, rows * row_units, 0)?,
+            census: Census::new(gpu, layers)?,
+            shift,
+            row_units: row_units as u32,
+        })
+    }
+}
+
+/// Everything one BF run keeps on the device.
+struct Run<'g> {
+    gpu: &'g Gpu,
+    kernels: BfKernels,
+    all_rows: CudaFunction,
+    mark: CudaFunction,
+    weights: DeviceSlabWeights,
+    shape: SlabShape,
+    rows: usize,
+    y: PingPong<DeviceBuffer<f32>>,
+    lists: PingPong<RowList>,
+    alive: DeviceBuffer<u8>,
+    row_flags: DeviceBuffer<u8>,
+    glare: Option<BfGlare>,
+}
+
+impl Run<'_> {
+    /// Loads `input` (untimed), runs every layer and flags the categories; the time of
+    /// the layers and the flags when a timer is given. `counting` runs the census kernels.
+    fn pass(
+        &mut self,
+        input: &Csr,
+        timer: Option<&mut EventTimer>,
+        counting: bool,
+    ) -> Result<Option<f64>, CudaError> {
+        let gpu = self.gpu;
+        let stream = gpu.stream().clone();
+        self.y.reset();
+        self.lists.reset();
+        stream
+            .memset_zeros(&mut **self.y.current_mut())
+            .context("clearing the activations")?;
+        rows::scatter_rows(gpu, input, self.y.current_mut())?;
+        let rows_u32 = self.rows as u32;
+        let list = self.lists.current_mut();
+        let mut start_list = stream.launch_builder(&self.all_rows);
+        start_list
+            .arg(&mut *list.rows)
+            .arg(&mut *list.count)
+            .arg(&rows_u32);
+        // Launch: grid ceil(rows / 256), block 256, no shared memory.
+        unsafe { start_list.launch(list_config(self.rows)) }.context("launching spdnn_all_rows")?;
+        if let Some(g) = self.glare.as_mut() {
+            g.recorder.clear(gpu)?;
+            if counting {
+                g.census.clear(gpu)?;
+            }
+        }
+
+        let mut timer = timer;
+        if let Some(t) = timer.as_deref_mut() {
+            t.start(&stream)?;
+        }
+        for layer in 0..self.weights.layers() {
+            let (y_in, y_out) = self.y.split();
+            let (list_in, list_out) = self.lists.split();
+            let glare = self.glare.as_mut().map(|g| {
+                let (in_flags, out_flags) = g.recorder.flags.split();
+                GlareStep {
+                    in_flags,
+                    out_flags,
+                    shift: g.shift,
+                    row_units: g.row_units,
+                    census: g.census.layer(layer),
+                    counting,
+                }
+            });
+            enqueue_layer(
+                gpu,
+                &self.kernels,
+                &mut self.weights,
+                layer,
+                LayerStep {
+                    y_in,
+                    y_out,
+                    list_in: &list_in.rows,
+                    count_in: &list_in.count,
+                    list_out: &mut list_out.rows,
+                    count_out: &mut list_out.count,
+                    alive: &mut self.alive,
+                    capacity: self.rows,
+                    glare,
+                },
+                &self.shape,
+            )?;
+            self.y.swap();
+            self.lists.swap();
+            if let Some(g) = self.glare.as_mut() {
+                g.recorder.flags.swap();
+            }
+        }
+        // Categories: flag the rows of the last list.
+        stream
+            .memset_zeros(&mut *self.row_flags)
+            .context("clearing the row flags")?;
+        let list = self.lists.current();
+        let mut mark = stream.launch_builder(&self.mark);
+        mark.arg(&*list.rows)
+            .arg(&*list.count)
+            .arg(&mut *self.row_flags);
+        // Launch: grid ceil(rows / 256), block 256, no shared memory.
+        unsafe { mark.launch(list_config(self.rows)) }.context("launching spdnn_mark_rows")?;
+        match timer {
+            Some(t) => Ok(Some(t.stop(&stream)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// With GLARE, writes the bound into the units the last layer recorded instead of
+    /// writing, so the activations can be read back.
+    fn fill_recorded_units(&mut self) -> Result<(), CudaError> {
+        let Some(g) = &self.glare else {
+            return Ok(());
+        };
+        let (n_u32, upper) = (self.shape.n as u32, self.shape.upper);
+        let list = self.lists.current();
+        let mut fill = self.gpu.stream().launch_builder(&self.kernels.glare_fill);
+        fill.arg(&mut **self.y.current_mut())
+            .arg(&*list.rows)
+            .arg(&*list.count)
+            .arg(&**g.recorder.flags.current())
+            .arg(&n_u32)
+            .arg(&g.shift)
+            .arg(&g.row_units)
+            .arg(&upper);
+        // Launch: grid (rows; blocks past the list count exit), block 256, no shared memory.
+        let config = LaunchConfig {
+            grid_dim: (self.rows.max(1) as u32, 1, 1),
+            block_dim: (LIST_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        unsafe { fill.launch(config) }.context("launching glare_fill_listed_rows")?;
+        Ok(())
+    }
+}
+
+/// Launch shape of the list kernels over `rows`.
+fn list_config(rows: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (grid_for(rows, LIST_THREADS as usize), 1, 1),
+        block_dim: (LIST_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }

@@ -5,8 +5,11 @@ use spdnn_bf::{BfOptions, infer};
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::{GpuInference, RunSpec};
 use spdnn_cuda::slab_weights::Residency;
+use spdnn_formats::SparseMatrix;
+use spdnn_glare::{Glare, model};
 use spdnn_gputest::{
-    Problem, check_challenge, check_exact_random, check_general_random, check_official_1024,
+    Problem, check_challenge, check_exact_random, check_general_random, check_glare,
+    check_official_1024,
 };
 
 const SPEC: RunSpec = RunSpec {
@@ -34,6 +37,7 @@ fn exact_random_networks_narrow_slabs_streamed() {
     check_exact_random(&run_with(BfOptions {
         slab_width: Some(7),
         residency: Residency::Streamed,
+        glare: None,
     }));
 }
 
@@ -43,6 +47,7 @@ fn general_random_networks() {
     check_general_random(&run_with(BfOptions {
         slab_width: Some(32),
         residency: Residency::Auto,
+        glare: None,
     }));
 }
 
@@ -54,6 +59,7 @@ fn generated_challenge_networks() {
         &run_with(BfOptions {
             slab_width: None,
             residency: Residency::Streamed,
+            glare: None,
         }),
         4096,
         24,
@@ -103,6 +109,71 @@ fn bad_problems_are_errors() {
     let too_wide = BfOptions {
         slab_width: Some(1 << 20),
         residency: Residency::Auto,
+        glare: None,
     };
     assert!(infer(&gpu, &[w], &x, -0.3, 32.0, &too_wide, &spec).is_err());
+}
+
+/// BF with GLARE: the segment is one of the lengths BF accepts for the problem's N,
+/// varied with the problem (so units span slabs and rows have several units).
+fn run_glare(
+    slab_width: Option<usize>,
+) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    move |gpu, p| {
+        let n = p.input.ncols();
+        let slab = slab_width.unwrap_or_else(|| {
+            spdnn_cuda::slab_weights::slab_width_for(
+                n,
+                spdnn_cuda::slab_weights::DEFAULT_SHARED_BYTES,
+            )
+        });
+        let shape = model::Shape {
+            neurons: n,
+            slab_width: slab.min(n),
+            first_layer: 0,
+        };
+        let candidates = model::Kernel::Bf.candidates(&shape);
+        let segment = candidates[(n + p.input.nrows()) % candidates.len()];
+        let options = BfOptions {
+            slab_width,
+            residency: Residency::Auto,
+            glare: Some(Glare::new(segment)),
+        };
+        infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn glare_random_networks() {
+    check_glare(&run_glare(None));
+    check_glare(&run_glare(Some(7)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn glare_challenge_networks() {
+    let with = |segment: usize| BfOptions {
+        glare: Some(Glare::new(segment)),
+        ..BfOptions::default()
+    };
+    check_challenge(&run_with(with(1024)), 1024, 120, 3000);
+    // Two slabs of 8192: units of 16384 span both, units of 8192 do not.
+    check_challenge(&run_with(with(16384)), 16384, 12, 64);
+    check_challenge(&run_with(with(8192)), 16384, 12, 64);
+    check_official_1024(&run_with(with(1024)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn glare_segments_bf_cannot_use_are_errors() {
+    let gpu = spdnn_gputest::gpu();
+    let p = spdnn_gputest::challenge_problem(1024, 2, 8, 1);
+    for segment in [0, 100, 512] {
+        let options = BfOptions {
+            glare: Some(Glare::new(segment)),
+            ..BfOptions::default()
+        };
+        assert!(infer(&gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC).is_err());
+    }
 }

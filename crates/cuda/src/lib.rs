@@ -12,6 +12,7 @@
 //! as [`cudarc`] together with the types launches need.
 
 mod cache;
+pub mod census;
 mod compile;
 mod device;
 mod error;

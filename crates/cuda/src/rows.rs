@@ -50,6 +50,8 @@ pub struct GpuInference {
     pub stages: Vec<(String, f64)>,
     /// Time per layer of one profiled run, ms; empty when not measured.
     pub layer_ms: Vec<f64>,
+    /// Global-memory accesses per layer from a census run (GLARE); empty when not taken.
+    pub accesses: Vec<crate::census::AccessCounts>,
 }
 
 /// Checks that every layer is N×N with N the input's width, and that the activation

@@ -382,3 +382,106 @@ pub fn check_official_1024(runner: Runner<'_>) {
         panic!("official 1024-120: {e}");
     }
 }
+
+/// Problems where many values reach the upper bound (GLARE's case): N in
+/// `min_n..=max_n`, 1–`max_depth` layers of weights mostly +1 (some −1 and ½), inputs
+/// of 1, bias −¼, bound 1 or 2; every value is dyadic, so the reference is exact.
+pub fn saturating_problem(
+    min_n: usize,
+    max_n: usize,
+    max_depth: usize,
+    max_rows: usize,
+) -> impl Strategy<Value = Problem> {
+    (
+        min_n..=max_n,
+        1..=max_depth,
+        1..=max_rows,
+        0.05f64..0.6,
+        0.2f64..1.0,
+    )
+        .prop_flat_map(|(n, depth, rows, weight_density, input_density)| {
+            let weight = prop_oneof![6 => Just(1.0f32), 1 => Just(-1.0), 1 => Just(0.5)];
+            (
+                proptest::collection::vec(sparse_matrix(n, n, weight_density, weight), depth),
+                sparse_matrix(rows, n, input_density, Just(1.0f32)),
+                prop_oneof![Just(1.0f32), Just(2.0)],
+            )
+                .prop_map(|(layers, input, upper)| Problem {
+                    layers,
+                    input,
+                    bias: -0.25,
+                    upper,
+                })
+        })
+}
+
+/// A problem whose every activation is the bound after every layer: dense weights of 1,
+/// every input 1, bound 1.
+pub fn all_saturating_problem(neurons: usize, layers: usize, rows: usize) -> Problem {
+    let all = |r: usize, c: usize| -> Csr {
+        let triplets: Vec<(u32, u32, f32)> = (0..r)
+            .flat_map(|i| (0..c).map(move |j| (i as u32, j as u32, 1.0f32)))
+            .collect();
+        Csr::from_triplets(r, c, &triplets).expect("valid triplets")
+    };
+    Problem {
+        layers: vec![all(neurons, neurons); layers],
+        input: all(rows, neurons),
+        bias: -0.25,
+        upper: 1.0,
+    }
+}
+
+/// Checks a GLARE variant: saturating random problems (narrow, and wide enough for
+/// units spanning several blocks) must equal the reference bit for bit, also with a
+/// bound no value reaches, whose census must show no skipped access and no write-back;
+/// all-saturating problems must equal it with some accesses skipped.
+pub fn check_glare(runner: Runner<'_>) {
+    let gpu = gpu();
+    run_proptest(saturating_problem(1, 80, 8, 200), |p| {
+        run_checked(&gpu, runner, p, Tolerance::Exact)
+    });
+    run_proptest(saturating_problem(100, 300, 8, 40), |p| {
+        run_checked(&gpu, runner, p, Tolerance::Exact)
+    });
+    // Shallow and narrow enough (64³ · 32 < 2^24) that every sum stays exact without a bound.
+    run_proptest(saturating_problem(1, 64, 3, 200), |p| {
+        let unreached = Problem {
+            upper: 1.0e30,
+            ..p.clone()
+        };
+        run_checked(&gpu, runner, &unreached, Tolerance::Exact)?;
+        let result = runner(&gpu, &unreached).map_err(|e| e.to_string())?;
+        if result.accesses.is_empty() {
+            return Err("GLARE runs must return the census".into());
+        }
+        let skipped: u64 = result
+            .accesses
+            .iter()
+            .map(|a| a.activation_reads_skipped + a.activation_writes_skipped + a.write_backs)
+            .sum();
+        if skipped != 0 {
+            return Err(format!(
+                "{skipped} accesses skipped with an unreachable bound"
+            ));
+        }
+        Ok(())
+    });
+    for (neurons, layers, rows) in [(64, 6, 300), (96, 40, 70), (300, 30, 33)] {
+        let problem = all_saturating_problem(neurons, layers, rows);
+        if let Err(e) = run_checked(&gpu, runner, &problem, Tolerance::Exact) {
+            panic!("all-saturating {neurons}-{layers}: {e}");
+        }
+        let result = runner(&gpu, &problem).expect("the method runs");
+        let skipped: u64 = result
+            .accesses
+            .iter()
+            .map(|a| a.activation_reads_skipped + a.activation_writes_skipped)
+            .sum();
+        assert!(
+            skipped > 0,
+            "all-saturating {neurons}-{layers}: no access skipped ({:?})",
+            result.accesses
+        );
+    }
+}

@@ -106,6 +106,7 @@ impl BfPre {
                     count_out: &mut list_out.count,
                     alive: &mut run.alive,
                     capacity: run.rows,
+                    glare: None,
                 },
                 &self.shape,
             )?;

@@ -26,6 +26,7 @@ use std::time::Instant;
 use spdnn_cuda::rows::{self, GpuInference, RunSpec};
 use spdnn_cuda::{CudaError, Gpu, Timeline};
 use spdnn_formats::{Csr, SparseMatrix};
+use spdnn_glare::Glare;
 use spdnn_xy::gpu::DeviceXyNetwork;
 use spdnn_xy::{XyNetwork, XyOptions};
 
@@ -62,6 +63,9 @@ pub struct SnicitOptions {
     pub pre_convergence: PreConvergence,
     /// XY's options when XY runs the pre-convergence layers.
     pub xy: XyOptions,
+    /// Run the GLARE variant of the post-convergence spMM (units of `segment` neurons of a
+    /// row). The pre-convergence layers run without it.
+    pub glare: Option<Glare>,
 }
 
 impl Default for SnicitOptions {
@@ -76,6 +80,7 @@ impl Default for SnicitOptions {
             batch: None,
             pre_convergence: PreConvergence::Xy,
             xy: XyOptions::default(),
+            glare: None,
         }
     }
 }
@@ -135,6 +140,10 @@ pub fn infer(
         threshold,
         n,
         activation: (bias, upper),
+        glare: match &options.glare {
+            Some(g) => Some(run::PostGlare::new(gpu, g, n, threshold, layers.len())?),
+            None => None,
+        },
     };
     let mut batch_flags = gpu.alloc_zeros::<u8>(batch)?;
     let stream = gpu.stream().clone();
@@ -186,6 +195,23 @@ pub fn infer(
         outcome.add(&batch_outcome);
     }
 
+    // With GLARE, one more pass counts the accesses of every layer (summed over batches).
+    let mut accesses = Vec::new();
+    if options.glare.is_some_and(|g| g.census)
+        && let Some(glare) = context.glare.as_mut()
+    {
+        glare.counting = true;
+        glare.census.clear(gpu)?;
+        for rows_of_batch in &batches {
+            let mut run = context.start(rows_of_batch)?;
+            context.run(&mut run, &mut batch_flags, None)?;
+        }
+        if let Some(glare) = context.glare.as_mut() {
+            glare.counting = false;
+            accesses = glare.census.read(gpu)?;
+        }
+    }
+
     // The options themselves are the caller's; these are what the run found.
     let details = vec![
         ("batch".into(), batch.to_string()),
@@ -200,6 +226,10 @@ pub fn infer(
         ),
         ("preprocessing_ms".into(), format!("{prepare_ms:.1}")),
     ];
+    let mut details = details;
+    if let Some(glare) = &options.glare {
+        details.push(("glare_segment".into(), glare.segment.to_string()));
+    }
     Ok(GpuInference {
         categories: rows::categories_from_flags(&flags),
         output: dense,
@@ -208,6 +238,7 @@ pub fn infer(
         details,
         stages,
         layer_ms,
+        accesses,
     })
 }
 

@@ -6,10 +6,12 @@ use spdnn_cuda::{
     PushKernelArg, Timeline,
 };
 use spdnn_formats::{Csr, SparseMatrix};
+use spdnn_glare::model::{self, ROW_BLOCK};
+use spdnn_glare::{Census, Glare, Recorder};
 use spdnn_xy::XyNetwork;
 use spdnn_xy::gpu::{
-    DeviceXyNetwork, ExportedRows, RowMajorStep, XyKernels, XyRun, launch_gather_rows,
-    launch_row_major, list_config,
+    DeviceXyNetwork, ExportedRows, RecorderStep, RowMajorStep, XyKernels, XyRun, launch_fill_rows,
+    launch_gather_rows, launch_row_major, list_config,
 };
 
 use crate::SnicitOptions;
@@ -42,6 +44,7 @@ pub(crate) struct Kernels {
     sum_bins: CudaFunction,
     assign: CudaFunction,
     update: CudaFunction,
+    update_glare: CudaFunction,
     recover: CudaFunction,
     recover_values: CudaFunction,
     all_rows: CudaFunction,
@@ -56,6 +59,7 @@ impl Kernels {
             sum_bins: gpu.function(&SNICIT, "snicit_sum_bins")?,
             assign: gpu.function(&SNICIT, "snicit_assign")?,
             update: gpu.function(&SNICIT, "snicit_update")?,
+            update_glare: gpu.function(&SNICIT, "snicit_update_glare")?,
             recover: gpu.function(&SNICIT, "snicit_recover")?,
             recover_values: gpu.function(&SNICIT, "snicit_recover_values")?,
             all_rows: gpu.function(&rows::ROWS, "spdnn_all_rows")?,
@@ -95,9 +99,64 @@ pub(crate) struct Context<'a> {
     pub threshold: usize,
     pub n: usize,
     pub activation: (f32, f32),
+    /// GLARE on the post-convergence layers, when set.
+    pub glare: Option<PostGlare>,
+}
+
+/// GLARE's settings for the post-convergence layers and the census of a run.
+pub(crate) struct PostGlare {
+    /// `log2` of the unit length.
+    pub shift: u32,
+    /// Units per row.
+    pub units: usize,
+    /// Per-layer access counters (all layers; the pre-convergence ones stay zero).
+    pub census: Census,
+    /// Run the census kernels.
+    pub counting: bool,
+}
+
+impl PostGlare {
+    /// Checks `settings` for N = `n` and sizes the census for `layers` layers.
+    pub(crate) fn new(
+        gpu: &Gpu,
+        settings: &Glare,
+        n: usize,
+        threshold: usize,
+        layers: usize,
+    ) -> Result<Self, CudaError> {
+        let shift = settings.shift()?;
+        let shape = model::Shape {
+            neurons: n,
+            slab_width: 0,
+            first_layer: threshold,
+        };
+        model::Kernel::Snicit
+            .check_segment(&shape, settings.segment)
+            .map_err(CudaError::InvalidArgument)?;
+        Ok(Self {
+            shift,
+            units: n.div_ceil(settings.segment),
+            census: Census::new(gpu, layers)?,
+            counting: false,
+        })
+    }
+}
+
+/// The post-convergence buffers of a batch, allocated with it (untimed) for its rows.
+struct PostBuffers {
+    /// The activations' other buffer.
+    y_other: DeviceBuffer<f32>,
+    /// Whether each row's last outputs had a nonzero.
+    row_alive: DeviceBuffer<u8>,
+    /// The non-empty rows and the next list.
+    lists: PingPong<RowList>,
+    /// GLARE's recorders over rows × units (and the block parts of 128 positions).
+    recorder: Option<Recorder>,
 }
 
 /// The pre-convergence state of a batch.
+// One per batch, moved rarely: the size difference does not matter.
+#[allow(clippy::large_enum_variant)]
 enum PreRun<'a> {
     Xy(XyRun<'a>),
     Bf(BfRun),
@@ -112,12 +171,15 @@ struct Clustered {
     centroid_of: DeviceBuffer<u32>,
     /// Batch-local row of each exported row.
     ids: Vec<u32>,
+    /// The length of the first non-empty list (bounds every later one).
+    listed: usize,
 }
 
 /// One batch in flight.
 pub(crate) struct BatchRun<'a> {
     pre: PreRun<'a>,
     clustered: Option<Clustered>,
+    post: PostBuffers,
 }
 
 impl<'a> Context<'a> {
@@ -139,9 +201,27 @@ impl<'a> Context<'a> {
             }
             Pre::Bf(bf) => PreRun::Bf(bf.start(self.gpu, input)?),
         };
+        let rows_count = input.nrows().max(1);
+        let recorder = match &self.glare {
+            Some(g) => Some(Recorder::new(
+                self.gpu,
+                rows_count * g.units,
+                rows_count * self.n.div_ceil(ROW_BLOCK),
+            )?),
+            None => None,
+        };
         Ok(BatchRun {
             pre,
             clustered: None,
+            post: PostBuffers {
+                y_other: self.gpu.alloc_zeros(rows_count * self.n)?,
+                row_alive: self.gpu.alloc_zeros(rows_count)?,
+                lists: PingPong::new(
+                    RowList::new(self.gpu, rows_count)?,
+                    RowList::new(self.gpu, rows_count)?,
+                ),
+                recorder,
+            },
         })
     }
 
@@ -194,7 +274,7 @@ impl<'a> Context<'a> {
             }
             return Ok(outcome);
         }
-        let (clustered, mut lists, centroids) = self.convert(exported)?;
+        let (clustered, centroids) = self.convert(exported, &mut batch.post.lists)?;
         outcome.centroids = centroids;
         if let Some(t) = timeline.as_deref_mut() {
             t.mark(&stream, "conversion")?;
@@ -202,45 +282,81 @@ impl<'a> Context<'a> {
 
         // Post-convergence: the load-reduced spMM on the non-empty rows, then the update.
         let mut clustered = clustered;
-        let mut y_other = gpu.alloc_zeros::<f32>(count * self.n)?;
-        let mut row_alive = gpu.alloc_zeros::<u8>(count)?;
+        let post = &mut batch.post;
         let (count_u32, n_u32) = (count as u32, self.n as u32);
         // The list only shrinks: its first length sizes every later grid.
-        let listed = gpu.download(&*lists.current().count)?[0] as usize;
+        let listed = gpu.download(&*post.lists.current().count)?[0] as usize;
         outcome.nonempty_after_conversion = listed;
         let listed_u32 = listed.max(1) as u32;
         let layers_total = self.threshold + self.post.layers.len();
+        if let Some(recorder) = post.recorder.as_mut() {
+            // The exported rows are all in memory: no unit recorded yet (R_0).
+            recorder.clear(gpu)?;
+        }
+        let upper = self.activation.1;
         for (index, layer) in self.post.layers.iter().enumerate() {
-            let list = lists.current();
+            let absolute = self.threshold + index + 1;
+            let list = post.lists.current();
+            let recorder = match (self.glare.as_mut(), post.recorder.as_mut()) {
+                (Some(g), Some(r)) => Some(RecorderStep::new(
+                    r,
+                    &mut g.census,
+                    absolute - 1,
+                    g.shift,
+                    g.units,
+                    g.counting,
+                )),
+                _ => None,
+            };
             launch_row_major(
                 gpu,
                 &self.kernels.xy,
                 layer,
                 RowMajorStep {
                     y_in: &clustered.y,
-                    y_out: &mut y_other,
+                    y_out: &mut post.y_other,
                     list: &list.rows,
                     count: &list.count,
-                    row_alive: &mut row_alive,
+                    row_alive: &mut post.row_alive,
                     capacity: listed,
                     n: self.n,
                     activation: self.activation,
+                    recorder,
                 },
             )?;
-            std::mem::swap(&mut clustered.y, &mut y_other);
-            let absolute = self.threshold + index + 1;
+            std::mem::swap(&mut clustered.y, &mut post.y_other);
             let clear_flags = i32::from(absolute < layers_total);
-            let mut update = stream.launch_builder(&self.kernels.update);
+            let glare = match (&self.glare, post.recorder.as_mut()) {
+                (Some(g), Some(r)) => {
+                    r.flags.swap();
+                    Some((g, &*r))
+                }
+                _ => None,
+            };
+            let kernel = if glare.is_some() {
+                &self.kernels.update_glare
+            } else {
+                &self.kernels.update
+            };
+            let mut update = stream.launch_builder(kernel);
             update
                 .arg(&*clustered.y)
                 .arg(&n_u32)
                 .arg(&*list.rows)
                 .arg(&*list.count)
                 .arg(&*clustered.centroid_of)
-                .arg(&mut *row_alive)
+                .arg(&mut *post.row_alive)
                 .arg(&mut *clustered.live)
                 .arg(&mut *clustered.dead)
                 .arg(&clear_flags);
+            let units_u32 = glare.map_or(0, |(g, _)| g.units as u32);
+            if let Some((g, r)) = glare {
+                update
+                    .arg(&**r.flags.current())
+                    .arg(&g.shift)
+                    .arg(&units_u32)
+                    .arg(&upper);
+            }
             // Launch: grid (first list length; blocks past the list count exit), block 256, no shared memory.
             let config = LaunchConfig {
                 grid_dim: (listed_u32, 1, 1),
@@ -249,18 +365,19 @@ impl<'a> Context<'a> {
             };
             unsafe { update.launch(config) }.context("launching snicit_update")?;
             if absolute.is_multiple_of(self.options.refresh_interval) && absolute < layers_total {
-                refresh(gpu, self.kernels, &mut lists, &clustered.live, listed)?;
+                refresh(gpu, self.kernels, &mut post.lists, &clustered.live, listed)?;
             }
             if let Some(t) = timeline.as_deref_mut() {
                 t.mark(&stream, "layer")?;
             }
         }
+        clustered.listed = listed;
 
         // Recovery.
         let ids = gpu.upload(&clustered.ids)?;
         let mut recover = stream.launch_builder(&self.kernels.recover);
         recover
-            .arg(&*row_alive)
+            .arg(&*batch.post.row_alive)
             .arg(&*clustered.live)
             .arg(&*clustered.dead)
             .arg(&*clustered.centroid_of)
@@ -336,7 +453,8 @@ impl<'a> Context<'a> {
     fn convert(
         &self,
         exported: ExportedRows,
-    ) -> Result<(Clustered, PingPong<RowList>, usize), CudaError> {
+        lists: &mut PingPong<RowList>,
+    ) -> Result<(Clustered, usize), CudaError> {
         let gpu = self.gpu;
         let stream = gpu.stream().clone();
         let count = exported.ids.len();
@@ -394,7 +512,7 @@ impl<'a> Context<'a> {
             shared_mem_bytes: 0,
         };
         unsafe { assign.launch(config) }.context("launching snicit_assign")?;
-        let lists = first_lists(gpu, self.kernels, &live, count)?;
+        first_lists(gpu, self.kernels, lists, &live, count)?;
         Ok((
             Clustered {
                 y: exported.y,
@@ -402,8 +520,8 @@ impl<'a> Context<'a> {
                 dead,
                 centroid_of,
                 ids: exported.ids,
+                listed: count,
             },
-            lists,
             centroids.len(),
         ))
     }
@@ -417,8 +535,23 @@ impl<'a> Context<'a> {
         dense: &mut [f32],
     ) -> Result<(), CudaError> {
         let n = self.n;
-        let (values, ids) = match &batch.clustered {
+        let (values, ids) = match &mut batch.clustered {
             Some(clustered) => {
+                if let (Some(g), Some(recorder)) = (&self.glare, &batch.post.recorder) {
+                    // Units the last layer recorded at the bound were not written.
+                    let list = batch.post.lists.current();
+                    launch_fill_rows(
+                        self.gpu,
+                        &self.kernels.xy,
+                        &mut clustered.y,
+                        &list.rows,
+                        &list.count,
+                        clustered.listed,
+                        recorder.flags.current(),
+                        n,
+                        (g.shift, g.units, self.activation.1),
+                    )?;
+                }
                 let count = clustered.ids.len();
                 let mut out = self.gpu.alloc_zeros::<f32>(count * n)?;
                 let (n_u32, count_u32) = (n as u32, count as u32);
@@ -464,10 +597,12 @@ impl<'a> Context<'a> {
 fn first_lists(
     gpu: &Gpu,
     kernels: &Kernels,
+    lists: &mut PingPong<RowList>,
     live: &DeviceBuffer<u8>,
     count: usize,
-) -> Result<PingPong<RowList>, CudaError> {
-    let mut all = RowList::new(gpu, count)?;
+) -> Result<(), CudaError> {
+    lists.reset();
+    let all = lists.current_mut();
     let count_u32 = count as u32;
     let mut launch = gpu.stream().launch_builder(&kernels.all_rows);
     launch
@@ -476,9 +611,8 @@ fn first_lists(
         .arg(&count_u32);
     // Launch: grid ceil(count / 256), block 256, no shared memory.
     unsafe { launch.launch(list_config(count)) }.context("launching spdnn_all_rows")?;
-    let mut lists = PingPong::new(all, RowList::new(gpu, count)?);
-    refresh(gpu, kernels, &mut lists, live, count)?;
-    Ok(lists)
+    refresh(gpu, kernels, lists, live, count)?;
+    Ok(())
 }
 
 /// Keeps the listed rows whose `live` flag is set, in the other list, which becomes current.

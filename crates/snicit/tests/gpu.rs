@@ -3,9 +3,11 @@
 
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::{GpuInference, RunSpec};
+use spdnn_formats::SparseMatrix;
+use spdnn_glare::{Glare, model};
 use spdnn_gputest::{
-    Problem, check_challenge, check_exact_random, check_general_random, check_grouped_random,
-    check_official_1024,
+    Problem, check_challenge, check_exact_random, check_general_random, check_glare,
+    check_grouped_random, check_official_1024,
 };
 use spdnn_snicit::{PreConvergence, SnicitOptions, infer};
 use spdnn_xy::XyOptions;
@@ -213,4 +215,60 @@ fn bad_options_are_errors() {
         );
         assert!(result.is_err(), "{bad:?} was accepted");
     }
+}
+
+/// SNICIT with GLARE after threshold `t`: the segment is one of the lengths SNICIT
+/// accepts for N, varied with the problem.
+fn run_glare(t: usize) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    move |gpu, p| {
+        let n = p.input.ncols();
+        let shape = model::Shape {
+            neurons: n,
+            slab_width: 0,
+            first_layer: t,
+        };
+        let candidates = model::Kernel::Snicit.candidates(&shape);
+        let segment = candidates[(n + p.input.nrows()) % candidates.len()];
+        let options = SnicitOptions {
+            glare: Some(Glare::new(segment)),
+            refresh_interval: 2,
+            ..options(t)
+        };
+        infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn glare_random_networks() {
+    check_glare(&run_glare(1));
+    check_glare(&run_glare(2));
+    check_grouped_random(&run_glare(1));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn glare_challenge_networks() {
+    let with = |segment: usize| SnicitOptions {
+        glare: Some(Glare::new(segment)),
+        ..options(30)
+    };
+    check_challenge(&run_with(with(1024)), 1024, 120, 3000);
+    // Units of 256 positions: two row-major blocks per unit, vetoes between them.
+    check_challenge(&run_with(with(256)), 1024, 120, 3000);
+    check_challenge(
+        &run_with(SnicitOptions {
+            batch: Some(700),
+            ..with(128)
+        }),
+        1024,
+        60,
+        3000,
+    );
+    check_challenge(&run_with(with(1024)), 4096, 40, 600);
+    check_official_1024(&run_with(with(1024)));
+    check_official_1024(&run_with(SnicitOptions {
+        pre_convergence: PreConvergence::Bf,
+        ..with(512)
+    }));
 }

@@ -16,6 +16,7 @@ use spdnn_cuda::{
     CudaError, DeviceBuffer, DriverResultExt, Gpu, KernelSource, LaunchConfig, PushKernelArg,
 };
 use spdnn_formats::Csr;
+use spdnn_glare::{Census, Glare};
 
 /// `kernels-cu/snig.cu`.
 pub const SNIG: KernelSource = KernelSource {
@@ -33,6 +34,9 @@ pub struct SnigOptions {
     pub section_width: Option<usize>,
     /// Replay the layer chain as a CUDA graph (default) or launch layer by layer.
     pub graph: bool,
+    /// Run the GLARE variant of the layer kernel; its unit is the section, so
+    /// `segment` sets the section width (it must agree with `section_width` if both are given).
+    pub glare: Option<Glare>,
 }
 
 impl Default for SnigOptions {
@@ -40,6 +44,7 @@ impl Default for SnigOptions {
         Self {
             section_width: None,
             graph: true,
+            glare: None,
         }
     }
 }
@@ -55,6 +60,16 @@ pub fn infer(
     spec: &RunSpec,
 ) -> Result<GpuInference, CudaError> {
     let wall = Instant::now();
+    let section_width = match (&options.glare, options.section_width) {
+        (Some(g), Some(width)) if g.segment != width => {
+            return Err(CudaError::InvalidArgument(format!(
+                "SNIG's GLARE unit is its section: a segment of {} neurons disagrees with sections of {width}",
+                g.segment
+            )));
+        }
+        (Some(g), _) => Some(g.segment),
+        (None, width) => width,
+    };
     let SlabProblem {
         neurons: n,
         rows: rows_count,
@@ -67,11 +82,22 @@ pub fn infer(
         input,
         bias,
         upper,
-        options.section_width,
+        section_width,
         Residency::Resident,
     )?;
 
-    let layer_kernel = gpu.function(&SNIG, "snig_layer")?;
+    let glare = options.glare.is_some();
+    let layer_kernel = gpu.function(
+        &SNIG,
+        if glare {
+            "snig_layer_glare"
+        } else {
+            "snig_layer"
+        },
+    )?;
+    let census_kernel = gpu.function(&SNIG, "snig_layer_glare_census")?;
+    let fill_kernel = gpu.function(&SNIG, "snig_glare_fill")?;
+    let mut census = Census::new(gpu, layers.len())?;
     let flags_kernel = gpu.function(&SNIG, "snig_section_flags")?;
     let categories_kernel = gpu.function(&SNIG, "snig_row_categories")?;
 
@@ -90,8 +116,9 @@ pub fn infer(
         shared_mem_bytes: (width * 4) as u32,
     };
 
-    let chain = Chain {
+    let mut chain = Chain {
         kernel: &layer_kernel,
+        glare,
         config: layer_config,
         n: n_u32,
         width: width_u32,
@@ -104,10 +131,9 @@ pub fn infer(
             chain.enqueue(
                 s,
                 &mut weights,
-                &mut y_a,
-                &mut y_b,
-                &mut flags_a,
-                &mut flags_b,
+                (&mut y_a, &mut y_b),
+                (&mut flags_a, &mut flags_b),
+                &mut census,
             )
         })?)
     } else {
@@ -119,7 +145,10 @@ pub fn infer(
 
     let mut timer = gpu.timer()?;
     let mut infer_ms = Vec::new();
-    for run in 0..spec.warmup + spec.repetitions.max(1) {
+    let census_run = options.glare.is_some_and(|g| g.census);
+    let runs = spec.warmup + spec.repetitions.max(1);
+    for run in 0..runs + usize::from(census_run) {
+        let counting = run == runs;
         // Untimed: the input into A with its section flags; B's flags cleared.
         stream
             .memset_zeros(&mut *y_a)
@@ -143,16 +172,28 @@ pub fn infer(
         };
         unsafe { flags.launch(config) }.context("launching snig_section_flags")?;
 
+        if counting {
+            // The census run: layer by layer with the counting kernel.
+            census.clear(gpu)?;
+            chain.kernel = &census_kernel;
+            chain.enqueue(
+                &stream,
+                &mut weights,
+                (&mut y_a, &mut y_b),
+                (&mut flags_a, &mut flags_b),
+                &mut census,
+            )?;
+            break;
+        }
         timer.start(&stream)?;
         match &graph {
             Some(graph) => graph.launch()?,
             None => chain.enqueue(
                 &stream,
                 &mut weights,
-                &mut y_a,
-                &mut y_b,
-                &mut flags_a,
-                &mut flags_b,
+                (&mut y_a, &mut y_b),
+                (&mut flags_a, &mut flags_b),
+                &mut census,
             )?,
         }
         let final_flags = if layers.len().is_multiple_of(2) {
@@ -180,18 +221,41 @@ pub fn infer(
     }
     drop(graph);
 
-    let final_y = if layers.len().is_multiple_of(2) {
-        &y_a
+    let (final_y, final_flags) = if layers.len().is_multiple_of(2) {
+        (&mut y_a, &flags_a)
     } else {
-        &y_b
+        (&mut y_b, &flags_b)
     };
-    let details = vec![
+    let mut details = vec![
         ("section_width".into(), width.to_string()),
         ("sections".into(), sections.to_string()),
         ("graph".into(), options.graph.to_string()),
     ];
+    let mut accesses = Vec::new();
+    if glare {
+        details.push(("glare_segment".into(), width.to_string()));
+        if census_run {
+            accesses = census.read(gpu)?;
+        }
+        // Sections recorded at the bound were not written: write them for the read-back.
+        let mut fill = stream.launch_builder(&fill_kernel);
+        fill.arg(&mut **final_y)
+            .arg(&**final_flags)
+            .arg(&n_u32)
+            .arg(&width_u32)
+            .arg(&sections_u32)
+            .arg(&upper);
+        // Launch: grid (rows, sections), block 256, no shared memory.
+        let config = LaunchConfig {
+            grid_dim: (rows_u32, sections_u32, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        unsafe { fill.launch(config) }.context("launching snig_glare_fill")?;
+    }
     Ok(GpuInference {
         details,
+        accesses,
         ..rows::finish(gpu, &row_flags, final_y, n, spec, infer_ms, wall)?
     })
 }
@@ -199,6 +263,8 @@ pub fn infer(
 /// The launches of one pass through every layer.
 struct Chain<'a> {
     kernel: &'a spdnn_cuda::CudaFunction,
+    /// Whether the kernel is a GLARE variant (it takes the layer's census counters).
+    glare: bool,
     config: LaunchConfig,
     n: u32,
     width: u32,
@@ -213,10 +279,9 @@ impl Chain<'_> {
         &self,
         stream: &std::sync::Arc<spdnn_cuda::CudaStream>,
         weights: &mut DeviceSlabWeights,
-        y_a: &mut DeviceBuffer<f32>,
-        y_b: &mut DeviceBuffer<f32>,
-        flags_a: &mut DeviceBuffer<u8>,
-        flags_b: &mut DeviceBuffer<u8>,
+        (y_a, y_b): (&mut DeviceBuffer<f32>, &mut DeviceBuffer<f32>),
+        (flags_a, flags_b): (&mut DeviceBuffer<u8>, &mut DeviceBuffer<u8>),
+        census: &mut Census,
     ) -> Result<(), CudaError> {
         for layer in 0..weights.layers() {
             let even = layer.is_multiple_of(2);
@@ -245,6 +310,10 @@ impl Chain<'_> {
                 .arg(&self.sections)
                 .arg(&self.bias)
                 .arg(&self.upper);
+            let mut counters = census.layer(layer);
+            if self.glare {
+                launch.arg(&mut counters);
+            }
             unsafe { launch.launch(self.config) }.context("launching snig_layer")?;
         }
         Ok(())

@@ -3,10 +3,11 @@
 
 use spdnn_cuda::rows::{self, PingPong, RowList, grid_for};
 use spdnn_cuda::{
-    CudaError, CudaFunction, DeviceBuffer, DriverResultExt, Gpu, KernelSource, LaunchConfig,
-    PushKernelArg, Timeline,
+    CudaError, CudaFunction, CudaViewMut, DeviceBuffer, DriverResultExt, Gpu, KernelSource,
+    LaunchConfig, PushKernelArg, Timeline,
 };
 use spdnn_formats::{Csr, SparseMatrix};
+use spdnn_glare::{AccessCounts, Census, Glare, Recorder, model};
 
 use crate::format::{GROUP, XyLayer, XyNetwork};
 
@@ -102,6 +103,10 @@ impl DeviceXyNetwork {
 pub struct XyKernels {
     row_major: [CudaFunction; 2],
     neuron_major: [CudaFunction; 2],
+    row_major_glare: [[CudaFunction; 2]; 2],
+    neuron_major_glare: [[CudaFunction; 2]; 2],
+    fill_columns: CudaFunction,
+    fill_rows: CudaFunction,
     rows_to_columns: CudaFunction,
     columns_to_rows: CudaFunction,
     gather_columns: CudaFunction,
@@ -123,6 +128,28 @@ impl XyKernels {
                 gpu.function(&XY, "xy_neuron_major_layer_g1")?,
                 gpu.function(&XY, "xy_neuron_major_layer_g16")?,
             ],
+            row_major_glare: [
+                [
+                    gpu.function(&XY, "xy_row_major_layer_g1_glare")?,
+                    gpu.function(&XY, "xy_row_major_layer_g16_glare")?,
+                ],
+                [
+                    gpu.function(&XY, "xy_row_major_layer_g1_glare_census")?,
+                    gpu.function(&XY, "xy_row_major_layer_g16_glare_census")?,
+                ],
+            ],
+            neuron_major_glare: [
+                [
+                    gpu.function(&XY, "xy_neuron_major_layer_g1_glare")?,
+                    gpu.function(&XY, "xy_neuron_major_layer_g16_glare")?,
+                ],
+                [
+                    gpu.function(&XY, "xy_neuron_major_layer_g1_glare_census")?,
+                    gpu.function(&XY, "xy_neuron_major_layer_g16_glare_census")?,
+                ],
+            ],
+            fill_columns: gpu.function(&XY, "xy_glare_fill_columns")?,
+            fill_rows: gpu.function(&XY, "glare_fill_listed_rows")?,
             rows_to_columns: gpu.function(&XY, "xy_rows_to_columns")?,
             columns_to_rows: gpu.function(&XY, "xy_columns_to_rows")?,
             gather_columns: gpu.function(&XY, "xy_gather_columns")?,
@@ -136,6 +163,66 @@ impl XyKernels {
     /// The row-major layer kernel for `layer`'s block width.
     pub fn row_major_kernel(&self, layer: &DeviceXyLayer) -> &CudaFunction {
         &self.row_major[usize::from(layer.group as usize == GROUP)]
+    }
+
+    /// The GLARE row-major kernel for `layer` (the census variant when `counting`).
+    fn row_major_glare_kernel(&self, layer: &DeviceXyLayer, counting: bool) -> &CudaFunction {
+        &self.row_major_glare[usize::from(counting)][usize::from(layer.group as usize == GROUP)]
+    }
+}
+
+/// A layer's GLARE recorders as the XY kernels take them (`XyRecorder` in xy.cu).
+pub struct RecorderStep<'b> {
+    /// Flags of the input activations.
+    pub in_flags: &'b DeviceBuffer<u8>,
+    /// Flags of the output activations.
+    pub out_flags: &'b mut DeviceBuffer<u8>,
+    /// Unit bookkeeping words (zero between layers).
+    pub arrivals: &'b mut DeviceBuffer<u64>,
+    /// One byte per block part.
+    pub skipped: &'b mut DeviceBuffer<u8>,
+    /// `log2` of the unit length.
+    pub shift: u32,
+    /// Units per row (row-major) or per tile of 256 columns (neuron-major).
+    pub units: u32,
+    /// The layer's census counters.
+    pub census: CudaViewMut<'b, u64>,
+    /// Run the census variant.
+    pub counting: bool,
+}
+
+impl<'b> RecorderStep<'b> {
+    /// The recorders of the next layer from `recorder` (current flags in, next out).
+    pub fn new(
+        recorder: &'b mut Recorder,
+        census: &'b mut Census,
+        layer: usize,
+        shift: u32,
+        units: usize,
+        counting: bool,
+    ) -> Self {
+        let (in_flags, out_flags) = recorder.flags.split();
+        Self {
+            in_flags,
+            out_flags,
+            arrivals: &mut recorder.arrivals,
+            skipped: &mut recorder.skipped,
+            shift,
+            units: units as u32,
+            census: census.layer(layer),
+            counting,
+        }
+    }
+
+    fn push<'a>(&'a mut self, launch: &mut spdnn_cuda::cudarc::driver::LaunchArgs<'a>) {
+        launch
+            .arg(&**self.in_flags)
+            .arg(&mut **self.out_flags)
+            .arg(&mut **self.arrivals)
+            .arg(&mut **self.skipped)
+            .arg(&self.shift)
+            .arg(&self.units)
+            .arg(&mut self.census);
     }
 }
 
@@ -183,9 +270,63 @@ pub struct XyRun<'a> {
     rows_count: usize,
     /// (bias, upper bound).
     activation: (f32, f32),
+    /// GLARE on the neuron-major layers after the deletion, when set.
+    glare: Option<XyGlare>,
+}
+
+/// XY's GLARE state: recorders over tiles of 256 columns × units of `2^shift` positions.
+struct XyGlare {
+    shift: u32,
+    units: usize,
+    recorder: Recorder,
+    census: Census,
+    /// Run the census kernels.
+    counting: bool,
+    /// Whether a layer ran with the recorder since the input was loaded.
+    used: bool,
 }
 
 impl<'a> XyRun<'a> {
+    /// Runs the neuron-major layers after the deletion (all of them when nothing is
+    /// deleted) with GLARE's recorder; `layers` sizes the census.
+    pub fn with_glare(mut self, settings: &Glare, layers: usize) -> Result<Self, CudaError> {
+        let shift = settings.shift()?;
+        let shape = model::Shape {
+            neurons: self.n,
+            slab_width: 0,
+            first_layer: self.delete_at.unwrap_or(0),
+        };
+        model::Kernel::Xy
+            .check_segment(&shape, settings.segment)
+            .map_err(CudaError::InvalidArgument)?;
+        let tiles = self.capacity.div_ceil(COLUMN_THREADS as usize);
+        let units = self.n.div_ceil(settings.segment);
+        self.glare = Some(XyGlare {
+            shift,
+            units,
+            recorder: Recorder::new(self.gpu, tiles * units, tiles * self.n)?,
+            census: Census::new(self.gpu, layers)?,
+            counting: false,
+            used: false,
+        });
+        Ok(self)
+    }
+
+    /// Whether the next runs count their accesses (GLARE's census kernels).
+    pub fn set_counting(&mut self, counting: bool) {
+        if let Some(g) = self.glare.as_mut() {
+            g.counting = counting;
+        }
+    }
+
+    /// The accesses counted per layer since the input was loaded (empty without GLARE).
+    pub fn accesses(&self) -> Result<Vec<AccessCounts>, CudaError> {
+        match &self.glare {
+            Some(g) => g.census.read(self.gpu),
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// Buffers for up to `capacity` rows of `n` neurons.
     pub fn new(
         gpu: &'a Gpu,
@@ -220,6 +361,7 @@ impl<'a> XyRun<'a> {
             alive_valid: false,
             rows_count: 0,
             activation,
+            glare: None,
         })
     }
 
@@ -262,6 +404,13 @@ impl<'a> XyRun<'a> {
         self.layers_done = 0;
         self.alive_valid = false;
         self.rows_count = rows_count;
+        if let Some(g) = self.glare.as_mut() {
+            g.recorder.clear(self.gpu)?;
+            if g.counting {
+                g.census.clear(self.gpu)?;
+            }
+            g.used = false;
+        }
         Ok(())
     }
 
@@ -319,6 +468,7 @@ impl<'a> XyRun<'a> {
                 capacity,
                 n: self.n,
                 activation: self.activation,
+                recorder: None,
             },
         )?;
         self.y.swap();
@@ -393,7 +543,27 @@ impl<'a> XyRun<'a> {
             self.y.swap();
             return Ok(());
         }
-        let kernel = &self.kernels.neuron_major[usize::from(layer.group as usize == GROUP)];
+        let grouped = usize::from(layer.group as usize == GROUP);
+        let layer_index = self.layers_done;
+        let recorded = self.delete_at.is_none_or(|d| layer_index >= d);
+        let mut recorder = match self.glare.as_mut() {
+            Some(g) if recorded => {
+                g.used = true;
+                Some(RecorderStep::new(
+                    &mut g.recorder,
+                    &mut g.census,
+                    layer_index,
+                    g.shift,
+                    g.units,
+                    g.counting,
+                ))
+            }
+            _ => None,
+        };
+        let kernel = match &recorder {
+            Some(r) => &self.kernels.neuron_major_glare[usize::from(r.counting)][grouped],
+            None => &self.kernels.neuron_major[grouped],
+        };
         let (columns_u32, stride_u32) = (self.columns as u32, self.stride as u32);
         let (bias, upper) = self.activation;
         let (y_in, y_out) = self.y.split();
@@ -409,7 +579,10 @@ impl<'a> XyRun<'a> {
             .arg(&*layer.values)
             .arg(&bias)
             .arg(&upper);
-        // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x (G + 1) words.
+        if let Some(r) = recorder.as_mut() {
+            r.push(&mut launch);
+        }
+        // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x (G + 1) words (+ 68 bytes with GLARE).
         let config = LaunchConfig {
             grid_dim: (layer.blocks, columns_u32.div_ceil(COLUMN_THREADS), 1),
             block_dim: (COLUMN_THREADS, 1, 1),
@@ -417,6 +590,42 @@ impl<'a> XyRun<'a> {
         };
         unsafe { launch.launch(config) }.context("launching xy_neuron_major_layer")?;
         self.y.swap();
+        if recorded && let Some(g) = self.glare.as_mut() {
+            g.recorder.flags.swap();
+        }
+        Ok(())
+    }
+
+    /// Writes the bound into the units the last GLARE layer recorded instead of writing,
+    /// so the neuron-major activations can be read without the recorder.
+    fn fill_recorded_units(&mut self) -> Result<(), CudaError> {
+        let Some(g) = self.glare.as_ref().filter(|g| g.used) else {
+            return Ok(());
+        };
+        if self.layout != Layout::NeuronMajor || self.columns == 0 {
+            return Ok(());
+        }
+        let (columns_u32, stride_u32, n_u32) =
+            (self.columns as u32, self.stride as u32, self.n as u32);
+        let units_u32 = g.units as u32;
+        let upper = self.activation.1;
+        let mut launch = self.gpu.stream().launch_builder(&self.kernels.fill_columns);
+        launch
+            .arg(&mut **self.y.current_mut())
+            .arg(&columns_u32)
+            .arg(&stride_u32)
+            .arg(&n_u32)
+            .arg(&**g.recorder.flags.current())
+            .arg(&g.shift)
+            .arg(&units_u32)
+            .arg(&upper);
+        // Launch: grid (ceil(columns / 256), min(N, 65535)), block 256, grid-stride over positions.
+        let config = LaunchConfig {
+            grid_dim: (columns_u32.div_ceil(COLUMN_THREADS), n_u32.min(65535), 1),
+            block_dim: (COLUMN_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        unsafe { launch.launch(config) }.context("launching xy_glare_fill_columns")?;
         Ok(())
     }
 
@@ -540,6 +749,7 @@ impl<'a> XyRun<'a> {
                 )?;
             }
             Layout::NeuronMajor => {
+                self.fill_recorded_units()?;
                 // The columns of the wanted rows, in ascending row order.
                 let mut column_of_row = std::collections::HashMap::with_capacity(count);
                 for (c, &row) in self.column_ids.iter().enumerate().take(self.columns) {
@@ -594,6 +804,8 @@ pub struct RowMajorStep<'b> {
     pub n: usize,
     /// (bias, upper bound).
     pub activation: (f32, f32),
+    /// GLARE's recorders (units of a row), when the layer runs with them.
+    pub recorder: Option<RecorderStep<'b>>,
 }
 
 /// Enqueues one row-major XY layer on the listed rows (`xy_row_major_layer_g*`): the
@@ -606,7 +818,12 @@ pub fn launch_row_major(
 ) -> Result<(), CudaError> {
     let (bias, upper) = step.activation;
     let n_u32 = step.n as u32;
-    let mut launch = gpu.stream().launch_builder(kernels.row_major_kernel(layer));
+    let mut recorder = step.recorder;
+    let kernel = match &recorder {
+        Some(r) => kernels.row_major_glare_kernel(layer, r.counting),
+        None => kernels.row_major_kernel(layer),
+    };
+    let mut launch = gpu.stream().launch_builder(kernel);
     launch
         .arg(&**step.y_in)
         .arg(&mut **step.y_out)
@@ -620,7 +837,10 @@ pub fn launch_row_major(
         .arg(&n_u32)
         .arg(&bias)
         .arg(&upper);
-    // Launch: grid (ceil(capacity / 8), ceil(N / 128)), block 128, no shared memory.
+    if let Some(r) = recorder.as_mut() {
+        r.push(&mut launch);
+    }
+    // Launch: grid (ceil(capacity / 8), ceil(N / 128)), block 128, no shared memory (static 8 x 64 bytes + 2 words with GLARE).
     let config = LaunchConfig {
         grid_dim: (
             (step.capacity.max(1) as u32).div_ceil(ROW_TILE),
@@ -631,6 +851,41 @@ pub fn launch_row_major(
         shared_mem_bytes: 0,
     };
     unsafe { launch.launch(config) }.context("launching xy_row_major_layer")?;
+    Ok(())
+}
+
+/// Enqueues `glare_fill_listed_rows`: the bound into every unit flagged in `flags` (rows ×
+/// `units`, units of `2^shift`) of the rows listed in `rows` (`count` on the device).
+#[allow(clippy::too_many_arguments)]
+pub fn launch_fill_rows(
+    gpu: &Gpu,
+    kernels: &XyKernels,
+    y: &mut DeviceBuffer<f32>,
+    rows: &DeviceBuffer<u32>,
+    count: &DeviceBuffer<u32>,
+    capacity: usize,
+    flags: &DeviceBuffer<u8>,
+    n: usize,
+    (shift, units, upper): (u32, usize, f32),
+) -> Result<(), CudaError> {
+    let (n_u32, units_u32) = (n as u32, units as u32);
+    let mut launch = gpu.stream().launch_builder(&kernels.fill_rows);
+    launch
+        .arg(&mut **y)
+        .arg(&**rows)
+        .arg(&**count)
+        .arg(&**flags)
+        .arg(&n_u32)
+        .arg(&shift)
+        .arg(&units_u32)
+        .arg(&upper);
+    // Launch: grid (list capacity; blocks past the count exit), block 256, no shared memory.
+    let config = LaunchConfig {
+        grid_dim: (capacity.max(1) as u32, 1, 1),
+        block_dim: (LIST_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    unsafe { launch.launch(config) }.context("launching glare_fill_listed_rows")?;
     Ok(())
 }
 

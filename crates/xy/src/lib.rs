@@ -23,6 +23,7 @@ use std::time::Instant;
 use spdnn_cuda::rows::{self, GpuInference, RunSpec};
 use spdnn_cuda::{CudaError, Gpu, Timeline};
 use spdnn_formats::{Csr, SparseMatrix};
+use spdnn_glare::Glare;
 
 use gpu::{DeviceXyNetwork, XyKernels, XyRun};
 
@@ -41,6 +42,9 @@ pub struct XyOptions {
     pub row_major_layers: Option<usize>,
     /// Where preprocessed networks are cached; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
+    /// Run the GLARE variant of the neuron-major kernel on the layers after the deletion
+    /// (all neuron-major layers when `delete_at` is `None`).
+    pub glare: Option<Glare>,
 }
 
 impl Default for XyOptions {
@@ -49,6 +53,7 @@ impl Default for XyOptions {
             delete_at: Some(22),
             row_major_layers: None,
             cache_dir: None,
+            glare: None,
         }
     }
 }
@@ -87,6 +92,9 @@ pub fn infer(
         options.delete_at,
         (bias, upper),
     )?;
+    if let Some(glare) = &options.glare {
+        run = run.with_glare(glare, layers.len())?;
+    }
     let mut row_flags = gpu.alloc_zeros::<u8>(rows_count)?;
     let stream = gpu.stream().clone();
     let mut timer = gpu.timer()?;
@@ -115,6 +123,19 @@ pub fn infer(
     timeline.mark(&stream, "categories")?;
     let (stages, layer_ms) = breakdown(&timeline.intervals()?, row_major);
 
+    // With GLARE, one more run counts every layer's accesses.
+    let mut accesses = Vec::new();
+    if options.glare.is_some_and(|g| g.census) {
+        run.set_counting(true);
+        run.load_input(input)?;
+        for layer in &device.layers {
+            run.layer(layer, None)?;
+        }
+        run.mark_categories(&mut row_flags)?;
+        accesses = run.accesses()?;
+        run.set_counting(false);
+    }
+
     let flags = gpu.download(&*row_flags)?;
     let output = if spec.keep_output {
         let exported = run.export_rows()?;
@@ -139,6 +160,10 @@ pub fn infer(
         ("preprocessing_ms".into(), format!("{prepare_ms:.1}")),
         ("cache".into(), format!("{cache_use:?}").to_lowercase()),
     ];
+    let mut details = details;
+    if let Some(glare) = &options.glare {
+        details.push(("glare_segment".into(), glare.segment.to_string()));
+    }
     Ok(GpuInference {
         categories: rows::categories_from_flags(&flags),
         output,
@@ -147,6 +172,7 @@ pub fn infer(
         details,
         stages,
         layer_ms,
+        accesses,
     })
 }
 

@@ -3,9 +3,11 @@
 
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::{GpuInference, RunSpec};
+use spdnn_formats::SparseMatrix;
+use spdnn_glare::{Glare, model};
 use spdnn_gputest::{
-    Problem, check_challenge, check_exact_random, check_general_random, check_grouped_random,
-    check_official_1024,
+    Problem, check_challenge, check_exact_random, check_general_random, check_glare,
+    check_grouped_random, check_official_1024,
 };
 use spdnn_xy::{XyOptions, infer};
 
@@ -20,6 +22,7 @@ fn options(row_major_layers: Option<usize>, delete_at: Option<usize>) -> XyOptio
         delete_at,
         row_major_layers,
         cache_dir: None,
+        glare: None,
     }
 }
 
@@ -108,4 +111,49 @@ fn bad_problems_are_errors() {
     let x = spdnn_formats::Csr::from_triplets(2, 4, &[(0, 1, 1.0)]).unwrap();
     assert!(infer(&gpu, std::slice::from_ref(&w), &x, 0.3, 32.0, &opts, &spec).is_err());
     assert!(infer(&gpu, &[], &x, -0.3, 32.0, &opts, &spec).is_err());
+}
+
+/// XY with GLARE from layer `delete_at` on (one row-major layer, so short networks reach
+/// it): the segment is one of the lengths XY accepts for N, varied with the problem.
+fn run_glare(
+    delete_at: Option<usize>,
+) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    move |gpu, p| {
+        let n = p.input.ncols();
+        let shape = model::Shape {
+            neurons: n,
+            slab_width: 0,
+            first_layer: delete_at.unwrap_or(0),
+        };
+        let candidates = model::Kernel::Xy.candidates(&shape);
+        let segment = candidates[(n + p.input.nrows()) % candidates.len()];
+        let options = XyOptions {
+            glare: Some(Glare::new(segment)),
+            ..options(Some(1), delete_at)
+        };
+        infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn glare_random_networks() {
+    check_glare(&run_glare(Some(1)));
+    check_glare(&run_glare(None));
+    check_grouped_random(&run_glare(Some(2)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn glare_challenge_networks() {
+    let with = |segment: usize| XyOptions {
+        glare: Some(Glare::new(segment)),
+        ..options(None, Some(22))
+    };
+    check_challenge(&run_with(with(1024)), 1024, 120, 3000);
+    // Units of 32 positions: two blocks of 16 outputs per unit, vetoes between them.
+    check_challenge(&run_with(with(32)), 1024, 60, 3000);
+    check_challenge(&run_with(with(2048)), 4096, 40, 600);
+    check_official_1024(&run_with(with(1024)));
+    check_official_1024(&run_with(with(64)));
 }

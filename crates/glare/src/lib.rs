@@ -1,0 +1,56 @@
+//! GLARE (Jiang, Huang and Ho, HPEC 2023): global-memory access reduction for sparse
+//! inference kernels whose activation has an upper bound.
+//!
+//! A *recorder* holds one flag per *unit*, a segment of `m` consecutive neurons of one
+//! row (BF, SNIG, SNICIT) or of one tile of sample columns (XY): the flag is set when
+//! every value of the unit equals the upper bound. A kernel reading a flagged unit uses
+//! the bound instead of loading it (the paper's Algorithm 1); a block whose part of an
+//! output unit is all at the bound does not write it (Algorithm 2). When a unit spans the
+//! outputs of several blocks, each block reports to the unit's bookkeeping word and the
+//! last one to arrive sets the flag, or, when some block vetoed it, writes the bound back
+//! into the parts that were skipped, so memory and flags always agree (the paper's
+//! write-back analogy, made exact). Two recorders are swapped each layer, as are the
+//! activations.
+//!
+//! This crate holds the device side ([`Recorder`], [`Census`]), the options ([`Glare`])
+//! and the access-count model that picks `m` ([`model`]). The kernels themselves are
+//! variants of each family's kernels (`kernels-cu/glare.cuh` holds the shared device
+//! code), chosen at run time by the kernel crates when their options carry a [`Glare`].
+
+pub mod model;
+mod recorder;
+
+pub use recorder::{Census, Recorder};
+pub use spdnn_cuda::census::{AccessCounts, CENSUS_WORDS};
+
+/// GLARE settings of a kernel crate's run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Glare {
+    /// Segment length `m`: neurons per recorder unit (a power of two; each kernel has
+    /// its own further constraints, see [`model::Kernel::check_segment`]).
+    pub segment: usize,
+    /// After the timed runs, run once more with the census kernels and return the
+    /// accesses of every layer (`GpuInference::accesses`).
+    pub census: bool,
+}
+
+impl Glare {
+    /// GLARE with segment length `segment` and a census.
+    pub fn new(segment: usize) -> Self {
+        Self {
+            segment,
+            census: true,
+        }
+    }
+
+    /// `log2(segment)`, or an error naming the value when it is not a power of two.
+    pub fn shift(&self) -> Result<u32, spdnn_cuda::CudaError> {
+        if self.segment == 0 || !self.segment.is_power_of_two() {
+            return Err(spdnn_cuda::CudaError::InvalidArgument(format!(
+                "the GLARE segment length must be a power of two, not {}",
+                self.segment
+            )));
+        }
+        Ok(self.segment.trailing_zeros())
+    }
+}

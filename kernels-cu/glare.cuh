@@ -1,0 +1,111 @@
+// glare.cuh: the device side of GLARE (Jiang, Huang and Ho, HPEC 2023), shared by the
+// GLARE variants of the BF, SNIG, XY and SNICIT kernels.
+//
+// A recorder holds one byte per unit (m consecutive neurons of a row, or of a tile of
+// sample columns): 1 when every value of the unit equals the upper bound. Reads of a
+// flagged unit use the bound without touching memory (Algorithm 1). A block whose part of
+// an output unit is all at the bound skips writing it (Algorithm 2). When a unit spans
+// several blocks, each block arrives at the unit's 64-bit word (low half: parts arrived,
+// high half: parts not at the bound); the last to arrive sets the flag, zeroes the word
+// and, when some part vetoed the unit, writes the bound back into the parts that skipped
+// their writes, so an unflagged unit always holds its true values in memory.
+//
+// Census variants count accesses per layer into 8 words (crates/cuda/src/census.rs).
+#include "common.cuh"
+
+#define GLARE_CENSUS_WORDS 8
+#define GLARE_READS 0
+#define GLARE_READS_SKIPPED 1
+#define GLARE_WRITES 2
+#define GLARE_WRITES_SKIPPED 3
+#define GLARE_WEIGHT_READS 4
+#define GLARE_RECORDER_READS 5
+#define GLARE_RECORDER_WRITES 6
+#define GLARE_WRITE_BACKS 7
+
+// Per-thread access counters; with ON = false every call compiles to nothing.
+template <bool ON>
+struct GlareTally {
+    unsigned long long words[ON ? GLARE_CENSUS_WORDS : 1];
+
+    __device__ __forceinline__ GlareTally() {
+        if (ON) {
+#pragma unroll
+            for (int w = 0; w < GLARE_CENSUS_WORDS; ++w) {
+                words[w] = 0;
+            }
+        }
+    }
+
+    __device__ __forceinline__ void add(int word, unsigned long long count) {
+        if (ON) {
+            words[word] += count;
+        }
+    }
+
+    // Adds the block's counts to census[0 .. 8): a warp sum, then one atomic per warp and
+    // word. Every thread of the block must call it (full warps).
+    __device__ __forceinline__ void flush(unsigned long long* __restrict__ census) {
+        if (ON) {
+#pragma unroll
+            for (int w = 0; w < GLARE_CENSUS_WORDS; ++w) {
+                unsigned long long v = words[w];
+                for (int offset = SPDNN_WARP_SIZE / 2; offset > 0; offset /= 2) {
+                    v += __shfl_down_sync(SPDNN_FULL_MASK, v, offset);
+                }
+                if (threadIdx.x % SPDNN_WARP_SIZE == 0 && v != 0) {
+                    atomicAdd(&census[w], v);
+                }
+            }
+        }
+    }
+};
+
+// Algorithm 1: the value at `address`, or the bound when its unit is flagged.
+__device__ __forceinline__ float glare_read(bool unit_at_bound, const float* __restrict__ address, float upper) {
+    return unit_at_bound ? upper : *address;
+}
+
+// Arrival of one block part at a unit spanning `parts` parts (call from one thread, after
+// the whole block's writes and a __threadfence by every writing thread, then a barrier).
+// The last part to arrive writes the unit's flag and zeroes the word; it returns true when
+// the unit was vetoed, i.e. the caller must write the bound back into skipped parts.
+__device__ __forceinline__ bool glare_arrive(unsigned long long* __restrict__ word, unsigned int parts,
+                                             bool part_at_bound, unsigned char* __restrict__ unit_flag) {
+    const unsigned long long add = 1ull + (part_at_bound ? 0ull : (1ull << 32));
+    const unsigned long long before = atomicAdd(word, add);
+    const unsigned int arrived = (unsigned int)(before & 0xffffffffull) + 1u;
+    if (arrived != parts) {
+        return false;
+    }
+    const unsigned int not_at_bound = (unsigned int)(before >> 32) + (part_at_bound ? 0u : 1u);
+    *unit_flag = not_at_bound == 0 ? 1 : 0;
+    *word = 0ull;
+    // The skipped flags of the other parts were fenced before their arrivals.
+    __threadfence();
+    return not_at_bound != 0;
+}
+
+// Whether part `part` skipped its writes, read past the L1 cache (another block wrote it).
+__device__ __forceinline__ bool glare_part_skipped(const unsigned char* skipped, unsigned long long part) {
+    return *((volatile const unsigned char*)skipped + part) != 0;
+}
+
+// Writes the bound into every flagged unit of the listed rows of a row-major rows x n
+// block (flags rows x row_units, units of 2^shift neurons), so the activations can be read
+// back without the recorder.
+// Launch: grid (list capacity; blocks past *count exit), block 256, no shared memory.
+extern "C" __global__ void glare_fill_listed_rows(float* __restrict__ y, const unsigned int* __restrict__ rows,
+                                                  const unsigned int* __restrict__ count,
+                                                  const unsigned char* __restrict__ flags, unsigned int n,
+                                                  unsigned int shift, unsigned int row_units, float upper) {
+    if (blockIdx.x >= *count) {
+        return;
+    }
+    const unsigned long long row = rows[blockIdx.x];
+    for (unsigned int c = threadIdx.x; c < n; c += blockDim.x) {
+        if (flags[row * row_units + (c >> shift)]) {
+            y[row * n + c] = upper;
+        }
+    }
+}
