@@ -165,6 +165,44 @@ mod tests {
     }
 
     #[test]
+    fn infer_and_bench_take_the_glare_flags() {
+        let glare = [
+            "--glare",
+            "--glare-segment",
+            "1024",
+            "--glare-model-rows",
+            "256",
+            "--no-glare-census",
+        ];
+        let infer = ["spdnn", "infer", "--method", "bf", "--layers", "120"];
+        let infer = infer
+            .into_iter()
+            .chain(["--generate-seed", "0"])
+            .chain(glare);
+        assert!(matches!(
+            Cli::try_parse_from(infer),
+            Ok(Cli {
+                command: Command::Infer(_)
+            })
+        ));
+        let bench = ["spdnn", "bench", "--methods", "bf,xy+glare"];
+        assert!(matches!(
+            Cli::try_parse_from(bench.into_iter().chain(glare)),
+            Ok(Cli {
+                command: Command::Bench(_)
+            })
+        ));
+        for flag in ["--glare-segment", "--glare-model-rows"] {
+            let error = match Cli::try_parse_from(["spdnn", "bench", flag, "0"]) {
+                Err(e) => e,
+                Ok(_) => panic!("{flag} 0 was accepted"),
+            };
+            assert_eq!(error.exit_code(), 2);
+            assert!(error.to_string().contains(flag), "{error}");
+        }
+    }
+
+    #[test]
     fn a_bad_parameter_is_a_usage_error_with_status_2() {
         for command in ["infer", "bench"] {
             let error = match Cli::try_parse_from(["spdnn", command, "--epsilon", "nan"]) {

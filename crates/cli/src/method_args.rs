@@ -1,5 +1,6 @@
-//! The parameters of the methods that take some (`xy`, `snicit`), shared by `spdnn infer`
-//! and `spdnn bench`.
+//! The parameters of the methods that take some (`xy`, `snicit`, the `+glare` methods),
+//! shared by `spdnn infer` and `spdnn bench`, and `--glare`, which swaps each chosen
+//! method for its GLARE variant.
 //!
 //! Each flag is optional; what is not given keeps the method crate's default (the engine's
 //! [`MethodOptions::default`]). The defaults written in the help are checked against the
@@ -9,7 +10,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use spdnn_engine::run::MethodOptions;
-use spdnn_engine::spdnn_snicit;
+use spdnn_engine::{Registry, spdnn_snicit};
 
 /// Parameters of `xy` and `snicit`.
 #[derive(Args, Clone, Debug, Default)]
@@ -59,6 +60,32 @@ pub struct MethodArgs {
     /// xy, and snicit's xy stage: preprocess the network every run, cache nothing.
     #[arg(long)]
     no_xy_cache: bool,
+    #[command(flatten)]
+    glare: GlareArgs,
+}
+
+/// GLARE: which methods, and the parameters of the `+glare` methods.
+#[derive(Args, Clone, Debug, Default)]
+#[command(next_help_heading = "GLARE (bf+glare, snig+glare, xy+glare, snicit+glare)")]
+pub struct GlareArgs {
+    /// Run the GLARE variant of every chosen method that has one (bf → bf+glare, snig →
+    /// snig+glare, xy → xy+glare, snicit → snicit+glare); the others run as they are,
+    /// with a warning.
+    #[arg(long)]
+    glare: bool,
+    /// +glare methods: segment length m (neurons per recorder unit) instead of the access
+    /// model's choice; a power of two the kernel accepts (snig+glare: its section width)
+    /// [default: chosen by the model].
+    #[arg(long, value_name = "M", value_parser = at_least_one, allow_hyphen_values = true)]
+    glare_segment: Option<usize>,
+    /// +glare methods: input rows whose CPU-reference statistics the access model reads
+    /// [default: 512, at most the rows run].
+    #[arg(long, value_name = "R", value_parser = at_least_one, allow_hyphen_values = true)]
+    glare_model_rows: Option<usize>,
+    /// +glare methods: skip the census run that counts every layer's global-memory
+    /// accesses (the report then has no `accesses` and no reduction).
+    #[arg(long)]
+    no_glare_census: bool,
 }
 
 /// The pre-convergence spMM of SNICIT.
@@ -83,8 +110,9 @@ impl From<PreConvergenceArg> for spdnn_snicit::PreConvergence {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeleteAt(pub Option<usize>);
 
-const SNICIT: &[&str] = &["snicit"];
-const XY_AND_SNICIT: &[&str] = &["xy", "snicit"];
+const SNICIT: &[&str] = &["snicit", "snicit+glare"];
+const XY_AND_SNICIT: &[&str] = &["xy", "snicit", "xy+glare", "snicit+glare"];
+const GLARE: &[&str] = &["bf+glare", "snig+glare", "xy+glare", "snicit+glare"];
 
 impl MethodArgs {
     /// The engine's options: the defaults with every given flag applied, validated.
@@ -128,8 +156,40 @@ impl MethodArgs {
                 xy.cache_dir = Some(dir.clone());
             }
         }
+        let glare = &mut options.glare;
+        glare.segment = self.glare.glare_segment;
+        if let Some(rows) = self.glare.glare_model_rows {
+            glare.model_rows = rows;
+        }
+        glare.census = !self.glare.no_glare_census;
         options.validate()?;
         Ok(options)
+    }
+
+    /// The methods to run: `names`, each swapped for its GLARE variant under `--glare`
+    /// (duplicates dropped, order kept), with one warning per method that has none.
+    pub fn resolve_methods(
+        &self,
+        registry: &Registry,
+        names: &[&'static str],
+    ) -> (Vec<&'static str>, Vec<String>) {
+        if !self.glare.glare {
+            return (names.to_vec(), Vec::new());
+        }
+        let mut chosen: Vec<&'static str> = Vec::new();
+        let mut warnings = Vec::new();
+        for &name in names {
+            let run = registry.glare_variant(name).unwrap_or_else(|| {
+                warnings.push(format!(
+                    "warning: --glare: {name} has no GLARE variant; it runs as it is"
+                ));
+                name
+            });
+            if !chosen.contains(&run) {
+                chosen.push(run);
+            }
+        }
+        (chosen, warnings)
     }
 
     /// The flags given, each with the methods that read it.
@@ -151,6 +211,13 @@ impl MethodArgs {
             ),
             ("--xy-cache", self.xy_cache.is_some(), XY_AND_SNICIT),
             ("--no-xy-cache", self.no_xy_cache, XY_AND_SNICIT),
+            ("--glare-segment", self.glare.glare_segment.is_some(), GLARE),
+            (
+                "--glare-model-rows",
+                self.glare.glare_model_rows.is_some(),
+                GLARE,
+            ),
+            ("--no-glare-census", self.glare.no_glare_census, GLARE),
         ]
         .into_iter()
         .filter(|(_, given, _)| *given)
@@ -158,9 +225,12 @@ impl MethodArgs {
         .collect()
     }
 
-    /// One warning per given flag that none of `methods` reads.
+    /// One warning per given flag that none of `methods` reads (`methods` as run, after
+    /// [`Self::resolve_methods`]); `--glare-model-rows` also draws one when
+    /// `--glare-segment` leaves the model nothing to choose.
     pub fn unused_warnings(&self, methods: &[&str]) -> Vec<String> {
-        self.given()
+        let mut warnings: Vec<String> = self
+            .given()
             .into_iter()
             .filter(|(_, users)| !users.iter().any(|u| methods.contains(u)))
             .map(|(flag, users)| {
@@ -170,7 +240,16 @@ impl MethodArgs {
                     users.join(", ")
                 )
             })
-            .collect()
+            .collect();
+        let glare_run = GLARE.iter().any(|g| methods.contains(g));
+        if glare_run && self.glare.glare_segment.is_some() && self.glare.glare_model_rows.is_some()
+        {
+            warnings.push(
+                "warning: --glare-model-rows has no effect with --glare-segment (no model runs)"
+                    .to_string(),
+            );
+        }
+        warnings
     }
 }
 
@@ -249,6 +328,80 @@ mod tests {
         let xy = spdnn_xy::XyOptions::default();
         assert_eq!(xy.delete_at, Some(22));
         assert_eq!(xy.row_major_layers, None);
+        let glare = spdnn_engine::GlareSettings::default();
+        assert_eq!(spdnn_engine::glare::DEFAULT_MODEL_ROWS, 512);
+        assert_eq!(
+            (glare.segment, glare.model_rows, glare.census),
+            (None, 512, true)
+        );
+    }
+
+    #[test]
+    fn glare_flags_are_applied() {
+        let o = options(&[
+            "--glare",
+            "--glare-segment",
+            "1024",
+            "--glare-model-rows",
+            "64",
+            "--no-glare-census",
+        ]);
+        assert_eq!(o.glare.segment, Some(1024));
+        assert_eq!(o.glare.model_rows, 64);
+        assert!(!o.glare.census);
+        // The kernels' own options stay without a recorder: the engine sets it per run.
+        assert!(o.xy.glare.is_none() && o.snicit.glare.is_none());
+        // A section width that is not a power of two parses (snig+glare takes it).
+        assert_eq!(
+            options(&["--glare-segment", "10944"]).glare.segment,
+            Some(10944)
+        );
+        let defaults = options(&["--glare"]);
+        assert_eq!(defaults, MethodOptions::default());
+    }
+
+    #[test]
+    fn glare_swaps_each_method_for_its_variant() {
+        let registry = Registry::default();
+        let plain = parse(&[]).unwrap();
+        let (same, warnings) = plain.resolve_methods(&registry, &["bf", "cpu"]);
+        assert_eq!(same, ["bf", "cpu"]);
+        assert!(warnings.is_empty());
+
+        let glare = parse(&["--glare"]).unwrap();
+        let names = ["cpu", "bf", "snig", "xy", "snicit", "cusparse", "bf+glare"];
+        let (run, warnings) = glare.resolve_methods(&registry, &names);
+        assert_eq!(
+            run,
+            [
+                "cpu",
+                "bf+glare",
+                "snig+glare",
+                "xy+glare",
+                "snicit+glare",
+                "cusparse"
+            ]
+        );
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("cpu") && warnings[1].contains("cusparse"));
+    }
+
+    #[test]
+    fn glare_parameters_warn_without_a_glare_method() {
+        let args = parse(&["--glare-segment", "64", "--no-glare-census"]).unwrap();
+        let plain = args.unused_warnings(&["bf", "xy"]);
+        assert_eq!(plain.len(), 2, "{plain:?}");
+        assert!(plain[0].contains("--glare-segment") && plain[0].contains("bf+glare"));
+        assert!(args.unused_warnings(&["bf", "xy+glare"]).is_empty());
+        // XY's and SNICIT's flags reach their GLARE variants too.
+        let xy = parse(&["--delete-at", "30", "--threshold", "40"]).unwrap();
+        assert!(xy.unused_warnings(&["snicit+glare"]).is_empty());
+        assert_eq!(xy.unused_warnings(&["xy+glare"]).len(), 1);
+        // A hand-given segment leaves the model rows unread.
+        let both = parse(&["--glare-segment", "64", "--glare-model-rows", "8"]).unwrap();
+        let warnings = both.unused_warnings(&["bf+glare"]);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("--glare-model-rows"));
     }
 
     #[test]
@@ -328,6 +481,11 @@ mod tests {
             &["--row-major-layers", "-1"],
             &["--pre-convergence", "cusparse"],
             &["--xy-cache", "d", "--no-xy-cache"],
+            &["--glare-segment", "0"],
+            &["--glare-segment", "-64"],
+            &["--glare-segment", "big"],
+            &["--glare-model-rows", "0"],
+            &["--glare-model-rows", "1.5"],
         ];
         for flags in cases {
             let error = match parse(flags) {

@@ -4,6 +4,10 @@ use anyhow::{Context, Result};
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::{GpuInference, RunSpec};
 
+use spdnn_glare::model::Kernel;
+use spdnn_glare::{AccessCounts, Glare};
+
+use crate::glare::{self, SegmentChoice};
 use crate::method::{Method, MethodOutput, Problem, Timing};
 use crate::run::{RunConfig, validate_snicit, validate_xy};
 
@@ -55,8 +59,16 @@ fn details(
     serde_json::Value::Object(details)
 }
 
-fn output(gpu: &Gpu, result: GpuInference, parameters: Option<serde_json::Value>) -> MethodOutput {
-    let details = details(gpu.name(), &result, parameters);
+fn output(
+    gpu: &Gpu,
+    result: GpuInference,
+    parameters: Option<serde_json::Value>,
+    glare: Option<(&SegmentChoice, bool)>,
+) -> MethodOutput {
+    let mut details = details(gpu.name(), &result, parameters);
+    if let Some((choice, census)) = glare {
+        add_glare(&mut details, choice, census, &result.accesses);
+    }
     MethodOutput {
         categories: result.categories,
         infer_ms: result.infer_ms,
@@ -66,86 +78,192 @@ fn output(gpu: &Gpu, result: GpuInference, parameters: Option<serde_json::Value>
     }
 }
 
-/// BF-2019 (`bf`).
-pub struct Bf;
-
-impl Method for Bf {
-    fn name(&self) -> &'static str {
-        "bf"
-    }
-    fn description(&self) -> &'static str {
-        "BF-2019: column-slab CSR, non-empty row lists, double-buffered weights"
-    }
-    fn needs_gpu(&self) -> bool {
-        true
-    }
-    fn run(&self, problem: &Problem<'_>, config: &RunConfig) -> Result<MethodOutput> {
-        let gpu = open_gpu()?;
-        let result = spdnn_bf::infer(
-            &gpu,
-            problem.network.layers(),
-            &problem.input.features,
-            problem.bias,
-            problem.upper_bound,
-            &spdnn_bf::BfOptions::default(),
-            &spec(config),
-        )?;
-        Ok(output(&gpu, result, None))
+/// Adds `glare` (the segment and how it was chosen) and, when a census was taken,
+/// `accesses` (one record per layer) to a run's details.
+fn add_glare(
+    details: &mut serde_json::Value,
+    choice: &SegmentChoice,
+    census: bool,
+    accesses: &[AccessCounts],
+) {
+    details[glare::GLARE_KEY] = glare::choice_json(choice, census, accesses);
+    if !accesses.is_empty() {
+        details[glare::ACCESSES_KEY] = glare::accesses_json(accesses);
     }
 }
 
-/// SNIG-2020 (`snig`).
-pub struct Snig;
+/// The kernel family a registry entry runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    Bf,
+    Snig,
+    Xy,
+    Snicit,
+    Cusparse,
+}
 
-impl Method for Snig {
-    fn name(&self) -> &'static str {
-        "snig"
-    }
-    fn description(&self) -> &'static str {
-        "SNIG-2020: sections with nonzero flags, incremental resetting, CUDA graph"
-    }
-    fn needs_gpu(&self) -> bool {
-        true
-    }
-    fn run(&self, problem: &Problem<'_>, config: &RunConfig) -> Result<MethodOutput> {
-        let gpu = open_gpu()?;
-        let result = spdnn_snig::infer(
-            &gpu,
-            problem.network.layers(),
-            &problem.input.features,
-            problem.bias,
-            problem.upper_bound,
-            &spdnn_snig::SnigOptions::default(),
-            &spec(config),
-        )?;
-        Ok(output(&gpu, result, None))
+impl Family {
+    /// The GLARE model's kernel of this family (none for cuSPARSE).
+    fn glare_kernel(self) -> Option<Kernel> {
+        match self {
+            Family::Bf => Some(Kernel::Bf),
+            Family::Snig => Some(Kernel::Snig),
+            Family::Xy => Some(Kernel::Xy),
+            Family::Snicit => Some(Kernel::Snicit),
+            Family::Cusparse => None,
+        }
     }
 }
 
-/// The cuSPARSE baseline (`cusparse`).
-pub struct Cusparse;
+/// A GPU method of the registry: a kernel family, plain or with GLARE's recorder.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GpuMethod {
+    name: &'static str,
+    description: &'static str,
+    family: Family,
+    glare: bool,
+}
 
-impl Method for Cusparse {
+/// The GPU methods in registry order, each `+glare` variant after its plain method.
+pub(crate) const GPU_METHODS: [GpuMethod; 9] = [
+    GpuMethod {
+        name: "bf",
+        description: "BF-2019: column-slab CSR, non-empty row lists, double-buffered weights",
+        family: Family::Bf,
+        glare: false,
+    },
+    GpuMethod {
+        name: "bf+glare",
+        description: "GLARE on BF-2019: row segments all at the bound are neither read nor \
+                      written (m from the access model)",
+        family: Family::Bf,
+        glare: true,
+    },
+    GpuMethod {
+        name: "snig",
+        description: "SNIG-2020: sections with nonzero flags, incremental resetting, CUDA graph",
+        family: Family::Snig,
+        glare: false,
+    },
+    GpuMethod {
+        name: "snig+glare",
+        description: "GLARE on SNIG-2020: a section all at the bound is neither read nor written",
+        family: Family::Snig,
+        glare: true,
+    },
+    GpuMethod {
+        name: "xy",
+        description: "XY-2021: outputs grouped by shared input sets, row-major first/stride layers, \
+                      neuron-major generic kernel, dead rows deleted once",
+        family: Family::Xy,
+        glare: false,
+    },
+    GpuMethod {
+        name: "xy+glare",
+        description: "GLARE on XY-2021: neuron-major tiles all at the bound skipped after the \
+                      deletion (m from the access model)",
+        family: Family::Xy,
+        glare: true,
+    },
+    GpuMethod {
+        name: "snicit",
+        description: "SNICIT: XY (or BF) before layer t, then centroids + residues and the \
+                      load-reduced update",
+        family: Family::Snicit,
+        glare: false,
+    },
+    GpuMethod {
+        name: "snicit+glare",
+        description: "GLARE on SNICIT: row segments all at the bound skipped after layer t \
+                      (m from the access model)",
+        family: Family::Snicit,
+        glare: true,
+    },
+    GpuMethod {
+        name: "cusparse",
+        description: "baseline: cuSPARSE SpMM per layer + bias-and-clip kernel",
+        family: Family::Cusparse,
+        glare: false,
+    },
+];
+
+impl Method for GpuMethod {
     fn name(&self) -> &'static str {
-        "cusparse"
+        self.name
     }
     fn description(&self) -> &'static str {
-        "baseline: cuSPARSE SpMM per layer + bias-and-clip kernel"
+        self.description
     }
     fn needs_gpu(&self) -> bool {
         true
     }
+    fn in_default_run(&self) -> bool {
+        !self.glare
+    }
     fn run(&self, problem: &Problem<'_>, config: &RunConfig) -> Result<MethodOutput> {
+        let options = &config.methods;
+        match self.family {
+            Family::Xy => validate_xy(&options.xy)?,
+            Family::Snicit => validate_snicit(&options.snicit)?,
+            _ => {}
+        }
+        let kernel = self.family.glare_kernel().filter(|_| self.glare);
+        if kernel.is_some() {
+            // A bad hand-given segment fails here, before a GPU is looked for.
+            glare::check_method(self.name, problem.network.neurons(), options)?;
+        }
         let gpu = open_gpu()?;
-        let result = spdnn_cusparse::infer(
-            &gpu,
-            problem.network.layers(),
-            &problem.input.features,
-            problem.bias,
-            problem.upper_bound,
-            &spec(config),
-        )?;
-        Ok(output(&gpu, result, None))
+        // The model runs on the CPU before any GPU work: not part of total_ms.
+        let choice = kernel
+            .map(|kernel| glare::choose_segment(kernel, problem, config))
+            .transpose()?;
+        let recorder = choice.as_ref().map(|c| Glare {
+            segment: c.segment,
+            census: options.glare.census,
+        });
+        let (layers, input) = (problem.network.layers(), &problem.input.features);
+        let (bias, upper, spec) = (problem.bias, problem.upper_bound, spec(config));
+        let (result, parameters) = match self.family {
+            Family::Bf => {
+                let bf = spdnn_bf::BfOptions {
+                    glare: recorder,
+                    ..spdnn_bf::BfOptions::default()
+                };
+                let result = spdnn_bf::infer(&gpu, layers, input, bias, upper, &bf, &spec)?;
+                (result, None)
+            }
+            Family::Snig => {
+                let snig = spdnn_snig::SnigOptions {
+                    glare: recorder,
+                    ..spdnn_snig::SnigOptions::default()
+                };
+                let result = spdnn_snig::infer(&gpu, layers, input, bias, upper, &snig, &spec)?;
+                (result, None)
+            }
+            Family::Xy => {
+                let xy = spdnn_xy::XyOptions {
+                    glare: recorder,
+                    ..options.xy.clone()
+                };
+                let result = spdnn_xy::infer(&gpu, layers, input, bias, upper, &xy, &spec)?;
+                (result, Some(xy_parameters(&xy)))
+            }
+            Family::Snicit => {
+                // The recorder serves the post-convergence layers; `xy.glare` stays as given.
+                let snicit = spdnn_snicit::SnicitOptions {
+                    glare: recorder,
+                    ..options.snicit.clone()
+                };
+                let result = spdnn_snicit::infer(&gpu, layers, input, bias, upper, &snicit, &spec)?;
+                (result, Some(snicit_parameters(&snicit)))
+            }
+            Family::Cusparse => {
+                let result = spdnn_cusparse::infer(&gpu, layers, input, bias, upper, &spec)?;
+                (result, None)
+            }
+        };
+        let glare = choice.as_ref().map(|c| (c, options.glare.census));
+        Ok(output(&gpu, result, parameters, glare))
     }
 }
 
@@ -192,67 +310,6 @@ fn snicit_parameters(options: &spdnn_snicit::SnicitOptions) -> serde_json::Value
     value
 }
 
-/// XY-2021 (`xy`).
-pub struct Xy;
-
-impl Method for Xy {
-    fn name(&self) -> &'static str {
-        "xy"
-    }
-    fn description(&self) -> &'static str {
-        "XY-2021: outputs grouped by shared input sets, row-major first/stride layers, \
-         neuron-major generic kernel, dead rows deleted once"
-    }
-    fn needs_gpu(&self) -> bool {
-        true
-    }
-    fn run(&self, problem: &Problem<'_>, config: &RunConfig) -> Result<MethodOutput> {
-        let options = &config.methods.xy;
-        validate_xy(options)?;
-        let gpu = open_gpu()?;
-        let result = spdnn_xy::infer(
-            &gpu,
-            problem.network.layers(),
-            &problem.input.features,
-            problem.bias,
-            problem.upper_bound,
-            options,
-            &spec(config),
-        )?;
-        Ok(output(&gpu, result, Some(xy_parameters(options))))
-    }
-}
-
-/// SNICIT (`snicit`).
-pub struct Snicit;
-
-impl Method for Snicit {
-    fn name(&self) -> &'static str {
-        "snicit"
-    }
-    fn description(&self) -> &'static str {
-        "SNICIT: XY (or BF) before layer t, then centroids + residues and the load-reduced update"
-    }
-    fn needs_gpu(&self) -> bool {
-        true
-    }
-    fn run(&self, problem: &Problem<'_>, config: &RunConfig) -> Result<MethodOutput> {
-        let options = &config.methods.snicit;
-        validate_snicit(options)?;
-        let gpu = open_gpu()?;
-        let result = spdnn_snicit::infer(
-            &gpu,
-            problem.network.layers(),
-            &problem.input.features,
-            problem.bias,
-            problem.upper_bound,
-            options,
-            &spec(config),
-        )?;
-        Ok(output(&gpu, result, Some(snicit_parameters(options))))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,6 +346,62 @@ mod tests {
         assert_eq!(value["pre_convergence"], "bf");
         assert_eq!(value["batch"], 4096);
         assert!(value.get("xy").is_none());
+    }
+
+    #[test]
+    fn glare_runs_report_the_choice_and_the_census() {
+        let choice = SegmentChoice {
+            segment: 1024,
+            chosen_by: glare::ChosenBy::Model,
+            model_rows: Some(512),
+            expected: vec![(1024, 7.0)],
+            profile_ms: 1.5,
+        };
+        let accesses = vec![
+            AccessCounts::default(),
+            AccessCounts {
+                activation_reads: 10,
+                activation_reads_skipped: 30,
+                ..AccessCounts::default()
+            },
+        ];
+        let result = GpuInference {
+            accesses: accesses.clone(),
+            ..GpuInference::default()
+        };
+        let mut value = details("H200", &result, None);
+        add_glare(&mut value, &choice, true, &result.accesses);
+        assert_eq!(value["glare"]["segment"], 1024);
+        assert_eq!(value["glare"]["chosen_by"], "model");
+        assert_eq!(value["glare"]["model"][0]["m"], 1024);
+        assert_eq!(value["accesses"][1]["layer"], 2);
+        assert_eq!(value["accesses"][1]["activation_reads_skipped"], 30);
+        let summary = crate::report::glare_summary(&value).unwrap();
+        assert_eq!(summary.segment, 1024);
+        assert_eq!(summary.reduction, Some(0.75));
+
+        let mut plain = details("H200", &GpuInference::default(), None);
+        add_glare(&mut plain, &choice, false, &[]);
+        assert!(plain.get("accesses").is_none());
+        assert!(plain["glare"]["reduction"].is_null());
+        assert!(
+            details("H200", &GpuInference::default(), None)
+                .get("glare")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn every_glare_entry_has_a_model_kernel() {
+        for method in GPU_METHODS {
+            let kernel = method.family.glare_kernel();
+            if method.glare {
+                assert_eq!(glare::kernel_of(method.name), kernel, "{}", method.name);
+                assert!(method.name.ends_with(glare::SUFFIX));
+            } else {
+                assert!(glare::kernel_of(method.name).is_none());
+            }
+        }
     }
 
     #[test]

@@ -4,16 +4,18 @@
 //! `spdnn infer`, `spdnn bench` and `cargo xtask bench` all go through [`run::execute`].
 
 pub mod data;
+pub mod glare;
 mod gpu_methods;
 pub mod method;
 pub mod report;
 pub mod run;
 
+pub use glare::GlareSettings;
 pub use method::{Method, MethodOutput, Problem, Registry, Timing};
 pub use report::RunReport;
 pub use run::{MethodOptions, RunConfig, Truth};
-/// The crates whose option types [`MethodOptions`] holds.
-pub use {spdnn_snicit, spdnn_xy};
+/// The crates whose option types [`MethodOptions`] holds, and GLARE's model.
+pub use {spdnn_glare, spdnn_snicit, spdnn_xy};
 
 /// Whether a CUDA GPU can be used by this build on this machine (never panics).
 pub fn gpu_available() -> bool {

@@ -52,6 +52,11 @@ pub trait Method: Send + Sync {
     fn description(&self) -> &'static str;
     /// Whether this method needs a CUDA GPU.
     fn needs_gpu(&self) -> bool;
+    /// Whether `spdnn bench` runs it when no methods are named (the `+glare` variants
+    /// run only when named or asked for with `--glare`).
+    fn in_default_run(&self) -> bool {
+        true
+    }
     /// Runs the whole problem, `config.warmup` untimed then `config.repetitions` timed.
     fn run(&self, problem: &Problem<'_>, config: &RunConfig) -> Result<MethodOutput>;
 }
@@ -63,15 +68,13 @@ pub struct Registry {
 
 impl Default for Registry {
     fn default() -> Self {
+        let gpu = crate::gpu_methods::GPU_METHODS
+            .iter()
+            .map(|&m| Box::new(m) as Box<dyn Method>);
         Self {
-            methods: vec![
-                Box::new(CpuReference),
-                Box::new(crate::gpu_methods::Bf),
-                Box::new(crate::gpu_methods::Snig),
-                Box::new(crate::gpu_methods::Xy),
-                Box::new(crate::gpu_methods::Snicit),
-                Box::new(crate::gpu_methods::Cusparse),
-            ],
+            methods: std::iter::once(Box::new(CpuReference) as Box<dyn Method>)
+                .chain(gpu)
+                .collect(),
         }
     }
 }
@@ -96,6 +99,13 @@ impl Registry {
     /// Names of all methods.
     pub fn names(&self) -> Vec<&'static str> {
         self.all().map(|m| m.name()).collect()
+    }
+
+    /// The name of the GLARE variant of `name` (itself when it is one), when this
+    /// registry has it.
+    pub fn glare_variant(&self, name: &str) -> Option<&'static str> {
+        let variant = crate::glare::variant_of(name)?;
+        self.all().map(|m| m.name()).find(|n| *n == variant)
     }
 }
 
@@ -177,16 +187,59 @@ mod tests {
     use super::*;
 
     #[test]
-    fn registry_lists_xy_and_snicit_after_snig() {
+    fn registry_order_puts_each_glare_variant_after_its_method() {
         let registry = Registry::default();
-        let names = registry.names();
-        let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
-        assert_eq!(at("xy"), at("snig") + 1);
-        assert_eq!(at("snicit"), at("xy") + 1);
-        for name in ["xy", "snicit"] {
-            let method = registry.get(name).unwrap();
-            assert!(method.needs_gpu());
+        assert_eq!(
+            registry.names(),
+            [
+                "cpu",
+                "bf",
+                "bf+glare",
+                "snig",
+                "snig+glare",
+                "xy",
+                "xy+glare",
+                "snicit",
+                "snicit+glare",
+                "cusparse"
+            ]
+        );
+        for method in registry.all() {
             assert!(!method.description().is_empty());
+            assert_eq!(method.needs_gpu(), method.name() != "cpu");
+            let glare = method.name().ends_with("+glare");
+            assert_eq!(method.in_default_run(), !glare, "{}", method.name());
         }
+    }
+
+    #[test]
+    fn glare_variants_are_found_in_the_registry() {
+        let registry = Registry::default();
+        assert_eq!(registry.glare_variant("bf"), Some("bf+glare"));
+        assert_eq!(registry.glare_variant("snicit"), Some("snicit+glare"));
+        assert_eq!(registry.glare_variant("xy+glare"), Some("xy+glare"));
+        assert_eq!(registry.glare_variant("cpu"), None);
+        assert_eq!(registry.glare_variant("cusparse"), None);
+        assert_eq!(registry.glare_variant("nonsense"), None);
+    }
+
+    #[test]
+    fn glare_methods_check_their_options_before_looking_for_a_gpu() {
+        let network = spdnn_sdgc::generator::network(64, 2, 0).unwrap();
+        let input = spdnn_sdgc::images::synthetic(4, 64, 0).unwrap();
+        let problem = Problem {
+            network: &network,
+            input: &input,
+            bias: -0.3,
+            upper_bound: 32.0,
+        };
+        let mut config = RunConfig::default();
+        config.methods.glare.segment = Some(32);
+        let registry = Registry::default();
+        let error = match registry.get("bf+glare").unwrap().run(&problem, &config) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("bf+glare accepted m = 32 for N = 64"),
+        };
+        assert!(error.contains("accepts 64"), "{error}");
     }
 }

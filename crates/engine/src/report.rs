@@ -138,6 +138,17 @@ impl RunReport {
     pub fn layer_times(&self) -> Vec<f64> {
         layer_times(&self.details)
     }
+
+    /// GLARE's segment and access reduction (see [`glare_summary`]).
+    pub fn glare(&self) -> Option<crate::glare::Summary> {
+        glare_summary(&self.details)
+    }
+}
+
+/// GLARE's segment, how it was chosen and the access reduction, for runs of a `+glare`
+/// method (`None` for other runs).
+pub fn glare_summary(details: &serde_json::Value) -> Option<crate::glare::Summary> {
+    crate::glare::Summary::from_details(details)
 }
 
 /// The stage times in a run's details (`stages_ms: [{"stage", "ms"}, …]`), in order.

@@ -4,6 +4,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 use spdnn_sdgc::benchmark::Benchmark;
 
+use crate::glare::GlareSettings;
 use crate::method::{Method, Problem};
 use crate::report::{CategoryCheck, RunReport};
 
@@ -29,6 +30,10 @@ pub struct RunConfig {
     pub precision: Precision,
     /// Parameters of the methods that have some (each method reads its own).
     pub methods: MethodOptions,
+    /// The GLARE access model's statistics of this run's problem, computed once by a
+    /// caller that runs several `+glare` methods on it ([`crate::glare::shared_profile`]);
+    /// `None`, or one that does not fit the problem: each such method computes its own.
+    pub glare_profile: Option<std::sync::Arc<crate::glare::Profile>>,
 }
 
 impl Default for RunConfig {
@@ -38,6 +43,7 @@ impl Default for RunConfig {
             repetitions: 3,
             precision: Precision::F32,
             methods: MethodOptions::default(),
+            glare_profile: None,
         }
     }
 }
@@ -52,6 +58,8 @@ pub struct MethodOptions {
     pub xy: spdnn_xy::XyOptions,
     /// `snicit` (its `xy` field tunes the pre-convergence layers when they run XY).
     pub snicit: spdnn_snicit::SnicitOptions,
+    /// The `+glare` methods (on top of their plain method's options above).
+    pub glare: GlareSettings,
 }
 
 impl Default for MethodOptions {
@@ -66,15 +74,19 @@ impl Default for MethodOptions {
                 ..spdnn_snicit::SnicitOptions::default()
             },
             xy,
+            glare: GlareSettings::default(),
         }
     }
 }
 
 impl MethodOptions {
-    /// Checks every method's parameters (see [`validate_xy`], [`validate_snicit`]).
+    /// Checks every method's parameters (see [`validate_xy`], [`validate_snicit`],
+    /// [`GlareSettings::validate`]; the kernel-specific GLARE checks are
+    /// [`GlareSettings::validate_for`] and [`crate::glare::check_method`]).
     pub fn validate(&self) -> Result<()> {
         validate_xy(&self.xy)?;
-        validate_snicit(&self.snicit)
+        validate_snicit(&self.snicit)?;
+        self.glare.validate()
     }
 }
 
@@ -193,13 +205,17 @@ mod tests {
         assert_eq!(options.snicit.xy.cache_dir.as_deref(), Some(dir.as_path()));
         assert_eq!(options.xy.delete_at, Some(22));
         assert_eq!(options.snicit.threshold, 30);
+        assert_eq!(options.glare, GlareSettings::default());
+        assert!(options.xy.glare.is_none() && options.snicit.glare.is_none());
+        assert!(options.snicit.xy.glare.is_none());
         assert_eq!(RunConfig::default().methods, options);
+        assert!(RunConfig::default().glare_profile.is_none());
     }
 
     #[test]
     fn zero_counts_are_rejected() {
         let base = MethodOptions::default();
-        let cases: [fn(&mut MethodOptions); 7] = [
+        let cases: [fn(&mut MethodOptions); 9] = [
             |o| o.snicit.threshold = 0,
             |o| o.snicit.samples = 0,
             |o| o.snicit.bins = 0,
@@ -207,6 +223,8 @@ mod tests {
             |o| o.snicit.batch = Some(0),
             |o| o.snicit.xy.delete_at = Some(0),
             |o| o.xy.delete_at = Some(0),
+            |o| o.glare.model_rows = 0,
+            |o| o.glare.segment = Some(0),
         ];
         for (i, change) in cases.iter().enumerate() {
             let mut options = base.clone();

@@ -1,11 +1,13 @@
 //! `spdnn bench`: every available method on the chosen benchmarks; a table, JSON and Markdown.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 use spdnn_engine::data::{InputSpec, WeightsSpec, load_network, load_truth, official_files};
+use spdnn_engine::glare;
 use spdnn_engine::report::{markdown_table, terminal_table};
 use spdnn_engine::run::{Precision, execute};
 use spdnn_engine::{MethodOptions, Problem, Registry, RunConfig, RunReport, Truth};
@@ -31,7 +33,8 @@ pub struct BenchArgs {
     /// Input rows.
     #[arg(long, default_value_t = OFFICIAL_ROWS)]
     rows: usize,
-    /// Methods to run (comma-separated; default: every method this machine can run).
+    /// Methods to run (comma-separated; default: every method this machine can run, the
+    /// +glare variants only with --glare, which swaps each method for its variant).
     #[arg(long, value_delimiter = ',')]
     methods: Vec<String>,
     /// Timed repetitions per GPU method (the median is reported).
@@ -84,21 +87,34 @@ struct Case {
 /// Runs every case on every chosen method.
 pub fn run(args: &BenchArgs) -> Result<Outcome> {
     let registry = Registry::default();
-    let methods: Vec<&dyn spdnn_engine::Method> = if args.methods.is_empty() {
+    let named: Vec<&'static str> = if args.methods.is_empty() {
         registry
             .all()
+            .filter(|m| m.in_default_run())
             .filter(|m| !m.needs_gpu() || spdnn_engine::gpu_available())
+            .map(|m| m.name())
             .collect()
     } else {
         args.methods
             .iter()
-            .map(|name| registry.get(name))
+            .map(|name| registry.get(name).map(|m| m.name()))
             .collect::<Result<_>>()?
     };
+    let (names, mut warnings) = args.method_options.resolve_methods(&registry, &named);
+    let methods: Vec<&dyn spdnn_engine::Method> = names
+        .iter()
+        .map(|name| registry.get(name))
+        .collect::<Result<_>>()?;
     let method_options = args.method_options.options()?;
-    let names: Vec<&str> = methods.iter().map(|m| m.name()).collect();
-    for warning in args.method_options.unused_warnings(&names) {
+    warnings.extend(args.method_options.unused_warnings(&names));
+    for warning in warnings {
         eprintln!("{warning}");
+    }
+    // A hand-given GLARE segment is checked for every N before anything runs.
+    for &neurons in &args.neurons {
+        for name in &names {
+            glare::check_method(name, neurons, &method_options)?;
+        }
     }
     let show = progress::enabled(args.json);
     let data_dir = paths::data_dir();
@@ -117,19 +133,23 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
                 cases.push(case);
             }
             for case in &cases {
+                let profile = glare_profile(case, &names, &method_options, show)?;
                 for &method in &methods {
-                    let report =
-                        run_case(method, case, args, &method_options, show).with_context(|| {
+                    let report = run_case(method, case, args, &method_options, &profile, show)
+                        .with_context(|| {
                             format!("{} on {}", method.name(), case.benchmark.name())
                         })?;
                     if !args.json {
                         eprintln!(
-                            "{:<10} {:<9} {:>10.2} ms  matched {}",
+                            "{:<14} {:<9} {:>10.2} ms  matched {}",
                             report.method,
                             report.benchmark,
                             report.infer_ms,
                             report.matched_label()
                         );
+                        if let Some(glare) = report.glare() {
+                            eprintln!("{:<14} {}", "", glare.text());
+                        }
                     }
                     reports.push(report);
                 }
@@ -153,6 +173,9 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
     } else {
         println!();
         print!("{}", terminal_table(&results.reports));
+        for line in glare_lines(&results.reports) {
+            println!("{line}");
+        }
         for note in &results.notes {
             println!("note: {note}");
         }
@@ -295,12 +318,52 @@ fn reference_truth(
     })
 }
 
+/// The GLARE access model's statistics of a case, computed once for all the `+glare`
+/// methods that will run on it (none when no model runs).
+fn glare_profile(
+    case: &Case,
+    names: &[&str],
+    method_options: &MethodOptions,
+    show: bool,
+) -> Result<Option<Arc<glare::Profile>>> {
+    if !glare::needs_profile(names, &method_options.glare) {
+        return Ok(None);
+    }
+    let problem = Problem {
+        network: &case.network,
+        input: &case.input,
+        bias: case.benchmark.bias,
+        upper_bound: case.benchmark.upper_bound,
+    };
+    let spinner = progress::spinner(show, &format!("GLARE model {}", case.benchmark.name()));
+    let profile = glare::shared_profile(names, &problem, &method_options.glare)?;
+    spinner.finish_and_clear();
+    Ok(profile)
+}
+
+/// One line per GLARE run: its method, benchmark, segment and access reduction.
+fn glare_lines(reports: &[RunReport]) -> Vec<String> {
+    reports
+        .iter()
+        .filter_map(|r| {
+            let glare = r.glare()?;
+            Some(format!(
+                "glare: {} on {}: {}",
+                r.method,
+                r.benchmark,
+                glare.text()
+            ))
+        })
+        .collect()
+}
+
 /// Runs one method on one case (the CPU on its affordable slice of rows).
 fn run_case(
     method: &dyn spdnn_engine::Method,
     case: &Case,
     args: &BenchArgs,
     method_options: &MethodOptions,
+    glare_profile: &Option<Arc<glare::Profile>>,
     show: bool,
 ) -> Result<RunReport> {
     let spinner = progress::spinner(
@@ -313,6 +376,7 @@ fn run_case(
             repetitions: args.repetitions.max(1),
             precision: Precision::F32,
             methods: method_options.clone(),
+            glare_profile: glare_profile.clone(),
         };
         (case.input.clone(), config)
     } else {
@@ -322,6 +386,7 @@ fn run_case(
             repetitions: args.cpu_repetitions.max(1),
             precision: Precision::F32,
             methods: method_options.clone(),
+            glare_profile: None,
         };
         (case.input.head(rows), config)
     };
@@ -364,6 +429,9 @@ fn write_results(dir: &Path, results: &ResultsFile) -> Result<(PathBuf, PathBuf)
         results.cpu_threads
     );
     md.push_str(&markdown_table(&results.reports));
+    for line in glare_lines(&results.reports) {
+        md.push_str(&format!("\n- {line}"));
+    }
     for note in &results.notes {
         md.push_str(&format!("\n- {note}"));
     }

@@ -16,7 +16,7 @@ use crate::{Outcome, PrecisionArg, WeightsArgs, progress};
 /// Arguments of `spdnn infer`.
 #[derive(Args)]
 pub struct InferArgs {
-    /// Method name (`spdnn methods` lists them).
+    /// Method name (`spdnn methods` lists them; with --glare, its GLARE variant runs).
     #[arg(long, default_value = "cpu")]
     method: String,
     /// N (inferred from the weights' file names when omitted).
@@ -67,9 +67,12 @@ pub struct InferArgs {
 /// Loads, runs, checks, prints.
 pub fn run(args: &InferArgs) -> Result<Outcome> {
     let registry = Registry::default();
-    let method = registry.get(&args.method)?;
+    let named = registry.get(&args.method)?.name();
+    let (names, mut warnings) = args.method_options.resolve_methods(&registry, &[named]);
+    let method = registry.get(names.first().copied().unwrap_or(named))?;
     let method_options = args.method_options.options()?;
-    for warning in args.method_options.unused_warnings(&[method.name()]) {
+    warnings.extend(args.method_options.unused_warnings(&[method.name()]));
+    for warning in warnings {
         eprintln!("{warning}");
     }
     let show = progress::enabled(args.json);
@@ -84,6 +87,7 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
     )?;
     bar.finish_and_clear();
     let neurons = network.neurons();
+    spdnn_engine::glare::check_method(method.name(), neurons, &method_options)?;
 
     let spec = match (&args.images, args.mnist, args.synthetic_seed) {
         (Some(path), _, _) => InputSpec::File(path.clone()),
@@ -117,6 +121,7 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
         repetitions: args.repetitions.max(1),
         precision: args.precision.into(),
         methods: method_options,
+        glare_profile: None,
     };
 
     let spinner = progress::spinner(show, &format!("running {}", method.name()));
@@ -159,6 +164,9 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
         }
         for line in layer_lines(&report.layer_times()) {
             println!("{line}");
+        }
+        if let Some(glare) = report.glare() {
+            println!("glare       {}", glare.text());
         }
         println!("total       {:.3} ms", report.total_ms);
         println!("rate        {:.4} TeraEdges/s", report.teraedges_per_s);
