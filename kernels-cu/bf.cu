@@ -151,53 +151,33 @@ __device__ __forceinline__ void bf_layer_body(const float* __restrict__ y_in, fl
     }
 }
 
+#define BF_LAYER_ARGS                                                                                         \
+    const float *__restrict__ y_in, float *__restrict__ y_out, const unsigned int *__restrict__ active_rows,   \
+        const unsigned int *__restrict__ active_count, unsigned char *__restrict__ row_alive,                  \
+        const unsigned int *__restrict__ slab_offsets, const unsigned int *__restrict__ slab_cols,             \
+        const float *__restrict__ vals, unsigned int n, unsigned int slab_width, unsigned int num_slabs,        \
+        float bias, float upper
+#define BF_LAYER_PASS \
+    y_in, y_out, active_rows, active_count, row_alive, slab_offsets, slab_cols, vals, n, slab_width, num_slabs, bias, upper
+#define BF_RECORDER_ARGS                                                                                      \
+    const unsigned char *__restrict__ in_flags, unsigned char *__restrict__ out_flags, unsigned int shift,     \
+        unsigned int row_units, unsigned long long *__restrict__ census
+
 // Launch: grid (capacity rows; blocks past *active_count exit), block 256, shared slab_width floats.
-extern "C" __global__ void bf_layer(const float* __restrict__ y_in, float* __restrict__ y_out,
-                                    const unsigned int* __restrict__ active_rows,
-                                    const unsigned int* __restrict__ active_count,
-                                    unsigned char* __restrict__ row_alive,
-                                    const unsigned int* __restrict__ slab_offsets,
-                                    const unsigned int* __restrict__ slab_cols, const float* __restrict__ vals,
-                                    unsigned int n, unsigned int slab_width, unsigned int num_slabs, float bias,
-                                    float upper) {
-    const BfRecorder none = {nullptr, nullptr, 0u, 0u, nullptr};
-    bf_layer_body<false, false>(y_in, y_out, active_rows, active_count, row_alive, slab_offsets, slab_cols, vals, n,
-                                slab_width, num_slabs, bias, upper, none);
+extern "C" __global__ void bf_layer(BF_LAYER_ARGS) {
+    bf_layer_body<false, false>(BF_LAYER_PASS, BfRecorder{nullptr, nullptr, 0u, 0u, nullptr});
 }
 
 // bf_layer with the GLARE recorder (in_flags/out_flags: rows x row_units bytes).
 // Launch: grid (capacity rows; blocks past *active_count exit), block 256, shared slab_width floats + 64 bytes static.
-extern "C" __global__ void bf_layer_glare(const float* __restrict__ y_in, float* __restrict__ y_out,
-                                          const unsigned int* __restrict__ active_rows,
-                                          const unsigned int* __restrict__ active_count,
-                                          unsigned char* __restrict__ row_alive,
-                                          const unsigned int* __restrict__ slab_offsets,
-                                          const unsigned int* __restrict__ slab_cols, const float* __restrict__ vals,
-                                          unsigned int n, unsigned int slab_width, unsigned int num_slabs, float bias,
-                                          float upper, const unsigned char* __restrict__ in_flags,
-                                          unsigned char* __restrict__ out_flags, unsigned int shift,
-                                          unsigned int row_units, unsigned long long* __restrict__ census) {
-    const BfRecorder recorder = {in_flags, out_flags, shift, row_units, census};
-    bf_layer_body<true, false>(y_in, y_out, active_rows, active_count, row_alive, slab_offsets, slab_cols, vals, n,
-                               slab_width, num_slabs, bias, upper, recorder);
+extern "C" __global__ void bf_layer_glare(BF_LAYER_ARGS, BF_RECORDER_ARGS) {
+    bf_layer_body<true, false>(BF_LAYER_PASS, BfRecorder{in_flags, out_flags, shift, row_units, census});
 }
 
 // bf_layer_glare counting its accesses into census[0 .. 8).
 // Launch: grid (capacity rows; blocks past *active_count exit), block 256, shared slab_width floats + 64 bytes static.
-extern "C" __global__ void bf_layer_glare_census(const float* __restrict__ y_in, float* __restrict__ y_out,
-                                                 const unsigned int* __restrict__ active_rows,
-                                                 const unsigned int* __restrict__ active_count,
-                                                 unsigned char* __restrict__ row_alive,
-                                                 const unsigned int* __restrict__ slab_offsets,
-                                                 const unsigned int* __restrict__ slab_cols,
-                                                 const float* __restrict__ vals, unsigned int n,
-                                                 unsigned int slab_width, unsigned int num_slabs, float bias,
-                                                 float upper, const unsigned char* __restrict__ in_flags,
-                                                 unsigned char* __restrict__ out_flags, unsigned int shift,
-                                                 unsigned int row_units, unsigned long long* __restrict__ census) {
-    const BfRecorder recorder = {in_flags, out_flags, shift, row_units, census};
-    bf_layer_body<true, true>(y_in, y_out, active_rows, active_count, row_alive, slab_offsets, slab_cols, vals, n,
-                              slab_width, num_slabs, bias, upper, recorder);
+extern "C" __global__ void bf_layer_glare_census(BF_LAYER_ARGS, BF_RECORDER_ARGS) {
+    bf_layer_body<true, true>(BF_LAYER_PASS, BfRecorder{in_flags, out_flags, shift, row_units, census});
 }
 
 // Lists the rows that stayed non-empty: next_rows gets active_rows[i] for every

@@ -112,44 +112,28 @@ __device__ __forceinline__ void snig_layer_body(const float* __restrict__ y_in, 
     }
 }
 
+#define SNIG_LAYER_ARGS                                                                                       \
+    const float *__restrict__ y_in, float *__restrict__ y_out, const unsigned char *__restrict__ in_flags,     \
+        unsigned char *__restrict__ out_flags, const unsigned int *__restrict__ slab_offsets,                  \
+        const unsigned int *__restrict__ slab_cols, const float *__restrict__ vals, unsigned int n,            \
+        unsigned int slab_width, unsigned int num_slabs, float bias, float upper
+#define SNIG_LAYER_PASS y_in, y_out, in_flags, out_flags, slab_offsets, slab_cols, vals, n, slab_width, num_slabs, bias, upper
+
 // Launch: grid (rows, num_slabs), block 256, shared slab_width floats.
-extern "C" __global__ void snig_layer(const float* __restrict__ y_in, float* __restrict__ y_out,
-                                      const unsigned char* __restrict__ in_flags,
-                                      unsigned char* __restrict__ out_flags,
-                                      const unsigned int* __restrict__ slab_offsets,
-                                      const unsigned int* __restrict__ slab_cols, const float* __restrict__ vals,
-                                      unsigned int n, unsigned int slab_width, unsigned int num_slabs, float bias,
-                                      float upper) {
-    snig_layer_body<false, false>(y_in, y_out, in_flags, out_flags, slab_offsets, slab_cols, vals, n, slab_width,
-                                  num_slabs, bias, upper, nullptr);
+extern "C" __global__ void snig_layer(SNIG_LAYER_ARGS) {
+    snig_layer_body<false, false>(SNIG_LAYER_PASS, nullptr);
 }
 
 // snig_layer with sections at the bound recorded in the flags (GLARE); census unused.
 // Launch: grid (rows, num_slabs), block 256, shared slab_width floats.
-extern "C" __global__ void snig_layer_glare(const float* __restrict__ y_in, float* __restrict__ y_out,
-                                            const unsigned char* __restrict__ in_flags,
-                                            unsigned char* __restrict__ out_flags,
-                                            const unsigned int* __restrict__ slab_offsets,
-                                            const unsigned int* __restrict__ slab_cols,
-                                            const float* __restrict__ vals, unsigned int n, unsigned int slab_width,
-                                            unsigned int num_slabs, float bias, float upper,
-                                            unsigned long long* __restrict__ census) {
-    snig_layer_body<true, false>(y_in, y_out, in_flags, out_flags, slab_offsets, slab_cols, vals, n, slab_width,
-                                 num_slabs, bias, upper, census);
+extern "C" __global__ void snig_layer_glare(SNIG_LAYER_ARGS, unsigned long long* __restrict__ census) {
+    snig_layer_body<true, false>(SNIG_LAYER_PASS, census);
 }
 
 // snig_layer_glare counting its accesses into census[0 .. 8).
 // Launch: grid (rows, num_slabs), block 256, shared slab_width floats.
-extern "C" __global__ void snig_layer_glare_census(const float* __restrict__ y_in, float* __restrict__ y_out,
-                                                   const unsigned char* __restrict__ in_flags,
-                                                   unsigned char* __restrict__ out_flags,
-                                                   const unsigned int* __restrict__ slab_offsets,
-                                                   const unsigned int* __restrict__ slab_cols,
-                                                   const float* __restrict__ vals, unsigned int n,
-                                                   unsigned int slab_width, unsigned int num_slabs, float bias,
-                                                   float upper, unsigned long long* __restrict__ census) {
-    snig_layer_body<true, true>(y_in, y_out, in_flags, out_flags, slab_offsets, slab_cols, vals, n, slab_width,
-                                num_slabs, bias, upper, census);
+extern "C" __global__ void snig_layer_glare_census(SNIG_LAYER_ARGS, unsigned long long* __restrict__ census) {
+    snig_layer_body<true, true>(SNIG_LAYER_PASS, census);
 }
 
 // Writes the bound into every section flagged at the bound (before reading Y back).
