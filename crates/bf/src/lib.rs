@@ -48,7 +48,6 @@ pub struct BfKernels {
     layer_glare: CudaFunction,
     layer_glare_census: CudaFunction,
     compact: CudaFunction,
-    glare_fill: CudaFunction,
 }
 
 impl BfKernels {
@@ -59,7 +58,6 @@ impl BfKernels {
             layer_glare: gpu.function(&BF, "bf_layer_glare")?,
             layer_glare_census: gpu.function(&BF, "bf_layer_glare_census")?,
             compact: gpu.function(&BF, "bf_compact_rows")?,
-            glare_fill: gpu.function(&BF, "glare_fill_listed_rows")?,
         })
     }
 }
@@ -319,15 +317,14 @@ impl BfGlare {
         rows: usize,
         layers: usize,
     ) -> Result<Self, CudaError> {
-        let shift = settings.shift()?;
-        let model_shape = model::Shape {
-            neurons: shape.n,
-            slab_width: shape.slab_width,
-            first_layer: 0,
-        };
-        model::Kernel::Bf
-            .check_segment(&model_shape, settings.segment)
-            .map_err(CudaError::InvalidArgument)?;
+        let shift = settings.checked_shift(
+            model::Kernel::Bf,
+            &model::Shape {
+                neurons: shape.n,
+                slab_width: shape.slab_width,
+                first_layer: 0,
+            },
+        )?;
         let row_units = shape.n.div_ceil(settings.segment);
         Ok(Self {
             settings: *settings,
@@ -453,25 +450,15 @@ impl Run<'_> {
         let Some(g) = &self.glare else {
             return Ok(());
         };
-        let (n_u32, upper) = (self.shape.n as u32, self.shape.upper);
-        let list = self.lists.current();
-        let mut fill = self.gpu.stream().launch_builder(&self.kernels.glare_fill);
-        fill.arg(&mut **self.y.current_mut())
-            .arg(&*list.rows)
-            .arg(&*list.count)
-            .arg(&**g.recorder.flags.current())
-            .arg(&n_u32)
-            .arg(&g.shift)
-            .arg(&g.row_units)
-            .arg(&upper);
-        // Launch: grid (rows; blocks past the list count exit), block 256, no shared memory.
-        let config = LaunchConfig {
-            grid_dim: (self.rows.max(1) as u32, 1, 1),
-            block_dim: (LIST_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        unsafe { fill.launch(config) }.context("launching glare_fill_listed_rows")?;
-        Ok(())
+        g.recorder.fill_listed_rows(
+            self.gpu,
+            self.y.current_mut(),
+            self.lists.current(),
+            self.rows,
+            self.shape.n,
+            (g.shift, g.row_units as usize),
+            self.shape.upper,
+        )
     }
 }
 

@@ -20,7 +20,7 @@
 pub mod model;
 mod recorder;
 
-pub use recorder::{Census, Recorder};
+pub use recorder::{Census, GLARE, Recorder};
 pub use spdnn_cuda::census::{AccessCounts, CENSUS_WORDS};
 
 /// GLARE settings of a kernel crate's run.
@@ -41,6 +41,19 @@ impl Glare {
             segment,
             census: true,
         }
+    }
+
+    /// Checks the segment length against what `kernel` accepts for `shape`
+    /// ([`model::Kernel::check_segment`]) and returns `log2(segment)`.
+    pub fn checked_shift(
+        &self,
+        kernel: model::Kernel,
+        shape: &model::Shape,
+    ) -> Result<u32, spdnn_cuda::CudaError> {
+        kernel
+            .check_segment(shape, self.segment)
+            .map_err(spdnn_cuda::CudaError::InvalidArgument)?;
+        self.shift()
     }
 
     /// `log2(segment)`, or an error naming the value when it is not a power of two.

@@ -1,8 +1,17 @@
 //! The recorders and the census counters on the device.
 
 use spdnn_cuda::census::{AccessCounts, CENSUS_WORDS};
-use spdnn_cuda::rows::PingPong;
-use spdnn_cuda::{CudaError, CudaViewMut, DeviceBuffer, DriverResultExt, Gpu};
+use spdnn_cuda::rows::{PingPong, RowList};
+use spdnn_cuda::{
+    CudaError, CudaViewMut, DeviceBuffer, DriverResultExt, Gpu, KernelSource, LaunchConfig,
+    PushKernelArg,
+};
+
+/// `kernels-cu/glare.cu`.
+pub const GLARE: KernelSource = KernelSource {
+    name: "glare.cu",
+    source: include_str!("../../../kernels-cu/glare.cu"),
+};
 
 /// Two recorders (the current one, read by the next layer, and the next one, written by
 /// it) with the bookkeeping of units that span several blocks.
@@ -49,6 +58,45 @@ impl Recorder {
         stream
             .memset_zeros(&mut *self.arrivals)
             .context("clearing the GLARE unit words")?;
+        Ok(())
+    }
+}
+
+impl Recorder {
+    /// Writes the bound into every unit the current recorder flags in the rows listed in
+    /// `list` of a row-major `rows × n` block (`units` units of `2^shift` neurons a row),
+    /// so the activations can be read back without the recorder. `capacity` bounds the
+    /// list's length (it sizes the grid).
+    #[allow(clippy::too_many_arguments)]
+    pub fn fill_listed_rows(
+        &self,
+        gpu: &Gpu,
+        y: &mut DeviceBuffer<f32>,
+        list: &RowList,
+        capacity: usize,
+        n: usize,
+        (shift, units): (u32, usize),
+        upper: f32,
+    ) -> Result<(), CudaError> {
+        let kernel = gpu.function(&GLARE, "glare_fill_listed_rows")?;
+        let (n_u32, units_u32) = (n as u32, units as u32);
+        let mut launch = gpu.stream().launch_builder(&kernel);
+        launch
+            .arg(&mut **y)
+            .arg(&*list.rows)
+            .arg(&*list.count)
+            .arg(&**self.flags.current())
+            .arg(&n_u32)
+            .arg(&shift)
+            .arg(&units_u32)
+            .arg(&upper);
+        // Launch: grid (list capacity; blocks past the count exit), block 256, no shared memory.
+        let config = LaunchConfig {
+            grid_dim: (capacity.max(1) as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        unsafe { launch.launch(config) }.context("launching glare_fill_listed_rows")?;
         Ok(())
     }
 }

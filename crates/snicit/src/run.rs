@@ -10,7 +10,7 @@ use spdnn_glare::model::{self, ROW_BLOCK};
 use spdnn_glare::{Census, Glare, Recorder};
 use spdnn_xy::XyNetwork;
 use spdnn_xy::gpu::{
-    DeviceXyNetwork, ExportedRows, RecorderStep, RowMajorStep, XyKernels, XyRun, launch_fill_rows,
+    DeviceXyNetwork, ExportedRows, RecorderStep, RowMajorStep, XyKernels, XyRun,
     launch_gather_rows, launch_row_major, list_config,
 };
 
@@ -124,15 +124,14 @@ impl PostGlare {
         threshold: usize,
         layers: usize,
     ) -> Result<Self, CudaError> {
-        let shift = settings.shift()?;
-        let shape = model::Shape {
-            neurons: n,
-            slab_width: 0,
-            first_layer: threshold,
-        };
-        model::Kernel::Snicit
-            .check_segment(&shape, settings.segment)
-            .map_err(CudaError::InvalidArgument)?;
+        let shift = settings.checked_shift(
+            model::Kernel::Snicit,
+            &model::Shape {
+                neurons: n,
+                slab_width: 0,
+                first_layer: threshold,
+            },
+        )?;
         Ok(Self {
             shift,
             units: n.div_ceil(settings.segment),
@@ -539,17 +538,14 @@ impl<'a> Context<'a> {
             Some(clustered) => {
                 if let (Some(g), Some(recorder)) = (&self.glare, &batch.post.recorder) {
                     // Units the last layer recorded at the bound were not written.
-                    let list = batch.post.lists.current();
-                    launch_fill_rows(
+                    recorder.fill_listed_rows(
                         self.gpu,
-                        &self.kernels.xy,
                         &mut clustered.y,
-                        &list.rows,
-                        &list.count,
+                        batch.post.lists.current(),
                         clustered.listed,
-                        recorder.flags.current(),
                         n,
-                        (g.shift, g.units, self.activation.1),
+                        (g.shift, g.units),
+                        self.activation.1,
                     )?;
                 }
                 let count = clustered.ids.len();

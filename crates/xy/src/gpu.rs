@@ -106,7 +106,6 @@ pub struct XyKernels {
     row_major_glare: [[CudaFunction; 2]; 2],
     neuron_major_glare: [[CudaFunction; 2]; 2],
     fill_columns: CudaFunction,
-    fill_rows: CudaFunction,
     rows_to_columns: CudaFunction,
     columns_to_rows: CudaFunction,
     gather_columns: CudaFunction,
@@ -149,7 +148,6 @@ impl XyKernels {
                 ],
             ],
             fill_columns: gpu.function(&XY, "xy_glare_fill_columns")?,
-            fill_rows: gpu.function(&XY, "glare_fill_listed_rows")?,
             rows_to_columns: gpu.function(&XY, "xy_rows_to_columns")?,
             columns_to_rows: gpu.function(&XY, "xy_columns_to_rows")?,
             gather_columns: gpu.function(&XY, "xy_gather_columns")?,
@@ -290,15 +288,14 @@ impl<'a> XyRun<'a> {
     /// Runs the neuron-major layers after the deletion (all of them when nothing is
     /// deleted) with GLARE's recorder; `layers` sizes the census.
     pub fn with_glare(mut self, settings: &Glare, layers: usize) -> Result<Self, CudaError> {
-        let shift = settings.shift()?;
-        let shape = model::Shape {
-            neurons: self.n,
-            slab_width: 0,
-            first_layer: self.delete_at.unwrap_or(0),
-        };
-        model::Kernel::Xy
-            .check_segment(&shape, settings.segment)
-            .map_err(CudaError::InvalidArgument)?;
+        let shift = settings.checked_shift(
+            model::Kernel::Xy,
+            &model::Shape {
+                neurons: self.n,
+                slab_width: 0,
+                first_layer: self.delete_at.unwrap_or(0),
+            },
+        )?;
         let tiles = self.capacity.div_ceil(COLUMN_THREADS as usize);
         let units = self.n.div_ceil(settings.segment);
         self.glare = Some(XyGlare {
@@ -851,41 +848,6 @@ pub fn launch_row_major(
         shared_mem_bytes: 0,
     };
     unsafe { launch.launch(config) }.context("launching xy_row_major_layer")?;
-    Ok(())
-}
-
-/// Enqueues `glare_fill_listed_rows`: the bound into every unit flagged in `flags` (rows ×
-/// `units`, units of `2^shift`) of the rows listed in `rows` (`count` on the device).
-#[allow(clippy::too_many_arguments)]
-pub fn launch_fill_rows(
-    gpu: &Gpu,
-    kernels: &XyKernels,
-    y: &mut DeviceBuffer<f32>,
-    rows: &DeviceBuffer<u32>,
-    count: &DeviceBuffer<u32>,
-    capacity: usize,
-    flags: &DeviceBuffer<u8>,
-    n: usize,
-    (shift, units, upper): (u32, usize, f32),
-) -> Result<(), CudaError> {
-    let (n_u32, units_u32) = (n as u32, units as u32);
-    let mut launch = gpu.stream().launch_builder(&kernels.fill_rows);
-    launch
-        .arg(&mut **y)
-        .arg(&**rows)
-        .arg(&**count)
-        .arg(&**flags)
-        .arg(&n_u32)
-        .arg(&shift)
-        .arg(&units_u32)
-        .arg(&upper);
-    // Launch: grid (list capacity; blocks past the count exit), block 256, no shared memory.
-    let config = LaunchConfig {
-        grid_dim: (capacity.max(1) as u32, 1, 1),
-        block_dim: (LIST_THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    unsafe { launch.launch(config) }.context("launching glare_fill_listed_rows")?;
     Ok(())
 }
 
