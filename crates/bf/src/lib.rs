@@ -17,7 +17,7 @@ use spdnn_cuda::{
     CudaError, CudaFunction, CudaViewMut, DeviceBuffer, DriverResultExt, EventTimer, Gpu,
     KernelSource, LaunchConfig, PushKernelArg,
 };
-use spdnn_formats::Csr;
+use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_glare::{Census, Glare, Recorder, model};
 
 /// `kernels-cu/bf.cu`.
@@ -48,6 +48,7 @@ pub struct BfKernels {
     layer_glare: CudaFunction,
     layer_glare_census: CudaFunction,
     compact: CudaFunction,
+    all_rows: CudaFunction,
 }
 
 impl BfKernels {
@@ -58,6 +59,7 @@ impl BfKernels {
             layer_glare: gpu.function(&BF, "bf_layer_glare")?,
             layer_glare_census: gpu.function(&BF, "bf_layer_glare_census")?,
             compact: gpu.function(&BF, "bf_compact_rows")?,
+            all_rows: gpu.function(&rows::ROWS, "spdnn_all_rows")?,
         })
     }
 }
@@ -232,20 +234,10 @@ pub fn infer(
     let mut run = Run {
         gpu,
         kernels: BfKernels::load(gpu)?,
-        all_rows: gpu.function(&rows::ROWS, "spdnn_all_rows")?,
         mark: gpu.function(&rows::ROWS, "spdnn_mark_rows")?,
         weights,
         shape,
-        rows: rows_count,
-        y: PingPong::new(
-            gpu.alloc_zeros::<f32>(rows_count * n)?,
-            gpu.alloc_zeros::<f32>(rows_count * n)?,
-        ),
-        lists: PingPong::new(
-            RowList::new(gpu, rows_count)?,
-            RowList::new(gpu, rows_count)?,
-        ),
-        alive: gpu.alloc_zeros::<u8>(rows_count)?,
+        batch: BfBatch::new(gpu, rows_count, n)?,
         row_flags: gpu.alloc_zeros::<u8>(rows_count)?,
         glare,
     };
@@ -288,15 +280,7 @@ pub fn infer(
     Ok(GpuInference {
         details,
         accesses,
-        ..rows::finish(
-            gpu,
-            &run.row_flags,
-            run.y.current(),
-            n,
-            spec,
-            infer_ms,
-            wall,
-        )?
+        ..rows::finish(gpu, &run.row_flags, run.batch.y(), n, spec, infer_ms, wall)?
     })
 }
 
@@ -340,14 +324,10 @@ impl BfGlare {
 struct Run<'g> {
     gpu: &'g Gpu,
     kernels: BfKernels,
-    all_rows: CudaFunction,
     mark: CudaFunction,
     weights: DeviceSlabWeights,
     shape: SlabShape,
-    rows: usize,
-    y: PingPong<DeviceBuffer<f32>>,
-    lists: PingPong<RowList>,
-    alive: DeviceBuffer<u8>,
+    batch: BfBatch,
     row_flags: DeviceBuffer<u8>,
     glare: Option<BfGlare>,
 }
@@ -363,21 +343,7 @@ impl Run<'_> {
     ) -> Result<Option<f64>, CudaError> {
         let gpu = self.gpu;
         let stream = gpu.stream().clone();
-        self.y.reset();
-        self.lists.reset();
-        stream
-            .memset_zeros(&mut **self.y.current_mut())
-            .context("clearing the activations")?;
-        rows::scatter_rows(gpu, input, self.y.current_mut())?;
-        let rows_u32 = self.rows as u32;
-        let list = self.lists.current_mut();
-        let mut start_list = stream.launch_builder(&self.all_rows);
-        start_list
-            .arg(&mut *list.rows)
-            .arg(&mut *list.count)
-            .arg(&rows_u32);
-        // Launch: grid ceil(rows / 256), block 256, no shared memory.
-        unsafe { start_list.launch(list_config(self.rows)) }.context("launching spdnn_all_rows")?;
+        self.batch.load(gpu, &self.kernels, input)?;
         if let Some(g) = self.glare.as_mut() {
             g.recorder.clear(gpu)?;
             if counting {
@@ -390,8 +356,6 @@ impl Run<'_> {
             t.start(&stream)?;
         }
         for layer in 0..self.weights.layers() {
-            let (y_in, y_out) = self.y.split();
-            let (list_in, list_out) = self.lists.split();
             let glare = self.glare.as_mut().map(|g| {
                 let (in_flags, out_flags) = g.recorder.flags.split();
                 GlareStep {
@@ -403,26 +367,14 @@ impl Run<'_> {
                     counting,
                 }
             });
-            enqueue_layer(
+            self.batch.layer(
                 gpu,
                 &self.kernels,
                 &mut self.weights,
                 layer,
-                LayerStep {
-                    y_in,
-                    y_out,
-                    list_in: &list_in.rows,
-                    count_in: &list_in.count,
-                    list_out: &mut list_out.rows,
-                    count_out: &mut list_out.count,
-                    alive: &mut self.alive,
-                    capacity: self.rows,
-                    glare,
-                },
                 &self.shape,
+                glare,
             )?;
-            self.y.swap();
-            self.lists.swap();
             if let Some(g) = self.glare.as_mut() {
                 g.recorder.flags.swap();
             }
@@ -431,13 +383,14 @@ impl Run<'_> {
         stream
             .memset_zeros(&mut *self.row_flags)
             .context("clearing the row flags")?;
-        let list = self.lists.current();
+        let list = self.batch.lists.current();
         let mut mark = stream.launch_builder(&self.mark);
         mark.arg(&*list.rows)
             .arg(&*list.count)
             .arg(&mut *self.row_flags);
         // Launch: grid ceil(rows / 256), block 256, no shared memory.
-        unsafe { mark.launch(list_config(self.rows)) }.context("launching spdnn_mark_rows")?;
+        unsafe { mark.launch(list_config(self.batch.rows)) }
+            .context("launching spdnn_mark_rows")?;
         match timer {
             Some(t) => Ok(Some(t.stop(&stream)?)),
             None => Ok(None),
@@ -450,15 +403,118 @@ impl Run<'_> {
         let Some(g) = &self.glare else {
             return Ok(());
         };
+        let batch = &mut self.batch;
         g.recorder.fill_listed_rows(
             self.gpu,
-            self.y.current_mut(),
-            self.lists.current(),
-            self.rows,
+            batch.y.current_mut(),
+            batch.lists.current(),
+            batch.rows,
             self.shape.n,
             (g.shift, g.row_units as usize),
             self.shape.upper,
         )
+    }
+}
+
+/// One batch of rows in BF's layer chain, on the device: the activations and the list of
+/// non-empty rows (each the current one and the next).
+pub struct BfBatch {
+    y: PingPong<DeviceBuffer<f32>>,
+    lists: PingPong<RowList>,
+    alive: DeviceBuffer<u8>,
+    rows: usize,
+}
+
+impl BfBatch {
+    /// Buffers for `rows` rows of `n` neurons.
+    pub fn new(gpu: &Gpu, rows: usize, n: usize) -> Result<Self, CudaError> {
+        Ok(Self {
+            y: PingPong::new(gpu.alloc_zeros(rows * n)?, gpu.alloc_zeros(rows * n)?),
+            lists: PingPong::new(RowList::new(gpu, rows)?, RowList::new(gpu, rows)?),
+            alive: gpu.alloc_zeros(rows.max(1))?,
+            rows,
+        })
+    }
+
+    /// Loads `input` (at most the batch's rows): zeroed activations holding it, every
+    /// row listed.
+    pub fn load(&mut self, gpu: &Gpu, kernels: &BfKernels, input: &Csr) -> Result<(), CudaError> {
+        if input.nrows() > self.rows {
+            return Err(CudaError::InvalidArgument(format!(
+                "{} rows do not fit a batch of {}",
+                input.nrows(),
+                self.rows
+            )));
+        }
+        let stream = gpu.stream();
+        self.y.reset();
+        self.lists.reset();
+        stream
+            .memset_zeros(&mut **self.y.current_mut())
+            .context("clearing the activations")?;
+        rows::scatter_rows(gpu, input, self.y.current_mut())?;
+        let rows_u32 = input.nrows() as u32;
+        let list = self.lists.current_mut();
+        let mut start_list = stream.launch_builder(&kernels.all_rows);
+        start_list
+            .arg(&mut *list.rows)
+            .arg(&mut *list.count)
+            .arg(&rows_u32);
+        // Launch: grid ceil(rows / 256), block 256, no shared memory.
+        unsafe { start_list.launch(list_config(input.nrows())) }
+            .context("launching spdnn_all_rows")?;
+        Ok(())
+    }
+
+    /// Enqueues `layer` on the listed rows (with `glare`'s recorders when given); its
+    /// outputs and list become current.
+    pub fn layer(
+        &mut self,
+        gpu: &Gpu,
+        kernels: &BfKernels,
+        weights: &mut DeviceSlabWeights,
+        layer: usize,
+        shape: &SlabShape,
+        glare: Option<GlareStep<'_>>,
+    ) -> Result<(), CudaError> {
+        let (y_in, y_out) = self.y.split();
+        let (list_in, list_out) = self.lists.split();
+        enqueue_layer(
+            gpu,
+            kernels,
+            weights,
+            layer,
+            LayerStep {
+                y_in,
+                y_out,
+                list_in: &list_in.rows,
+                count_in: &list_in.count,
+                list_out: &mut list_out.rows,
+                count_out: &mut list_out.count,
+                alive: &mut self.alive,
+                capacity: self.rows,
+                glare,
+            },
+            shape,
+        )?;
+        self.y.swap();
+        self.lists.swap();
+        Ok(())
+    }
+
+    /// The activations after the last layer run.
+    pub fn y(&self) -> &DeviceBuffer<f32> {
+        self.y.current()
+    }
+
+    /// The non-empty rows after the last layer run, ascending (waits for the device).
+    pub fn live_rows(&self, gpu: &Gpu) -> Result<Vec<u32>, CudaError> {
+        let current = self.lists.current();
+        let count = gpu.download(&*current.count)?[0] as usize;
+        let list = gpu.download(&*current.rows)?;
+        let mut rows: Vec<u32> = list[..count.min(list.len())].to_vec();
+        rows.sort_unstable();
+        Ok(rows)
     }
 }
 

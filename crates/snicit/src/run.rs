@@ -15,8 +15,9 @@ use spdnn_xy::gpu::{
 };
 
 use crate::SnicitOptions;
-use crate::bf_pre::{BfPre, BfRun};
+use crate::bf_pre::BfPre;
 use crate::cluster;
+use spdnn_bf::BfBatch;
 
 /// `kernels-cu/snicit.cu`.
 pub const SNICIT: KernelSource = KernelSource {
@@ -158,7 +159,7 @@ struct PostBuffers {
 #[allow(clippy::large_enum_variant)]
 enum PreRun<'a> {
     Xy(XyRun<'a>),
-    Bf(BfRun),
+    Bf(BfBatch),
 }
 
 /// The clustered rows after the conversion.
