@@ -1,25 +1,29 @@
 // bf.cu: BF-2019 (Bisson & Fatica), CSR weights in column slabs, dense row-major Y,
 // work only on the list of non-empty rows; with GLARE variants (glare.cuh).
+// Definitions from Rust: glare.cuh's (spdnn_glare::DEFINES). Launch shapes: the kernel
+// declarations of spdnn-bf (crates/bf/src/lib.rs).
 #include "common.cuh"
 #include "glare.cuh"
 #include "slabs.cuh"
 
-// Most GLARE units per row (BF_MAX_UNITS = spdnn_glare::model::MAX_ROW_UNITS).
-#define BF_MAX_UNITS 64
-
-// The GLARE recorder of one BF layer: units of 2^shift neurons of a row, row_units per row
-// (2^shift >= the slab width or >= n, so a slab overlaps at most two units).
+// The GLARE recorder of one BF layer: units of 2^shift neurons of a row, in_units per input
+// row and out_units per output row (2^shift >= the slab width or >= n_out, so a slab
+// overlaps at most two units).
 struct BfRecorder {
     const unsigned char* in_flags;
     unsigned char* out_flags;
     unsigned int shift;
-    unsigned int row_units;
+    unsigned int in_units;
+    unsigned int out_units;
     unsigned long long* census;
 };
 
-// One layer for the rows in active_rows[0 .. *active_count): for each slab, zero a shared
-// accumulator, add y_j * W[j, slab] over the nonzero y_j (shared atomics), add the bias,
-// clip and write. row_alive[position] says whether the row is still non-empty.
+// One layer (W: n_in x n_out, in num_slabs slabs of the n_out outputs) for the rows in
+// active_rows[0 .. *active_count): for each slab, zero a shared accumulator, add
+// y_j * W[j, slab] over the nonzero y_j (shared atomics), add the bias, clip and write.
+// y_in holds rows of n_in values, y_out rows of n_out (n_in == n_out in the challenge's
+// networks). row_alive[position] says whether the row is still non-empty. With `biases`
+// (not GLARE), output c gets biases[c] instead of `bias` (trained networks, biases <= 0).
 // With GLARE, inputs of flagged units are the bound without a load, and an output unit
 // whose values are all at the bound is flagged instead of written. A unit spanning
 // slabs stays open: its parts at the bound are held back and, if a later part is not at
@@ -31,23 +35,25 @@ __device__ __forceinline__ void bf_layer_body(const float* __restrict__ y_in, fl
                                               unsigned char* __restrict__ row_alive,
                                               const unsigned int* __restrict__ slab_offsets,
                                               const unsigned int* __restrict__ slab_cols,
-                                              const float* __restrict__ vals, unsigned int n,
-                                              unsigned int slab_width, unsigned int num_slabs, float bias,
-                                              float upper, BfRecorder recorder) {
+                                              const float* __restrict__ vals, unsigned int n_in,
+                                              unsigned int n_out, unsigned int slab_width,
+                                              unsigned int num_slabs, float bias, float upper,
+                                              const float* __restrict__ biases, BfRecorder recorder) {
     extern __shared__ float acc[];
-    __shared__ unsigned char unit_at_bound[GLARE ? BF_MAX_UNITS : 1];
+    __shared__ unsigned char unit_at_bound[GLARE ? GLARE_MAX_ROW_UNITS : 1];
     const unsigned int position = blockIdx.x;
     if (position >= *active_count) {
         return;
     }
     const unsigned int row = active_rows[position];
-    const float* y = y_in + (unsigned long long)row * n;
-    float* out = y_out + (unsigned long long)row * n;
+    const float* y = y_in + (unsigned long long)row * n_in;
+    float* out = y_out + (unsigned long long)row * n_out;
     GlareTally<CENSUS> tally;
-    const unsigned long long flag_base = (unsigned long long)row * recorder.row_units;
+    const unsigned long long in_flag_base = (unsigned long long)row * recorder.in_units;
+    const unsigned long long flag_base = (unsigned long long)row * recorder.out_units;
     if (GLARE) {
-        for (unsigned int u = threadIdx.x; u < recorder.row_units; u += blockDim.x) {
-            unit_at_bound[u] = recorder.in_flags[flag_base + u];
+        for (unsigned int u = threadIdx.x; u < recorder.in_units; u += blockDim.x) {
+            unit_at_bound[u] = recorder.in_flags[in_flag_base + u];
             tally.add(GLARE_RECORDER_READS, 1);
         }
         __syncthreads();
@@ -57,14 +63,16 @@ __device__ __forceinline__ void bf_layer_body(const float* __restrict__ y_in, fl
     int alive = 0;
     for (unsigned int slab = 0; slab < num_slabs; ++slab) {
         const unsigned int first_col = slab * slab_width;
-        const unsigned int width = min(slab_width, n - first_col);
+        const unsigned int width = min(slab_width, n_out - first_col);
         spdnn_zero_shared(acc, width);
         __syncthreads();
-        const unsigned int* offsets = slab_offsets + (unsigned long long)slab * (n + 1);
+        const unsigned int* offsets = slab_offsets + (unsigned long long)slab * (n_in + 1);
         if (!GLARE) {
-            spdnn_slab_scatter(acc, y, offsets, slab_cols, vals, 0, n);
+            spdnn_slab_scatter(acc, y, offsets, slab_cols, vals, 0, n_in);
             __syncthreads();
-            alive |= spdnn_slab_activate(acc, out + first_col, width, bias, upper);
+            alive |= biases != nullptr
+                         ? spdnn_slab_activate_each(acc, out + first_col, width, biases + first_col, upper)
+                         : spdnn_slab_activate(acc, out + first_col, width, bias, upper);
             __syncthreads();
             continue;
         }
@@ -76,7 +84,7 @@ __device__ __forceinline__ void bf_layer_body(const float* __restrict__ y_in, fl
                 tally.add(at_bound ? GLARE_READS_SKIPPED : GLARE_READS, 1);
                 return glare_read(at_bound, y + j, upper);
             },
-            offsets, slab_cols, vals, 0, n);
+            offsets, slab_cols, vals, 0, n_in);
         tally.add(GLARE_WEIGHT_READS, weight_reads);
         __syncthreads();
         // Units a (where the slab starts) and b (where it ends; maybe a itself).
@@ -120,14 +128,15 @@ __device__ __forceinline__ void bf_layer_body(const float* __restrict__ y_in, fl
         }
         // Close the units that end in this slab; the last one may stay open.
         const unsigned long long slab_end = first_col + width;
-        const unsigned long long end_a = min(start_a + (1ull << shift), (unsigned long long)n);
+        const unsigned long long end_a = min(start_a + (1ull << shift), (unsigned long long)n_out);
         if (end_a <= slab_end) {
             if (threadIdx.x == 0) {
                 recorder.out_flags[flag_base + unit_a] = a_at_bound ? 1 : 0;
                 tally.add(GLARE_RECORDER_WRITES, 1);
             }
             if (unit_b != unit_a) {
-                const unsigned long long end_b = min(((unsigned long long)unit_b + 1) << shift, (unsigned long long)n);
+                const unsigned long long end_b =
+                    min(((unsigned long long)unit_b + 1) << shift, (unsigned long long)n_out);
                 if (end_b <= slab_end) {
                     if (threadIdx.x == 0) {
                         recorder.out_flags[flag_base + unit_b] = b_at_bound ? 1 : 0;
@@ -155,29 +164,38 @@ __device__ __forceinline__ void bf_layer_body(const float* __restrict__ y_in, fl
     const float *__restrict__ y_in, float *__restrict__ y_out, const unsigned int *__restrict__ active_rows,   \
         const unsigned int *__restrict__ active_count, unsigned char *__restrict__ row_alive,                  \
         const unsigned int *__restrict__ slab_offsets, const unsigned int *__restrict__ slab_cols,             \
-        const float *__restrict__ vals, unsigned int n, unsigned int slab_width, unsigned int num_slabs,        \
-        float bias, float upper
-#define BF_LAYER_PASS \
-    y_in, y_out, active_rows, active_count, row_alive, slab_offsets, slab_cols, vals, n, slab_width, num_slabs, bias, upper
+        const float *__restrict__ vals, unsigned int n_in, unsigned int n_out, unsigned int slab_width,         \
+        unsigned int num_slabs, float bias, float upper
+#define BF_LAYER_PASS                                                                                        \
+    y_in, y_out, active_rows, active_count, row_alive, slab_offsets, slab_cols, vals, n_in, n_out, slab_width, \
+        num_slabs, bias, upper
 #define BF_RECORDER_ARGS                                                                                      \
     const unsigned char *__restrict__ in_flags, unsigned char *__restrict__ out_flags, unsigned int shift,     \
-        unsigned int row_units, unsigned long long *__restrict__ census
+        unsigned int in_units, unsigned int out_units, unsigned long long *__restrict__ census
 
-// Launch: grid (capacity rows; blocks past *active_count exit), block 256, shared slab_width floats.
+// Launch: grid (list capacity; blocks past *active_count exit), block 256, dynamic shared min(slab_width, n_out) floats.
 extern "C" __global__ void bf_layer(BF_LAYER_ARGS) {
-    bf_layer_body<false, false>(BF_LAYER_PASS, BfRecorder{nullptr, nullptr, 0u, 0u, nullptr});
+    bf_layer_body<false, false>(BF_LAYER_PASS, nullptr, BfRecorder{nullptr, nullptr, 0u, 0u, 0u, nullptr});
 }
 
-// bf_layer with the GLARE recorder (in_flags/out_flags: rows x row_units bytes).
-// Launch: grid (capacity rows; blocks past *active_count exit), block 256, shared slab_width floats + 64 bytes static.
+// bf_layer with a bias per output neuron (biases: n_out values; `bias` unused).
+// Launch: grid (list capacity; blocks past *active_count exit), block 256, dynamic shared min(slab_width, n_out) floats.
+extern "C" __global__ void bf_layer_neurons(BF_LAYER_ARGS, const float* __restrict__ biases) {
+    bf_layer_body<false, false>(BF_LAYER_PASS, biases, BfRecorder{nullptr, nullptr, 0u, 0u, 0u, nullptr});
+}
+
+// bf_layer with the GLARE recorder (in_flags: rows x in_units bytes, out_flags: rows x out_units).
+// Launch: grid (list capacity; blocks past *active_count exit), block 256, dynamic shared min(slab_width, n_out) floats
+// (+ GLARE_MAX_ROW_UNITS bytes static).
 extern "C" __global__ void bf_layer_glare(BF_LAYER_ARGS, BF_RECORDER_ARGS) {
-    bf_layer_body<true, false>(BF_LAYER_PASS, BfRecorder{in_flags, out_flags, shift, row_units, census});
+    bf_layer_body<true, false>(BF_LAYER_PASS, nullptr, BfRecorder{in_flags, out_flags, shift, in_units, out_units, census});
 }
 
-// bf_layer_glare counting its accesses into census[0 .. 8).
-// Launch: grid (capacity rows; blocks past *active_count exit), block 256, shared slab_width floats + 64 bytes static.
+// bf_layer_glare counting its accesses into census[0 .. GLARE_CENSUS_WORDS).
+// Launch: grid (list capacity; blocks past *active_count exit), block 256, dynamic shared min(slab_width, n_out) floats
+// (+ GLARE_MAX_ROW_UNITS bytes static).
 extern "C" __global__ void bf_layer_glare_census(BF_LAYER_ARGS, BF_RECORDER_ARGS) {
-    bf_layer_body<true, true>(BF_LAYER_PASS, BfRecorder{in_flags, out_flags, shift, row_units, census});
+    bf_layer_body<true, true>(BF_LAYER_PASS, nullptr, BfRecorder{in_flags, out_flags, shift, in_units, out_units, census});
 }
 
 // Lists the rows that stayed non-empty: next_rows gets active_rows[i] for every

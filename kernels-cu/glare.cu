@@ -1,5 +1,6 @@
 // glare.cu: GLARE kernels shared by every family whose activations are row-major
 // (BF, SNICIT); the per-family GLARE variants include glare.cuh instead.
+// Launch shape: the kernel declaration of spdnn-glare (crates/glare/src/recorder.rs).
 #include "common.cuh"
 
 // Writes the bound into every flagged unit of the listed rows of a row-major rows x n

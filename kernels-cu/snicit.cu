@@ -4,10 +4,17 @@
 // plus a residue: the positions where it differs from that centroid. A residue that is empty
 // (the row equals its centroid bit for bit) stays empty for every later layer, because equal
 // inputs give equal outputs; such rows are never computed again.
+// Layers may be rectangular: n is always the width of the rows the kernel reads (N_t at the
+// conversion, N_l after post-convergence layer l), the rows' stride in Y.
+// Definitions from Rust: glare.cuh's (spdnn_glare::DEFINES) and SNICIT_THREADS. Launch
+// shapes: the kernel declarations of spdnn-snicit (crates/snicit/src/run.rs).
 #include "common.cuh"
 #include "glare.cuh"
 
-#define SNICIT_THREADS 256
+// Threads per block of every SNICIT kernel (the block sums' scratch holds one value each).
+#ifndef SNICIT_THREADS
+#error "SNICIT_THREADS must come from Rust (-D)"
+#endif
 
 // Block-wide sum of one value per thread (fixed tree order: deterministic); every thread
 // gets the total. blockDim.x must be a power of two.
@@ -28,7 +35,7 @@ __device__ __forceinline__ T snicit_block_sum(T v, T* scratch) {
 
 // Sum downsampling of the sampled rows: bins[s][b] = sum of y[s][p] over the positions
 // p in [b*n/bin_count, (b+1)*n/bin_count) (64-bit products: right for every n and bin count).
-// Launch: grid (samples, bin_count), block 256, static shared 256 floats.
+// Launch: grid (samples, bin_count), block SNICIT_THREADS, static shared SNICIT_THREADS floats.
 extern "C" __global__ void snicit_sum_bins(const float* __restrict__ y, unsigned int n, unsigned int bin_count,
                                            float* __restrict__ bins) {
     __shared__ float scratch[SNICIT_THREADS];
@@ -52,7 +59,7 @@ extern "C" __global__ void snicit_sum_bins(const float* __restrict__ y, unsigned
 // near ones otherwise), live[j] = 1 for a centroid or a row with a nonempty residue, 0 for a
 // row equal to its centroid; dead[j] = 0. Distances are counted chunk by chunk and a
 // candidate is dropped as soon as it cannot beat the best one.
-// Launch: grid (count), block 256, static shared 256 words.
+// Launch: grid (count), block SNICIT_THREADS, static shared SNICIT_THREADS words.
 extern "C" __global__ void snicit_assign(const float* __restrict__ y, unsigned int count, unsigned int n,
                                          const unsigned int* __restrict__ centroids,
                                          unsigned int centroid_count, const unsigned char* __restrict__ is_centroid,
@@ -160,7 +167,7 @@ __device__ __forceinline__ void snicit_update_body(const float* __restrict__ y, 
     }
 }
 
-// Launch: grid (list capacity; blocks past *count exit), block 256, no shared memory.
+// Launch: grid (list capacity; blocks past *count exit), block SNICIT_THREADS, no shared memory.
 extern "C" __global__ void snicit_update(const float* __restrict__ y, unsigned int n,
                                          const unsigned int* __restrict__ list,
                                          const unsigned int* __restrict__ count,
@@ -173,7 +180,7 @@ extern "C" __global__ void snicit_update(const float* __restrict__ y, unsigned i
 }
 
 // snicit_update reading the activations through the GLARE recorder.
-// Launch: grid (list capacity; blocks past *count exit), block 256, no shared memory.
+// Launch: grid (list capacity; blocks past *count exit), block SNICIT_THREADS, no shared memory.
 extern "C" __global__ void snicit_update_glare(const float* __restrict__ y, unsigned int n,
                                                const unsigned int* __restrict__ list,
                                                const unsigned int* __restrict__ count,
@@ -189,7 +196,7 @@ extern "C" __global__ void snicit_update_glare(const float* __restrict__ y, unsi
 // Final recovery: row j of the block is non-empty when it is live (its own flag from the
 // last layer), an empty residue of a centroid (the centroid's flag), or dead (never).
 // row_flags[ids[j]] = 1 for the non-empty ones (row_flags zeroed before).
-// Launch: grid ceil(count / 256), block 256, no shared memory.
+// Launch: grid ceil(count / SNICIT_THREADS), block SNICIT_THREADS, no shared memory.
 extern "C" __global__ void snicit_recover(const unsigned char* __restrict__ row_alive,
                                           const unsigned char* __restrict__ live,
                                           const unsigned char* __restrict__ dead,
@@ -208,7 +215,7 @@ extern "C" __global__ void snicit_recover(const unsigned char* __restrict__ row_
 
 // Final values of the block for the output: out[j] = the row's own values when live, its
 // centroid's when its residue is empty, zeros when dead.
-// Launch: grid (count), block 256, no shared memory.
+// Launch: grid (count), block SNICIT_THREADS, no shared memory.
 extern "C" __global__ void snicit_recover_values(const float* __restrict__ y, unsigned int n,
                                                  const unsigned char* __restrict__ live,
                                                  const unsigned char* __restrict__ dead,

@@ -1,4 +1,6 @@
 // snig.cu: SNIG-2020, output sections with per-(row, section) nonzero flags.
+// Definitions from Rust: glare.cuh's (spdnn_glare::DEFINES). Launch shapes: the kernel
+// declarations of spdnn-snig (crates/snig/src/lib.rs).
 #include "common.cuh"
 #include "glare.cuh"
 #include "slabs.cuh"
@@ -12,31 +14,43 @@
 // a row with no nonzero input only clears its output section, and only when that section
 // was nonzero before (incremental resetting: the buffer still holds the row's values of
 // two layers ago). Sections are the weight slabs.
+// The layer is n_in x n_out: input rows hold n_in values in in_sections sections, output
+// rows n_out in out_sections (the grid's y), all sections slab_width wide but the last.
+// Every output flag is exact after the layer, whatever the buffers held: a row with input
+// writes each section and its flag, a row without input leaves each flag zero or clears
+// it. Values under a zero flag are never read (readers look at the flags first, and a row
+// without input stays so and is never a category), so when the widths change between
+// layers (a rectangular chain) and y_out held rows of another width, the stale values a
+// row without input leaves behind are harmless.
 // With GLARE the section is the recorder's unit and its flag byte carries the state: an
 // input section at the bound is read as the bound without loads, and an output section
 // whose values are all at the bound is flagged instead of written.
+// With `biases` (not GLARE), output c gets biases[c] instead of `bias` (trained networks,
+// biases <= 0: a row without input still gives zeros).
 template <bool GLARE, bool CENSUS>
 __device__ __forceinline__ void snig_layer_body(const float* __restrict__ y_in, float* __restrict__ y_out,
                                                 const unsigned char* __restrict__ in_flags,
                                                 unsigned char* __restrict__ out_flags,
                                                 const unsigned int* __restrict__ slab_offsets,
                                                 const unsigned int* __restrict__ slab_cols,
-                                                const float* __restrict__ vals, unsigned int n,
-                                                unsigned int slab_width, unsigned int num_slabs, float bias,
-                                                float upper, unsigned long long* __restrict__ census) {
+                                                const float* __restrict__ vals, unsigned int n_in,
+                                                unsigned int n_out, unsigned int slab_width,
+                                                unsigned int in_sections, unsigned int out_sections, float bias,
+                                                float upper, const float* __restrict__ biases,
+                                                unsigned long long* __restrict__ census) {
     extern __shared__ float acc[];
     const unsigned int row = blockIdx.x;
     const unsigned int section = blockIdx.y;
-    const unsigned char* row_flags = in_flags + (unsigned long long)row * num_slabs;
+    const unsigned char* row_flags = in_flags + (unsigned long long)row * in_sections;
     GlareTally<CENSUS> tally;
     int any_input = 0;
-    for (unsigned int s = 0; s < num_slabs; ++s) {
+    for (unsigned int s = 0; s < in_sections; ++s) {
         any_input |= row_flags[s];
     }
     const unsigned int first_col = section * slab_width;
-    const unsigned int width = min(slab_width, n - first_col);
-    unsigned char* flag_out = out_flags + (unsigned long long)row * num_slabs + section;
-    float* out = y_out + (unsigned long long)row * n + first_col;
+    const unsigned int width = min(slab_width, n_out - first_col);
+    unsigned char* flag_out = out_flags + (unsigned long long)row * out_sections + section;
+    float* out = y_out + (unsigned long long)row * n_out + first_col;
     if (!any_input) {
         const bool was_nonzero = *flag_out != SNIG_SECTION_ZERO;
         if (was_nonzero) {
@@ -56,15 +70,15 @@ __device__ __forceinline__ void snig_layer_body(const float* __restrict__ y_in, 
     }
     spdnn_zero_shared(acc, width);
     __syncthreads();
-    const float* y = y_in + (unsigned long long)row * n;
-    const unsigned int* offsets = slab_offsets + (unsigned long long)section * (n + 1);
-    for (unsigned int s = 0; s < num_slabs; ++s) {
+    const float* y = y_in + (unsigned long long)row * n_in;
+    const unsigned int* offsets = slab_offsets + (unsigned long long)section * (n_in + 1);
+    for (unsigned int s = 0; s < in_sections; ++s) {
         const unsigned char state = row_flags[s];
         if (state == SNIG_SECTION_ZERO) {
             continue;
         }
         const unsigned int first_input = s * slab_width;
-        const unsigned int end_input = min(first_input + slab_width, n);
+        const unsigned int end_input = min(first_input + slab_width, n_in);
         if (GLARE && state == SNIG_SECTION_AT_BOUND) {
             tally.add(GLARE_READS_SKIPPED, (end_input - first_input + blockDim.x - 1 - threadIdx.x) / blockDim.x);
             tally.add(GLARE_WEIGHT_READS,
@@ -79,7 +93,8 @@ __device__ __forceinline__ void snig_layer_body(const float* __restrict__ y_in, 
     }
     __syncthreads();
     if (!GLARE) {
-        int nonzero = spdnn_slab_activate(acc, out, width, bias, upper);
+        int nonzero = biases != nullptr ? spdnn_slab_activate_each(acc, out, width, biases + first_col, upper)
+                                        : spdnn_slab_activate(acc, out, width, bias, upper);
         nonzero = __syncthreads_or(nonzero);
         if (threadIdx.x == 0) {
             *flag_out = nonzero ? SNIG_SECTION_NONZERO : SNIG_SECTION_ZERO;
@@ -115,28 +130,38 @@ __device__ __forceinline__ void snig_layer_body(const float* __restrict__ y_in, 
 #define SNIG_LAYER_ARGS                                                                                       \
     const float *__restrict__ y_in, float *__restrict__ y_out, const unsigned char *__restrict__ in_flags,     \
         unsigned char *__restrict__ out_flags, const unsigned int *__restrict__ slab_offsets,                  \
-        const unsigned int *__restrict__ slab_cols, const float *__restrict__ vals, unsigned int n,            \
-        unsigned int slab_width, unsigned int num_slabs, float bias, float upper
-#define SNIG_LAYER_PASS y_in, y_out, in_flags, out_flags, slab_offsets, slab_cols, vals, n, slab_width, num_slabs, bias, upper
+        const unsigned int *__restrict__ slab_cols, const float *__restrict__ vals, unsigned int n_in,         \
+        unsigned int n_out, unsigned int slab_width, unsigned int in_sections, unsigned int out_sections,      \
+        float bias, float upper
+#define SNIG_LAYER_PASS                                                                                      \
+    y_in, y_out, in_flags, out_flags, slab_offsets, slab_cols, vals, n_in, n_out, slab_width, in_sections,     \
+        out_sections, bias, upper
 
-// Launch: grid (rows, num_slabs), block 256, shared slab_width floats.
+// Launch: grid (rows, out_sections), block 256, dynamic shared min(slab_width, n_out) floats.
 extern "C" __global__ void snig_layer(SNIG_LAYER_ARGS) {
-    snig_layer_body<false, false>(SNIG_LAYER_PASS, nullptr);
+    snig_layer_body<false, false>(SNIG_LAYER_PASS, nullptr, nullptr);
+}
+
+// snig_layer with a bias per output neuron (biases: n_out values; `bias` unused).
+// Launch: grid (rows, out_sections), block 256, dynamic shared min(slab_width, n_out) floats.
+extern "C" __global__ void snig_layer_neurons(SNIG_LAYER_ARGS, const float* __restrict__ biases) {
+    snig_layer_body<false, false>(SNIG_LAYER_PASS, biases, nullptr);
 }
 
 // snig_layer with sections at the bound recorded in the flags (GLARE); census unused.
-// Launch: grid (rows, num_slabs), block 256, shared slab_width floats.
+// Launch: grid (rows, out_sections), block 256, dynamic shared min(slab_width, n_out) floats.
 extern "C" __global__ void snig_layer_glare(SNIG_LAYER_ARGS, unsigned long long* __restrict__ census) {
-    snig_layer_body<true, false>(SNIG_LAYER_PASS, census);
+    snig_layer_body<true, false>(SNIG_LAYER_PASS, nullptr, census);
 }
 
-// snig_layer_glare counting its accesses into census[0 .. 8).
-// Launch: grid (rows, num_slabs), block 256, shared slab_width floats.
+// snig_layer_glare counting its accesses into census[0 .. GLARE_CENSUS_WORDS).
+// Launch: grid (rows, out_sections), block 256, dynamic shared min(slab_width, n_out) floats.
 extern "C" __global__ void snig_layer_glare_census(SNIG_LAYER_ARGS, unsigned long long* __restrict__ census) {
-    snig_layer_body<true, true>(SNIG_LAYER_PASS, census);
+    snig_layer_body<true, true>(SNIG_LAYER_PASS, nullptr, census);
 }
 
-// Writes the bound into every section flagged at the bound (before reading Y back).
+// Writes the bound into every section flagged at the bound (before reading Y back); rows
+// of n values (the last layer's output width) in num_slabs sections.
 // Launch: grid (rows, num_slabs), block 256, no shared memory.
 extern "C" __global__ void snig_glare_fill(float* __restrict__ y, const unsigned char* __restrict__ flags,
                                            unsigned int n, unsigned int slab_width, unsigned int num_slabs,
@@ -152,7 +177,8 @@ extern "C" __global__ void snig_glare_fill(float* __restrict__ y, const unsigned
     }
 }
 
-// flags[row * num_slabs + s] = whether section s of row `row` of Y has a nonzero.
+// flags[row * num_slabs + s] = whether section s of row `row` of Y (rows of n values: the
+// input's width) has a nonzero.
 // Launch: grid (rows, num_slabs), block 256, no shared memory.
 extern "C" __global__ void snig_section_flags(const float* __restrict__ y, unsigned char* __restrict__ flags,
                                               unsigned int n, unsigned int slab_width, unsigned int num_slabs) {

@@ -3,19 +3,38 @@
 // and values[(k)*G + o] is the weight from input k to its output o. Output position
 // p = b*G + o; positions chain from layer to layer, so no permutation is ever applied.
 // Every kernel exists for G = 16 (grouped layers) and G = 1 (general layers).
+// Layers may be rectangular (N_in x N_out, e.g. compressed networks): row-major activations
+// are rows x N_l (a layer reads rows of n_in values and writes rows of n_out), neuron-major
+// ones N_l x stride; n below is the width of the activations a kernel touches.
+// Definitions from Rust: glare.cuh's (spdnn_glare::DEFINES) and this file's
+// (spdnn_xy::gpu::XY_DEFINES). Launch shapes: the kernel declarations of spdnn-xy
+// (crates/xy/src/gpu.rs).
 #include "common.cuh"
 #include "glare.cuh"
 
-#define XY_ROW_TILE 8       // samples per block of the row-major kernel
-#define XY_CHUNK 64         // block inputs staged in shared memory at a time (neuron-major)
-#define XY_TILE 32          // transpose tile edge
-#define XY_TILE_ROWS 8      // transpose block height
+// Samples (rows) per block of the row-major kernel: the grid's x is ceil(capacity / XY_ROW_TILE).
+#ifndef XY_ROW_TILE
+#error "XY_ROW_TILE must come from Rust (-D)"
+#endif
+// Edge of the square tile of the transposes; their blocks are XY_TRANSPOSE_TILE wide.
+#ifndef XY_TRANSPOSE_TILE
+#error "XY_TRANSPOSE_TILE must come from Rust (-D)"
+#endif
+// Rows of threads in a block of the transposes (each walks the tile with this stride).
+#ifndef XY_TRANSPOSE_ROWS
+#error "XY_TRANSPOSE_ROWS must come from Rust (-D)"
+#endif
+// The row-major GLARE kernel keeps one bit per row of its tile.
+static_assert(XY_ROW_TILE >= 1 && XY_ROW_TILE <= 32, "XY_ROW_TILE must be 1 to 32");
+
+#define XY_CHUNK 64  // block inputs staged in shared memory at a time (neuron-major)
 
 // The GLARE recorder of one XY layer. Row-major (SNICIT's post-convergence layers): a unit
 // is 2^shift positions of a row, `units` per row, a part is one block's 128 positions of
 // one row (2^shift >= 128 or one unit per row). Neuron-major: a unit is 2^shift positions
 // of a tile of 256 sample columns, `units` per tile, a part is one block's G positions of
-// the tile (2^shift >= G).
+// the tile (2^shift >= G). `units` is the flags' stride, from the widest layer: a layer of
+// N_l outputs uses the first ceil(N_l / 2^shift) units of each row or tile.
 struct XyRecorder {
     const unsigned char* in_flags;
     unsigned char* out_flags;
@@ -26,11 +45,10 @@ struct XyRecorder {
     unsigned long long* census;
 };
 
-#define XY_MAX_ROW_UNITS 64  // spdnn_glare::model::MAX_ROW_UNITS
-
 // Row-major layer on the listed rows: y_out[row][p] = clip(sum_k y_in[row][inputs[k]] *
-// values[k*G + o] + bias) for p = b*G + o, and row_alive[row] = 1 when any output of the row
-// is nonzero (row_alive zeroed before). Rows are read and written in place (no compaction).
+// values[k*G + o] + bias) for p = b*G + o < n_out = blocks*G, and row_alive[row] = 1 when
+// any output of the row is nonzero (row_alive zeroed before). y_in rows have n_in values,
+// y_out rows n_out. Rows are read and written in place (no compaction).
 // Each thread owns one output position and XY_ROW_TILE rows (accumulators in registers);
 // the threads of one block read the same inputs (broadcast), the weights coalesce.
 // With GLARE, inputs in flagged units of a row are the bound (the row's flags are staged
@@ -41,9 +59,9 @@ __device__ __forceinline__ void xy_row_major_layer(
     const float* __restrict__ y_in, float* __restrict__ y_out, const unsigned int* __restrict__ active_rows,
     const unsigned int* __restrict__ active_count, unsigned char* __restrict__ row_alive,
     const unsigned int* __restrict__ block_offsets, const unsigned int* __restrict__ inputs,
-    const float* __restrict__ values, unsigned int blocks, unsigned int n, float bias, float upper,
-    XyRecorder recorder) {
-    __shared__ unsigned char row_at_bound[GLARE ? XY_ROW_TILE : 1][GLARE ? XY_MAX_ROW_UNITS : 1];
+    const float* __restrict__ values, unsigned int blocks, unsigned int n_in, unsigned int n_out, float bias,
+    float upper, XyRecorder recorder) {
+    __shared__ unsigned char row_at_bound[GLARE ? XY_ROW_TILE : 1][GLARE ? GLARE_MAX_ROW_UNITS : 1];
     __shared__ unsigned int off_bound_rows;
     __shared__ unsigned int vetoed_rows;
     const unsigned int count = *active_count;
@@ -64,7 +82,7 @@ __device__ __forceinline__ void xy_row_major_layer(
 #pragma unroll
     for (int i = 0; i < XY_ROW_TILE; ++i) {
         rows[i] = active_rows[first + min((unsigned int)i, tile - 1)];
-        row_base[i] = (unsigned long long)rows[i] * n;
+        row_base[i] = (unsigned long long)rows[i] * n_in;
     }
     GlareTally<CENSUS> tally;
     if (GLARE) {
@@ -111,7 +129,7 @@ __device__ __forceinline__ void xy_row_major_layer(
     if (!GLARE) {
         for (unsigned int i = 0; i < tile; ++i) {
             const float v = spdnn_clamp_activation(acc[i] + bias, upper);
-            y_out[row_base[i] + position] = v;
+            y_out[(unsigned long long)rows[i] * n_out + position] = v;
             if (v != 0.0f) {
                 row_alive[rows[i]] = 1;
             }
@@ -133,7 +151,7 @@ __device__ __forceinline__ void xy_row_major_layer(
     if (valid) {
         for (unsigned int i = 0; i < tile; ++i) {
             if ((rows_off_bound >> i) & 1u) {
-                y_out[row_base[i] + position] = acc[i];
+                y_out[(unsigned long long)rows[i] * n_out + position] = acc[i];
                 tally.add(GLARE_WRITES, 1);
             } else {
                 tally.add(GLARE_WRITES_SKIPPED, 1);
@@ -147,7 +165,7 @@ __device__ __forceinline__ void xy_row_major_layer(
     const unsigned int parts_per_row = gridDim.y;
     const unsigned int unit = (blockIdx.y * blockDim.x) >> recorder.shift;
     const unsigned int unit_begin = unit << recorder.shift;
-    const unsigned int unit_end = min((unsigned long long)unit_begin + (1ull << recorder.shift), (unsigned long long)n);
+    const unsigned int unit_end = min((unsigned long long)unit_begin + (1ull << recorder.shift), (unsigned long long)n_out);
     const unsigned int first_part = unit_begin / blockDim.x;
     const unsigned int parts = (unit_end - 1) / blockDim.x + 1 - first_part;
     if (parts == 1) {
@@ -190,7 +208,7 @@ __device__ __forceinline__ void xy_row_major_layer(
             if (glare_part_skipped(recorder.skipped, (unsigned long long)rows[i] * parts_per_row + part)) {
                 const unsigned int p = part * blockDim.x + threadIdx.x;
                 if (p < unit_end) {
-                    y_out[row_base[i] + p] = upper;
+                    y_out[(unsigned long long)rows[i] * n_out + p] = upper;
                     tally.add(GLARE_WRITE_BACKS, 1);
                 }
             }
@@ -205,8 +223,11 @@ __device__ __forceinline__ void xy_row_major_layer(
     const float *__restrict__ y_in, float *__restrict__ y_out, const unsigned int *__restrict__ active_rows,   \
         const unsigned int *__restrict__ active_count, unsigned char *__restrict__ row_alive,                  \
         const unsigned int *__restrict__ block_offsets, const unsigned int *__restrict__ inputs,               \
-        const float *__restrict__ values, unsigned int blocks, unsigned int n, float bias, float upper
-#define XY_ROW_MAJOR_PASS y_in, y_out, active_rows, active_count, row_alive, block_offsets, inputs, values, blocks, n, bias, upper
+        const float *__restrict__ values, unsigned int blocks, unsigned int n_in, unsigned int n_out,          \
+        float bias, float upper
+#define XY_ROW_MAJOR_PASS                                                                                      \
+    y_in, y_out, active_rows, active_count, row_alive, block_offsets, inputs, values, blocks, n_in, n_out, bias, \
+        upper
 #define XY_RECORDER_ARGS                                                                                       \
     const unsigned char *__restrict__ in_flags, unsigned char *__restrict__ out_flags,                         \
         unsigned long long *__restrict__ arrivals, unsigned char *__restrict__ skipped, unsigned int shift,   \
@@ -214,40 +235,45 @@ __device__ __forceinline__ void xy_row_major_layer(
 #define XY_RECORDER_PASS {in_flags, out_flags, arrivals, skipped, shift, units, census}
 #define XY_NO_RECORDER {nullptr, nullptr, nullptr, nullptr, 0u, 0u, nullptr}
 
-// Launch: grid (ceil(capacity / 8), ceil(N / 128)), block 128, no shared memory.
+// Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, no shared memory.
 extern "C" __global__ void xy_row_major_layer_g16(XY_ROW_MAJOR_ARGS) {
     xy_row_major_layer<16, false, false>(XY_ROW_MAJOR_PASS, XY_NO_RECORDER);
 }
 
-// Launch: grid (ceil(capacity / 8), ceil(N / 128)), block 128, no shared memory.
+// Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, no shared memory.
 extern "C" __global__ void xy_row_major_layer_g1(XY_ROW_MAJOR_ARGS) {
     xy_row_major_layer<1, false, false>(XY_ROW_MAJOR_PASS, XY_NO_RECORDER);
 }
 
-// GLARE variants (census: counting accesses into census[0 .. 8)).
-// Launch: grid (ceil(capacity / 8), ceil(N / 128)), block 128, static shared 8 x 64 bytes + 2 words.
+// GLARE variants (census: counting accesses into census[0 .. GLARE_CENSUS_WORDS)).
+// Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
+// XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + 2 words.
 extern "C" __global__ void xy_row_major_layer_g16_glare(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
     xy_row_major_layer<16, true, false>(XY_ROW_MAJOR_PASS, XY_RECORDER_PASS);
 }
 
-// Launch: grid (ceil(capacity / 8), ceil(N / 128)), block 128, static shared 8 x 64 bytes + 2 words.
+// Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
+// XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + 2 words.
 extern "C" __global__ void xy_row_major_layer_g1_glare(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
     xy_row_major_layer<1, true, false>(XY_ROW_MAJOR_PASS, XY_RECORDER_PASS);
 }
 
-// Launch: grid (ceil(capacity / 8), ceil(N / 128)), block 128, static shared 8 x 64 bytes + 2 words.
+// Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
+// XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + 2 words.
 extern "C" __global__ void xy_row_major_layer_g16_glare_census(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
     xy_row_major_layer<16, true, true>(XY_ROW_MAJOR_PASS, XY_RECORDER_PASS);
 }
 
-// Launch: grid (ceil(capacity / 8), ceil(N / 128)), block 128, static shared 8 x 64 bytes + 2 words.
+// Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
+// XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + 2 words.
 extern "C" __global__ void xy_row_major_layer_g1_glare_census(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
     xy_row_major_layer<1, true, true>(XY_ROW_MAJOR_PASS, XY_RECORDER_PASS);
 }
 
-// Neuron-major layer: y is N x stride (position-major, one column per sample, `columns`
-// in use). One thread per sample column; the block's input list and G x inputs weights are
-// staged in shared memory XY_CHUNK inputs at a time; G accumulators live in registers.
+// Neuron-major layer: y_in is N_in x stride and y_out N_out x stride (position-major, one
+// column per sample, `columns` in use; N_out = gridDim.x * G). One thread per sample
+// column; the block's input list and G x inputs weights are staged in shared memory
+// XY_CHUNK inputs at a time; G accumulators live in registers.
 // column_alive[c] = 1 when any output of the column is nonzero (zeroed before).
 // With GLARE, an input whose unit (in this block's tile) is flagged is the bound for every
 // column without a load; the block's G x 256 outputs are not written when all are at the
@@ -414,7 +440,7 @@ extern "C" __global__ void xy_neuron_major_layer_g1(XY_NEURON_MAJOR_ARGS) {
     xy_neuron_major_layer<1, false, false>(XY_NEURON_MAJOR_PASS, XY_NO_RECORDER);
 }
 
-// GLARE variants (census: counting accesses into census[0 .. 8)).
+// GLARE variants (census: counting accesses into census[0 .. GLARE_CENSUS_WORDS)).
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 17 words + 68 bytes.
 extern "C" __global__ void xy_neuron_major_layer_g16_glare(XY_NEURON_MAJOR_ARGS, XY_RECORDER_ARGS) {
     xy_neuron_major_layer<16, true, false>(XY_NEURON_MAJOR_PASS, XY_RECORDER_PASS);
@@ -437,7 +463,7 @@ extern "C" __global__ void xy_neuron_major_layer_g1_glare_census(XY_NEURON_MAJOR
 
 // Writes the bound into every flagged unit of neuron-major activations (n x stride,
 // `columns` in use; flags tiles x units, units of 2^shift positions of 256 columns).
-// Launch: grid (ceil(columns / 256), min(n, 65535)), block 256, grid-stride over positions.
+// Launch: grid (ceil(columns / 256), min(n, 65535)), block 256 (grid-stride over positions), no shared memory.
 extern "C" __global__ void xy_glare_fill_columns(float* __restrict__ y, unsigned int columns, unsigned int stride,
                                                  unsigned int n, const unsigned char* __restrict__ flags,
                                                  unsigned int shift, unsigned int units, float upper) {
@@ -456,14 +482,15 @@ extern "C" __global__ void xy_glare_fill_columns(float* __restrict__ y, unsigned
 // Row-major rows -> neuron-major n x stride, keeping only the listed rows: column j is
 // row rows[j] (j < count). Dead rows are left behind here, as XY-2021's compacted row
 // list does before its neuron-major phase.
-// Launch: grid (ceil(count / 32), ceil(n / 32)), block (32, 8), static shared 32 x 33 floats.
+// Launch: grid (ceil(count / XY_TRANSPOSE_TILE), ceil(n / XY_TRANSPOSE_TILE)), block (XY_TRANSPOSE_TILE,
+// XY_TRANSPOSE_ROWS), static shared XY_TRANSPOSE_TILE x (XY_TRANSPOSE_TILE + 1) floats.
 extern "C" __global__ void xy_rows_to_columns(const float* __restrict__ in, float* __restrict__ out,
                                               const unsigned int* __restrict__ rows, unsigned int count,
                                               unsigned int n, unsigned int stride) {
-    __shared__ float tile[XY_TILE][XY_TILE + 1];
-    const unsigned int neuron = blockIdx.y * XY_TILE + threadIdx.x;
-    for (unsigned int k = threadIdx.y; k < XY_TILE; k += XY_TILE_ROWS) {
-        const unsigned int j = blockIdx.x * XY_TILE + k;
+    __shared__ float tile[XY_TRANSPOSE_TILE][XY_TRANSPOSE_TILE + 1];
+    const unsigned int neuron = blockIdx.y * XY_TRANSPOSE_TILE + threadIdx.x;
+    for (unsigned int k = threadIdx.y; k < XY_TRANSPOSE_TILE; k += XY_TRANSPOSE_ROWS) {
+        const unsigned int j = blockIdx.x * XY_TRANSPOSE_TILE + k;
         float v = 0.0f;
         if (j < count && neuron < n) {
             v = in[(unsigned long long)rows[j] * n + neuron];
@@ -471,9 +498,9 @@ extern "C" __global__ void xy_rows_to_columns(const float* __restrict__ in, floa
         tile[k][threadIdx.x] = v;
     }
     __syncthreads();
-    const unsigned int j = blockIdx.x * XY_TILE + threadIdx.x;
-    for (unsigned int k = threadIdx.y; k < XY_TILE; k += XY_TILE_ROWS) {
-        const unsigned int out_neuron = blockIdx.y * XY_TILE + k;
+    const unsigned int j = blockIdx.x * XY_TRANSPOSE_TILE + threadIdx.x;
+    for (unsigned int k = threadIdx.y; k < XY_TRANSPOSE_TILE; k += XY_TRANSPOSE_ROWS) {
+        const unsigned int out_neuron = blockIdx.y * XY_TRANSPOSE_TILE + k;
         if (j < count && out_neuron < n) {
             out[(unsigned long long)out_neuron * stride + j] = tile[threadIdx.x][k];
         }
@@ -482,15 +509,16 @@ extern "C" __global__ void xy_rows_to_columns(const float* __restrict__ in, floa
 
 // Neuron-major n x stride -> row-major count x n, taking the columns listed in
 // `columns[0 .. count)`: out[j][p] = in[p][columns[j]].
-// Launch: grid (ceil(count / 32), ceil(n / 32)), block (32, 8), static shared 32 x 33 floats.
+// Launch: grid (ceil(count / XY_TRANSPOSE_TILE), ceil(n / XY_TRANSPOSE_TILE)), block (XY_TRANSPOSE_TILE,
+// XY_TRANSPOSE_ROWS), static shared XY_TRANSPOSE_TILE x (XY_TRANSPOSE_TILE + 1) floats.
 extern "C" __global__ void xy_columns_to_rows(const float* __restrict__ in, float* __restrict__ out,
                                               const unsigned int* __restrict__ columns, unsigned int count,
                                               unsigned int n, unsigned int stride) {
-    __shared__ float tile[XY_TILE][XY_TILE + 1];
-    const unsigned int j = blockIdx.x * XY_TILE + threadIdx.x;
+    __shared__ float tile[XY_TRANSPOSE_TILE][XY_TRANSPOSE_TILE + 1];
+    const unsigned int j = blockIdx.x * XY_TRANSPOSE_TILE + threadIdx.x;
     const unsigned int column = j < count ? columns[j] : 0;
-    for (unsigned int k = threadIdx.y; k < XY_TILE; k += XY_TILE_ROWS) {
-        const unsigned int neuron = blockIdx.y * XY_TILE + k;
+    for (unsigned int k = threadIdx.y; k < XY_TRANSPOSE_TILE; k += XY_TRANSPOSE_ROWS) {
+        const unsigned int neuron = blockIdx.y * XY_TRANSPOSE_TILE + k;
         float v = 0.0f;
         if (j < count && neuron < n) {
             v = in[(unsigned long long)neuron * stride + column];
@@ -498,9 +526,9 @@ extern "C" __global__ void xy_columns_to_rows(const float* __restrict__ in, floa
         tile[k][threadIdx.x] = v;
     }
     __syncthreads();
-    const unsigned int neuron = blockIdx.y * XY_TILE + threadIdx.x;
-    for (unsigned int k = threadIdx.y; k < XY_TILE; k += XY_TILE_ROWS) {
-        const unsigned int out_row = blockIdx.x * XY_TILE + k;
+    const unsigned int neuron = blockIdx.y * XY_TRANSPOSE_TILE + threadIdx.x;
+    for (unsigned int k = threadIdx.y; k < XY_TRANSPOSE_TILE; k += XY_TRANSPOSE_ROWS) {
+        const unsigned int out_row = blockIdx.x * XY_TRANSPOSE_TILE + k;
         if (out_row < count && neuron < n) {
             out[(unsigned long long)out_row * n + neuron] = tile[threadIdx.x][k];
         }
@@ -509,7 +537,7 @@ extern "C" __global__ void xy_columns_to_rows(const float* __restrict__ in, floa
 
 // Deletes dead columns: out[p][j] = in[p][columns[j]] for p < n, j < count; `out` has
 // row stride `count`.
-// Launch: grid (ceil(count / 256), min(n, 65535)), block 256, grid-stride over positions.
+// Launch: grid (ceil(count / 256), min(n, 65535)), block 256 (grid-stride over positions), no shared memory.
 extern "C" __global__ void xy_gather_columns(const float* __restrict__ in, float* __restrict__ out,
                                              const unsigned int* __restrict__ columns, unsigned int count,
                                              unsigned int n, unsigned int in_stride) {

@@ -33,7 +33,7 @@ fn main() {
         let path = path.to_str().expect("kernels-cu paths are UTF-8");
         writeln!(
             code,
-            "    KernelSource {{ name: {name:?}, source: include_str!({path:?}) }},"
+            "    KernelSource::new({name:?}, include_str!({path:?})),"
         )
         .expect("writing to a String");
     }

@@ -1,21 +1,26 @@
 //! BF against the CPU reference. These need a CUDA GPU: run with `--include-ignored`
 //! on the GPU machine (`cargo xtask device-pack`).
 
-use spdnn_bf::{BfOptions, infer};
+use spdnn_bf::{Bf, BfOptions, infer};
 use spdnn_cuda::Gpu;
+use spdnn_cuda::method::{self, LayerChain};
 use spdnn_cuda::rows::{GpuInference, RunSpec};
 use spdnn_cuda::slab_weights::Residency;
 use spdnn_formats::SparseMatrix;
-use spdnn_glare::{Glare, model};
+use spdnn_glare::{Glare, GlareKernel, model};
+use spdnn_gputest::biased::{
+    BiasedProblem, check_biased_random, check_trained_nets, check_trained_shaped,
+};
 use spdnn_gputest::{
-    Problem, check_challenge, check_exact_random, check_general_random, check_glare,
-    check_official_1024,
+    Problem, check_challenge, check_compressed, check_exact_random, check_general_random,
+    check_glare, check_official_1024, check_rectangular_random,
 };
 
 const SPEC: RunSpec = RunSpec {
     warmup: 1,
     repetitions: 2,
     keep_output: true,
+    batch: None,
 };
 
 fn run_with(
@@ -38,6 +43,7 @@ fn exact_random_networks_narrow_slabs_streamed() {
         slab_width: Some(7),
         residency: Residency::Streamed,
         glare: None,
+        ..BfOptions::default()
     }));
 }
 
@@ -48,6 +54,7 @@ fn general_random_networks() {
         slab_width: Some(32),
         residency: Residency::Auto,
         glare: None,
+        ..BfOptions::default()
     }));
 }
 
@@ -60,6 +67,7 @@ fn generated_challenge_networks() {
             slab_width: None,
             residency: Residency::Streamed,
             glare: None,
+            ..BfOptions::default()
         }),
         4096,
         24,
@@ -72,6 +80,25 @@ fn generated_challenge_networks() {
 #[ignore = "needs a CUDA GPU"]
 fn official_1024_network() {
     check_official_1024(&run_with(BfOptions::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn rectangular_random_networks() {
+    check_rectangular_random(&run_with(BfOptions::default()));
+    // Slabs of 7 columns: several slabs in the wide layers, one narrow slab in the others.
+    check_rectangular_random(&run_with(BfOptions {
+        slab_width: Some(7),
+        residency: Residency::Streamed,
+        glare: None,
+        ..BfOptions::default()
+    }));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn compressed_networks() {
+    check_compressed(&run_with(BfOptions::default()));
 }
 
 #[test]
@@ -110,17 +137,23 @@ fn bad_problems_are_errors() {
         slab_width: Some(1 << 20),
         residency: Residency::Auto,
         glare: None,
+        ..BfOptions::default()
     };
     assert!(infer(&gpu, &[w], &x, -0.3, 32.0, &too_wide, &spec).is_err());
 }
 
-/// BF with GLARE: the segment is one of the lengths BF accepts for the problem's N,
-/// varied with the problem (so units span slabs and rows have several units).
+/// BF with GLARE: the segment is one of the lengths BF accepts for the problem's N (the
+/// widest width of a rectangular chain), varied with the problem (so units span slabs and
+/// rows have several units).
 fn run_glare(
     slab_width: Option<usize>,
 ) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
     move |gpu, p| {
-        let n = p.input.ncols();
+        let n = p
+            .layers
+            .iter()
+            .map(SparseMatrix::ncols)
+            .fold(p.input.ncols(), usize::max);
         let slab = slab_width.unwrap_or_else(|| {
             spdnn_cuda::slab_weights::slab_width_for(
                 n,
@@ -132,12 +165,13 @@ fn run_glare(
             slab_width: slab.min(n),
             first_layer: 0,
         };
-        let candidates = model::Kernel::Bf.candidates(&shape);
+        let candidates = Bf::candidates(&shape);
         let segment = candidates[(n + p.input.nrows()) % candidates.len()];
         let options = BfOptions {
             slab_width,
             residency: Residency::Auto,
             glare: Some(Glare::new(segment)),
+            ..BfOptions::default()
         };
         infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
     }
@@ -148,6 +182,14 @@ fn run_glare(
 fn glare_random_networks() {
     check_glare(&run_glare(None));
     check_glare(&run_glare(Some(7)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn glare_rectangular_and_compressed_networks() {
+    check_rectangular_random(&run_glare(None));
+    check_rectangular_random(&run_glare(Some(7)));
+    check_compressed(&run_glare(None));
 }
 
 #[test]
@@ -176,4 +218,41 @@ fn glare_segments_bf_cannot_use_are_errors() {
         };
         assert!(infer(&gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC).is_err());
     }
+}
+
+fn run_biased(gpu: &Gpu, p: &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    method::run::<Bf>(
+        gpu,
+        &LayerChain::with_biases(&p.layers, &p.biases, p.upper),
+        &p.input,
+        &BfOptions::default(),
+        &SPEC,
+    )
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn per_neuron_biases() {
+    check_biased_random(&run_biased, false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_shaped_chains() {
+    check_trained_shaped(&run_biased, false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_networks_a_b_c() {
+    check_trained_nets(&run_biased);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn positive_biases_are_refused() {
+    let gpu = spdnn_gputest::gpu();
+    let p = spdnn_gputest::biased::trained_shaped_problem(32, 1, 4, true, 3);
+    let error = run_biased(&gpu, &p).unwrap_err().to_string();
+    assert!(error.contains("only for biases ≤ 0"), "{error}");
 }

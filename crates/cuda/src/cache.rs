@@ -1,7 +1,7 @@
 //! On-disk PTX cache.
 //!
 //! An entry is keyed by the SHA-256 of (source text after header expansion, arch,
-//! NVRTC options, NVRTC version). The file `<key>.ptx` starts with three comment
+//! NVRTC options including the source's `--define-macro` definitions, NVRTC version). The file `<key>.ptx` starts with three comment
 //! lines: a format tag, the key, and the SHA-256 of the PTX body. On a read the key
 //! and the body hash are checked; an entry that fails either check (truncated,
 //! edited, renamed) is recompiled and overwritten, never trusted. Writes go to a
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::compile::{compile_expanded, nvrtc_options, nvrtc_version, validate_arch};
+use crate::compile::{compile_text, nvrtc_version, validate_arch};
 use crate::{CudaError, KernelSource};
 
 const FORMAT_TAG: &str = "// spdnn-ptx-cache v1";
@@ -101,14 +101,16 @@ impl PtxCache {
         arch: &str,
     ) -> Result<(String, CacheOutcome), CudaError> {
         let text = source.expand_builtin()?;
+        let options = source.nvrtc_options(arch)?;
         if !validate_arch(arch) {
             // Let the compiler produce the uniform error message.
-            return compile_expanded(source.name, &text, arch).map(|p| (p, CacheOutcome::Uncached));
+            return compile_text(source.name, &text, arch, &options)
+                .map(|p| (p, CacheOutcome::Uncached));
         }
         let version = nvrtc_version()?;
-        let key = cache_key(&text, arch, &nvrtc_options(arch), version);
+        let key = cache_key(&text, arch, &options, version);
         let Some(path) = self.entry_path(&key) else {
-            let ptx = compile_expanded(source.name, &text, arch)?;
+            let ptx = compile_text(source.name, &text, arch, &options)?;
             return Ok((ptx, CacheOutcome::Uncached));
         };
         let existed = match fs::read(&path) {
@@ -120,7 +122,7 @@ impl PtxCache {
             }
             Err(_) => false,
         };
-        let ptx = compile_expanded(source.name, &text, arch)?;
+        let ptx = compile_text(source.name, &text, arch, &options)?;
         // A failed write only means the next run compiles again.
         let _ = write_entry(&path, &key, &ptx);
         let outcome = if existed {
@@ -209,6 +211,7 @@ fn write_entry(path: &Path, key: &str, ptx: &str) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compile::nvrtc_options;
 
     fn opts() -> Vec<String> {
         nvrtc_options("sm_90")

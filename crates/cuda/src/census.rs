@@ -1,9 +1,27 @@
 //! Counts of the global-memory accesses a kernel made and the ones it skipped, one record
 //! per layer, gathered by the census variants of the GLARE kernels (`kernels-cu/glare.cuh`).
 
-/// Words of one layer's record on the device (`GLARE_CENSUS_WORDS` in glare.cuh), in the
-/// order of the fields of [`AccessCounts`].
+/// Words of one layer's record on the device, in the order of the fields of
+/// [`AccessCounts`]; reaches the kernels as `GLARE_CENSUS_WORDS` (`spdnn_glare::DEFINES`),
+/// as do the word indices below (`GLARE_READS`, …).
 pub const CENSUS_WORDS: usize = 8;
+
+/// Word of [`AccessCounts::activation_reads`].
+pub const READS: usize = 0;
+/// Word of [`AccessCounts::activation_reads_skipped`].
+pub const READS_SKIPPED: usize = 1;
+/// Word of [`AccessCounts::activation_writes`].
+pub const WRITES: usize = 2;
+/// Word of [`AccessCounts::activation_writes_skipped`].
+pub const WRITES_SKIPPED: usize = 3;
+/// Word of [`AccessCounts::weight_reads`].
+pub const WEIGHT_READS: usize = 4;
+/// Word of [`AccessCounts::recorder_reads`].
+pub const RECORDER_READS: usize = 5;
+/// Word of [`AccessCounts::recorder_writes`].
+pub const RECORDER_WRITES: usize = 6;
+/// Word of [`AccessCounts::write_backs`].
+pub const WRITE_BACKS: usize = 7;
 
 /// One layer's global-memory accesses, counted in elements (a float, an index or a flag
 /// byte each count one, as in the GLARE paper's model).
@@ -32,14 +50,14 @@ impl AccessCounts {
     pub fn from_words(words: &[u64]) -> Option<Self> {
         let w: &[u64; CENSUS_WORDS] = words.get(..CENSUS_WORDS)?.try_into().ok()?;
         Some(Self {
-            activation_reads: w[0],
-            activation_reads_skipped: w[1],
-            activation_writes: w[2],
-            activation_writes_skipped: w[3],
-            weight_reads: w[4],
-            recorder_reads: w[5],
-            recorder_writes: w[6],
-            write_backs: w[7],
+            activation_reads: w[READS],
+            activation_reads_skipped: w[READS_SKIPPED],
+            activation_writes: w[WRITES],
+            activation_writes_skipped: w[WRITES_SKIPPED],
+            weight_reads: w[WEIGHT_READS],
+            recorder_reads: w[RECORDER_READS],
+            recorder_writes: w[RECORDER_WRITES],
+            write_backs: w[WRITE_BACKS],
         })
     }
 
@@ -93,6 +111,22 @@ mod tests {
         assert_eq!(counts.with_recorder(), 1 + 3 + 8 + 5 + 6 + 7);
         assert_eq!(counts.avoided(), 15 - 30);
         assert!(AccessCounts::from_words(&[1, 2, 3]).is_none());
+    }
+
+    #[test]
+    fn word_indices_cover_the_record_once() {
+        let mut words = [
+            READS,
+            READS_SKIPPED,
+            WRITES,
+            WRITES_SKIPPED,
+            WEIGHT_READS,
+            RECORDER_READS,
+            RECORDER_WRITES,
+            WRITE_BACKS,
+        ];
+        words.sort_unstable();
+        assert_eq!(words.to_vec(), (0..CENSUS_WORDS).collect::<Vec<_>>());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! NVRTC compilation (works without a GPU or a driver) and library presence checks.
 
 use std::ffi::{CStr, CString, c_char, c_int};
+use std::path::Path;
 use std::sync::OnceLock;
 
 use cudarc::nvrtc::{result as nvrtc, sys as nvrtc_sys};
@@ -61,24 +62,59 @@ pub fn validate_arch(arch: &str) -> bool {
     (2..=3).contains(&rest.len()) && rest.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// The full NVRTC option list for `arch`.
+/// The full NVRTC option list for `arch`, without a source's definitions (see
+/// [`KernelSource::nvrtc_options`]).
 pub fn nvrtc_options(arch: &str) -> Vec<String> {
     let mut options = vec![format!("--gpu-architecture={arch}")];
     options.extend(NVRTC_OPTIONS.iter().map(|s| s.to_string()));
     options
 }
 
-/// Compiles `source` (with [`crate::BUILTIN_HEADERS`] inlined) to PTX for `arch`
-/// (e.g. `"sm_90"`). Needs only NVRTC, no GPU and no driver. No cache is involved;
-/// see [`crate::PtxCache`] for the cached path.
-pub fn compile_ptx(source: &KernelSource, arch: &str) -> Result<String, CudaError> {
-    let text = source.expand_builtin()?;
-    compile_expanded(source.name, &text, arch)
+impl KernelSource {
+    /// The NVRTC options this source is compiled with for `arch`: [`nvrtc_options`], then
+    /// its definitions. Errors when a definition is malformed or given twice.
+    pub fn nvrtc_options(&self, arch: &str) -> Result<Vec<String>, CudaError> {
+        let mut options = nvrtc_options(arch);
+        options.extend(self.define_options()?);
+        Ok(options)
+    }
 }
 
-/// Compiles already-expanded source text; `name` is used in messages and as the
-/// NVRTC program name.
-pub(crate) fn compile_expanded(name: &str, text: &str, arch: &str) -> Result<String, CudaError> {
+/// Compiles `source` (with [`crate::BUILTIN_HEADERS`] inlined, and its definitions) to PTX
+/// for `arch` (e.g. `"sm_90"`). Needs only NVRTC, no GPU and no driver. No cache is
+/// involved; see [`crate::PtxCache`] for the cached path.
+pub fn compile_ptx(source: &KernelSource, arch: &str) -> Result<String, CudaError> {
+    let text = source.expand_builtin()?;
+    let options = source.nvrtc_options(arch)?;
+    compile_text(source.name, &text, arch, &options)
+}
+
+/// Compiles `source` as a user lifting it would: its text as it is, NVRTC resolving its
+/// `#include "…"` lines from `include_dirs` (`--include-path=DIR`), with its definitions.
+/// No textual inlining, no cache.
+pub fn compile_ptx_with_include_dirs(
+    source: &KernelSource,
+    arch: &str,
+    include_dirs: &[&Path],
+) -> Result<String, CudaError> {
+    let mut options = source.nvrtc_options(arch)?;
+    options.extend(
+        include_dirs
+            .iter()
+            .map(|dir| format!("--include-path={}", dir.display())),
+    );
+    compile_text(source.name, source.source, arch, &options)
+}
+
+/// Compiles `text` with exactly `options` (which should start with [`nvrtc_options`]`(arch)`);
+/// `name` is used in messages and as the NVRTC program name, `arch` is checked and named
+/// in errors.
+pub fn compile_text(
+    name: &str,
+    text: &str,
+    arch: &str,
+    options: &[String],
+) -> Result<String, CudaError> {
     let fail = |log: String| CudaError::Compile {
         file: name.to_string(),
         arch: arch.to_string(),
@@ -95,13 +131,15 @@ pub(crate) fn compile_expanded(name: &str, text: &str, arch: &str) -> Result<Str
     let c_text = CString::new(text).map_err(|_| fail("the source contains a NUL byte".into()))?;
     let c_name =
         CString::new(name).map_err(|_| fail("the file name contains a NUL byte".into()))?;
-    let options = nvrtc_options(arch);
+    if options.iter().any(|o| o.contains('\0')) {
+        return Err(fail("an option contains a NUL byte".into()));
+    }
 
     let program = nvrtc::create_program(&c_text, Some(&c_name))
         .map_err(|e| fail(format!("nvrtcCreateProgram failed: {:?}", e.0)))?;
     let program = ProgramGuard(program);
     // SAFETY: program is a live NVRTC program; options hold no NUL bytes.
-    let compiled = unsafe { nvrtc::compile_program(program.0, &options) };
+    let compiled = unsafe { nvrtc::compile_program(program.0, options) };
     if let Err(e) = compiled {
         // SAFETY: program is live.
         let log = unsafe { nvrtc::get_program_log(program.0) }

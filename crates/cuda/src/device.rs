@@ -14,7 +14,9 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 
-use crate::{CudaError, DriverResultExt, KernelSource, PtxCache, compile::driver_present};
+use crate::{
+    CudaError, DriverResultExt, Kernel, KernelDecl, KernelSource, PtxCache, compile::driver_present,
+};
 
 /// What [`probe`] reports about one device.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,9 +118,68 @@ fn held_counter(ordinal: usize) -> Arc<AtomicUsize> {
     map.entry(ordinal).or_default().clone()
 }
 
-/// Registry key: device ordinal, source name, source text address and length.
-/// `&'static str` sources are unique by address for one text.
-type ModuleKey = (usize, &'static str, usize, usize);
+/// A budget over the buffers allocated through one [`Gpu`] handle and its clones
+/// ([`Gpu::with_budget`]): what they hold, the peak, and the first allocation refused.
+#[derive(Debug)]
+struct Scope {
+    limit: usize,
+    held: AtomicUsize,
+    peak: AtomicUsize,
+    refused: Mutex<Option<Refusal>>,
+}
+
+impl Scope {
+    fn add(&self, bytes: usize) {
+        let now = self.held.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.peak.fetch_max(now, Ordering::Relaxed);
+    }
+
+    fn sub(&self, bytes: usize) {
+        self.held.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    fn refuse(&self, requested: usize, available: usize) {
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        refused.get_or_insert(Refusal {
+            requested,
+            available,
+            held: self.held.load(Ordering::Relaxed),
+        });
+    }
+}
+
+/// An allocation that did not fit (the budget of a handle, or the device's free memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    /// Bytes asked for.
+    pub requested: usize,
+    /// Bytes that were available to it.
+    pub available: usize,
+    /// Bytes the handle's buffers held then.
+    pub held: usize,
+}
+
+/// A handle's budget: its limit, what its buffers hold now and at most since the last
+/// [`Gpu::reset_peak`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Bytes the handle's buffers may hold together.
+    pub limit: usize,
+    /// Bytes they hold now.
+    pub held: usize,
+    /// The most they held at once.
+    pub peak: usize,
+}
+
+/// Registry key: device ordinal, source name, source text address and length, and the
+/// definitions. `&'static str` sources are unique by address for one text.
+type ModuleKey = (
+    usize,
+    &'static str,
+    usize,
+    usize,
+    &'static [&'static [crate::Define]],
+);
 
 fn module_registry() -> &'static Mutex<HashMap<ModuleKey, Arc<CudaModule>>> {
     static REGISTRY: OnceLock<Mutex<HashMap<ModuleKey, Arc<CudaModule>>>> = OnceLock::new();
@@ -139,6 +200,7 @@ pub struct Gpu {
     name: String,
     compute_capability: (i32, i32),
     held: Arc<AtomicUsize>,
+    scope: Option<Arc<Scope>>,
 }
 
 impl Gpu {
@@ -168,7 +230,49 @@ impl Gpu {
             name,
             compute_capability,
             held: held_counter(ordinal),
+            scope: None,
         })
+    }
+
+    /// A handle to the same device, context and stream whose buffers (and those of its
+    /// clones) may hold at most `limit` bytes together: a larger allocation is refused with
+    /// [`CudaError::OutOfMemory`], [`Gpu::memory`] reports at most what is left as free, and
+    /// the peak is tracked ([`Gpu::budget`]). Buffers allocated before are not counted.
+    pub fn with_budget(&self, limit: usize) -> Gpu {
+        Gpu {
+            scope: Some(Arc::new(Scope {
+                limit,
+                held: AtomicUsize::new(0),
+                peak: AtomicUsize::new(0),
+                refused: Mutex::new(None),
+            })),
+            ..self.clone()
+        }
+    }
+
+    /// The budget of a handle made by [`Gpu::with_budget`].
+    pub fn budget(&self) -> Option<Budget> {
+        self.scope.as_ref().map(|s| Budget {
+            limit: s.limit,
+            held: s.held.load(Ordering::Relaxed),
+            peak: s.peak.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Starts the budget's peak again from what is held now.
+    pub fn reset_peak(&self) {
+        if let Some(s) = &self.scope {
+            s.peak
+                .store(s.held.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+
+    /// The first allocation refused since the last call (budgeted handles only), cleared.
+    /// A method may turn an out-of-memory error into its own message; this says that
+    /// memory was the cause.
+    pub fn take_refusal(&self) -> Option<Refusal> {
+        let s = self.scope.as_ref()?;
+        s.refused.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
     /// Device ordinal.
@@ -229,6 +333,7 @@ impl Gpu {
             source.name,
             source.source.as_ptr() as usize,
             source.source.len(),
+            source.defines,
         );
         let mut registry = module_registry().lock().unwrap_or_else(|p| p.into_inner());
         if let Some(module) = registry.get(&key) {
@@ -251,9 +356,19 @@ impl Gpu {
             .context(&format!("loading kernel {name} from {}", source.name))
     }
 
-    /// Free / total device memory and the bytes held by this process's buffers.
+    /// The declared kernel `decl`, with its launch shape ([`crate::Kernel`]).
+    pub fn kernel(&self, decl: &KernelDecl) -> Result<Kernel, CudaError> {
+        Ok(Kernel::new(*decl, self.function(decl.source, decl.name)?))
+    }
+
+    /// Free / total device memory and the bytes held by this process's buffers. Under a
+    /// budget ([`Gpu::with_budget`]) `free` is at most what the budget has left.
     pub fn memory(&self) -> Result<MemoryInfo, CudaError> {
         let (free, total) = self.ctx.mem_get_info().context("querying device memory")?;
+        let free = match &self.scope {
+            Some(s) => free.min(s.limit.saturating_sub(s.held.load(Ordering::Relaxed))),
+            None => free,
+        };
         Ok(MemoryInfo {
             free,
             total,
@@ -265,6 +380,16 @@ impl Gpu {
     /// stream-ordered pool may still hold freed blocks: synchronise (which releases
     /// them) and look again.
     fn ensure_fits(&self, bytes: usize) -> Result<(), CudaError> {
+        if let Some(s) = &self.scope {
+            let left = s.limit.saturating_sub(s.held.load(Ordering::Relaxed));
+            if bytes > left {
+                s.refuse(bytes, left);
+                return Err(CudaError::OutOfMemory {
+                    requested: bytes,
+                    free: left,
+                });
+            }
+        }
         let (free, _) = self.ctx.mem_get_info().context("querying device memory")?;
         if bytes <= free {
             return Ok(());
@@ -276,6 +401,9 @@ impl Gpu {
         if bytes <= free {
             Ok(())
         } else {
+            if let Some(s) = &self.scope {
+                s.refuse(bytes, free);
+            }
             Err(CudaError::OutOfMemory {
                 requested: bytes,
                 free,
@@ -285,16 +413,23 @@ impl Gpu {
 
     fn wrap<T>(&self, slice: CudaSlice<T>, bytes: usize) -> DeviceBuffer<T> {
         self.held.fetch_add(bytes, Ordering::Relaxed);
+        if let Some(s) = &self.scope {
+            s.add(bytes);
+        }
         DeviceBuffer {
             slice: ManuallyDrop::new(slice),
             bytes,
             held: self.held.clone(),
+            scope: self.scope.clone(),
         }
     }
 
     fn map_alloc_error(&self, bytes: usize, e: DriverError) -> CudaError {
         if e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY {
             let free = self.ctx.mem_get_info().map(|(f, _)| f).unwrap_or(0);
+            if let Some(s) = &self.scope {
+                s.refuse(bytes, free);
+            }
             CudaError::OutOfMemory {
                 requested: bytes,
                 free,
@@ -420,6 +555,7 @@ pub struct DeviceBuffer<T> {
     slice: ManuallyDrop<CudaSlice<T>>,
     bytes: usize,
     held: Arc<AtomicUsize>,
+    scope: Option<Arc<Scope>>,
 }
 
 impl<T> DeviceBuffer<T> {
@@ -442,11 +578,15 @@ impl<T> DeviceBuffer<T> {
     pub fn into_inner(self) -> CudaSlice<T> {
         let mut me = ManuallyDrop::new(self);
         me.held.fetch_sub(me.bytes, Ordering::Relaxed);
-        // SAFETY: `me` is never dropped, so the slice and the Arc are moved out
+        if let Some(s) = &me.scope {
+            s.sub(me.bytes);
+        }
+        // SAFETY: `me` is never dropped, so the slice and the Arcs are moved out
         // exactly once.
         unsafe {
             let held = std::ptr::read(&me.held);
             drop(held);
+            drop(std::ptr::read(&me.scope));
             ManuallyDrop::take(&mut me.slice)
         }
     }
@@ -468,6 +608,9 @@ impl<T> DerefMut for DeviceBuffer<T> {
 impl<T> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
         self.held.fetch_sub(self.bytes, Ordering::Relaxed);
+        if let Some(s) = &self.scope {
+            s.sub(self.bytes);
+        }
         // SAFETY: dropped exactly once, here.
         unsafe { ManuallyDrop::drop(&mut self.slice) };
     }

@@ -2,7 +2,11 @@
 //!
 //! - Presence checks that never panic: [`driver_present`], [`nvrtc_present`], [`probe`].
 //! - NVRTC compilation of `kernels-cu/*.cu` without a GPU: [`compile_ptx`]; shared
-//!   headers (`#include "common.cuh"`) are inlined textually (see [`KernelSource`]).
+//!   headers (`#include "common.cuh"`) are inlined textually, constants shared with Rust
+//!   are passed as definitions (see [`KernelSource`], [`Define`]).
+//! - Kernels declared once ([`KernelDecl`]: name, block, dynamic shared memory), loaded as
+//!   [`Kernel`]s that give each launch its shape, and checked against their sources by
+//!   [`kernel_table`].
 //! - An on-disk PTX cache: [`PtxCache`].
 //! - One device: [`Gpu`] with a non-NULL main stream, a process-wide module registry,
 //!   memory-accounted [`DeviceBuffer`]s, [`PinnedBuffer`]s, [`EventTimer`] and CUDA
@@ -17,6 +21,10 @@ mod compile;
 mod device;
 mod error;
 mod graph;
+mod kernel;
+pub mod kernel_table;
+pub mod memory;
+pub mod method;
 pub mod rows;
 pub mod slab_weights;
 mod source;
@@ -26,13 +34,17 @@ use std::path::PathBuf;
 
 pub use cache::{CacheOutcome, PtxCache, cache_key};
 pub use compile::{
-    NVRTC_OPTIONS, compile_ptx, driver_present, nvrtc_options, nvrtc_present, nvrtc_version,
-    validate_arch,
+    NVRTC_OPTIONS, compile_ptx, compile_ptx_with_include_dirs, compile_text, driver_present,
+    nvrtc_options, nvrtc_present, nvrtc_version, validate_arch,
 };
-pub use device::{DeviceBuffer, DeviceInfo, Gpu, MemoryInfo, PinnedBuffer, probe};
+pub use device::{Budget, DeviceBuffer, DeviceInfo, Gpu, MemoryInfo, PinnedBuffer, Refusal, probe};
 pub use error::{CudaError, DriverResultExt};
 pub use graph::CapturedGraph;
-pub use source::{BUILTIN_HEADERS, COMMON_HEADER, KernelSource, SELFTEST};
+pub use kernel::{IntoGrid, Kernel, KernelDecl, SharedMemory};
+pub use source::{
+    BUILTIN_HEADERS, COMMON_HEADER, Define, KernelSource, SELFTEST, SELFTEST_ACTIVATION,
+    SELFTEST_AXPY,
+};
 pub use timing::{EventTimer, Timeline};
 
 pub use cudarc;
@@ -40,6 +52,18 @@ pub use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr,
     DevicePtrMut, DeviceRepr, DeviceSlice, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
+
+/// Every kernel this crate declares (`rows.cu`, `selftest.cu`), checked against the sources
+/// by the kernel-table test.
+pub const KERNELS: &[KernelDecl] = &[
+    rows::SCATTER_ROWS,
+    rows::ROW_NONZERO_FLAGS,
+    rows::MARK_ROWS,
+    rows::ALL_ROWS,
+    rows::COMPACT_FLAGGED_ROWS,
+    SELFTEST_AXPY,
+    SELFTEST_ACTIVATION,
+];
 
 /// The workspace's `kernels-cu/` folder: `$SPDNN_KERNELS_CU` when set (for test
 /// binaries run on another machine), else the path next to this crate at build time.

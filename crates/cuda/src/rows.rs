@@ -1,15 +1,25 @@
 //! Dense row-major activations on the device, and what every method's run returns.
 
-use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+use cudarc::driver::PushKernelArg;
 use spdnn_formats::{Csr, SparseMatrix};
 
-use crate::{CudaError, DeviceBuffer, DriverResultExt, Gpu, KernelSource};
+use crate::{CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, KernelDecl, KernelSource};
 
 /// `kernels-cu/rows.cu`: scatter sparse rows, row flags, row lists.
-pub const ROWS: KernelSource = KernelSource {
-    name: "rows.cu",
-    source: include_str!("../../../kernels-cu/rows.cu"),
-};
+pub const ROWS: KernelSource =
+    KernelSource::new("rows.cu", include_str!("../../../kernels-cu/rows.cu"));
+
+/// `spdnn_scatter_rows`: blocks stride over the rows ([`scatter_rows`]).
+pub const SCATTER_ROWS: KernelDecl = KernelDecl::new(&ROWS, "spdnn_scatter_rows", 128);
+/// `spdnn_row_nonzero_flags`: blocks stride over the rows ([`row_nonzero_flags`]).
+pub const ROW_NONZERO_FLAGS: KernelDecl = KernelDecl::new(&ROWS, "spdnn_row_nonzero_flags", 256);
+/// `spdnn_mark_rows`: one thread per list slot ([`KernelDecl::config_for`] the capacity).
+pub const MARK_ROWS: KernelDecl = KernelDecl::new(&ROWS, "spdnn_mark_rows", 256);
+/// `spdnn_all_rows`: one thread per row ([`KernelDecl::config_for`] the rows).
+pub const ALL_ROWS: KernelDecl = KernelDecl::new(&ROWS, "spdnn_all_rows", 256);
+/// `spdnn_compact_flagged_rows`: one thread per list slot ([`RowList::compact_into`]).
+pub const COMPACT_FLAGGED_ROWS: KernelDecl =
+    KernelDecl::new(&ROWS, "spdnn_compact_flagged_rows", 256);
 
 /// How often a GPU method runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,8 +28,12 @@ pub struct RunSpec {
     pub warmup: usize,
     /// Timed runs (at least one is made).
     pub repetitions: usize,
-    /// Download the final activations (rows × N) after the last run.
+    /// Download the final activations (rows × `N_L`, the last layer's width) after the
+    /// last run.
     pub keep_output: bool,
+    /// Rows per batch (`None`: every row in one batch; a method's own options may ask for
+    /// fewer, see `KernelMethod::batch`).
+    pub batch: Option<usize>,
 }
 
 impl Default for RunSpec {
@@ -28,6 +42,7 @@ impl Default for RunSpec {
             warmup: 1,
             repetitions: 1,
             keep_output: false,
+            batch: None,
         }
     }
 }
@@ -37,7 +52,7 @@ impl Default for RunSpec {
 pub struct GpuInference {
     /// 1-based ascending rows with a nonzero sum after the last layer.
     pub categories: Vec<u32>,
-    /// Final activations, rows × N row-major, when asked for.
+    /// Final activations, rows × `N_L` row-major (the last layer's width), when asked for.
     pub output: Option<Vec<f32>>,
     /// Event time of each timed run: layer loop + category extraction, ms.
     pub infer_ms: Vec<f64>,
@@ -54,8 +69,10 @@ pub struct GpuInference {
     pub accesses: Vec<crate::census::AccessCounts>,
 }
 
-/// Checks that every layer is N×N with N the input's width, and that the activation
-/// parameters are valid (bias < 0 makes `clip(Z + b)` equal the official rule).
+/// Checks that the layers chain from the input's width (`layers[l]` is `N_{l-1} × N_l`
+/// with `N_0` the input's width; the challenge's layers are all `N × N`) and that the
+/// activation parameters are valid (bias < 0 makes `clip(Z + b)` equal the official
+/// rule); returns the input width.
 pub fn check_problem(
     layers: &[Csr],
     input: &Csr,
@@ -79,15 +96,43 @@ pub fn check_problem(
             input.nrows()
         )));
     }
+    if layers[0].nrows() != n {
+        return Err(CudaError::InvalidArgument(format!(
+            "layer 1 is {}x{}, the input has {n} features",
+            layers[0].nrows(),
+            layers[0].ncols()
+        )));
+    }
+    check_widths(layers, bias, upper)?;
+    Ok(n)
+}
+
+/// Checks that there is a layer, that every layer has as many rows as the previous one
+/// has columns and at most `u32::MAX / 2` of either, and that the activation parameters
+/// are valid; returns the widths `N_0, N_1, …, N_L`.
+pub fn check_widths(layers: &[Csr], bias: f32, upper: f32) -> Result<Vec<usize>, CudaError> {
+    let Some(first) = layers.first() else {
+        return Err(CudaError::InvalidArgument(
+            "the network has no layers".into(),
+        ));
+    };
+    let mut widths = vec![first.nrows()];
     for (l, w) in layers.iter().enumerate() {
-        if w.nrows() != n || w.ncols() != n {
+        let previous = widths[l];
+        if w.nrows() != previous {
             return Err(CudaError::InvalidArgument(format!(
-                "layer {} is {}x{}, the input has {n} features",
+                "layer {} is {}x{}, the layer before gives {previous} values a row",
                 l + 1,
                 w.nrows(),
                 w.ncols()
             )));
         }
+        widths.push(w.ncols());
+    }
+    if widths.iter().any(|&w| w == 0 || w > u32::MAX as usize / 2) {
+        return Err(CudaError::InvalidArgument(format!(
+            "layers of widths {widths:?} are not supported (each from 1 to 2^31 - 1)"
+        )));
     }
     if !(bias.is_finite() && bias < 0.0) {
         return Err(CudaError::InvalidArgument(format!(
@@ -99,7 +144,33 @@ pub fn check_problem(
             "the upper bound must be positive, got {upper}"
         )));
     }
+    Ok(widths)
+}
+
+/// [`check_widths`], and every layer `N × N` (the methods written for the challenge's
+/// square layers call this); returns N. A chain of other widths (a compressed network) is
+/// an error saying so.
+pub fn check_chain(layers: &[Csr], bias: f32, upper: f32) -> Result<usize, CudaError> {
+    let widths = check_widths(layers, bias, upper)?;
+    let n = widths[0];
+    if widths.iter().any(|&w| w != n) {
+        return Err(CudaError::InvalidArgument(format!(
+            "this method takes square N × N layers only; these layers chain widths {}",
+            describe_widths(&widths)
+        )));
+    }
     Ok(n)
+}
+
+/// `1024 → 64 → 64 → 32 …` (the first ones, then a count).
+pub fn describe_widths(widths: &[usize]) -> String {
+    let shown: Vec<String> = widths.iter().take(6).map(|w| w.to_string()).collect();
+    let rest = widths.len().saturating_sub(6);
+    if rest == 0 {
+        shown.join(" → ")
+    } else {
+        format!("{} → … ({rest} more)", shown.join(" → "))
+    }
 }
 
 /// Grid size for grid-stride loops over `items` (capped so launches stay cheap).
@@ -121,7 +192,7 @@ pub fn scatter_rows(gpu: &Gpu, input: &Csr, y: &mut DeviceBuffer<f32>) -> Result
     let offsets = gpu.upload(input.row_offsets())?;
     let cols = gpu.upload(input.col_indices())?;
     let vals = gpu.upload(input.values())?;
-    let scatter = gpu.function(&ROWS, "spdnn_scatter_rows")?;
+    let scatter = gpu.kernel(&SCATTER_ROWS)?;
     let (rows_u32, n_u32) = (rows as u32, input.ncols() as u32);
     let mut launch = gpu.stream().launch_builder(&scatter);
     launch
@@ -131,12 +202,7 @@ pub fn scatter_rows(gpu: &Gpu, input: &Csr, y: &mut DeviceBuffer<f32>) -> Result
         .arg(&rows_u32)
         .arg(&n_u32)
         .arg(&mut **y);
-    // Launch: grid min(rows, 1M) blocks (grid-stride over rows), block 128, no shared memory.
-    let config = LaunchConfig {
-        grid_dim: (grid_for(rows, 1), 1, 1),
-        block_dim: (128, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let config = scatter.config(grid_for(rows, 1))?;
     unsafe { launch.launch(config) }.context("launching spdnn_scatter_rows")?;
     Ok(())
 }
@@ -156,7 +222,7 @@ pub fn row_nonzero_flags(
     n: usize,
     flags: &mut DeviceBuffer<u8>,
 ) -> Result<(), CudaError> {
-    let kernel = gpu.function(&ROWS, "spdnn_row_nonzero_flags")?;
+    let kernel = gpu.kernel(&ROW_NONZERO_FLAGS)?;
     let (rows_u32, n_u32) = (rows as u32, n as u32);
     let mut launch = gpu.stream().launch_builder(&kernel);
     launch
@@ -164,12 +230,7 @@ pub fn row_nonzero_flags(
         .arg(&rows_u32)
         .arg(&n_u32)
         .arg(&mut **flags);
-    // Launch: grid min(rows, 1M) blocks (grid-stride over rows), block 256, no shared memory.
-    let config = LaunchConfig {
-        grid_dim: (grid_for(rows, 1), 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let config = kernel.config(grid_for(rows, 1))?;
     unsafe { launch.launch(config) }.context("launching spdnn_row_nonzero_flags")?;
     Ok(())
 }
@@ -287,6 +348,11 @@ pub struct RowList {
 }
 
 impl RowList {
+    /// Device bytes per listed row (for memory models).
+    pub const BYTES_PER_ROW: usize = 4;
+    /// Device bytes besides the rows: the count.
+    pub const FIXED_BYTES: usize = 4;
+
     /// An empty list of up to `capacity` rows.
     pub fn new(gpu: &Gpu, capacity: usize) -> Result<Self, CudaError> {
         Ok(Self {
@@ -296,12 +362,11 @@ impl RowList {
     }
 
     /// Writes into `to` the listed rows whose `row_flags[row]` is set (order not kept),
-    /// with `compact` = rows.cu's `spdnn_compact_flagged_rows`; `capacity` bounds the
-    /// list's length.
+    /// with `compact` = [`COMPACT_FLAGGED_ROWS`]; `capacity` bounds the list's length.
     pub fn compact_into(
         &self,
         gpu: &Gpu,
-        compact: &CudaFunction,
+        compact: &Kernel,
         row_flags: &DeviceBuffer<u8>,
         to: &mut RowList,
         capacity: usize,
@@ -317,12 +382,7 @@ impl RowList {
             .arg(&**row_flags)
             .arg(&mut *to.rows)
             .arg(&mut *to.count);
-        // Launch: grid ceil(capacity / 256), block 256, no shared memory.
-        let config = LaunchConfig {
-            grid_dim: (grid_for(capacity, 256), 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let config = compact.config_for(capacity)?;
         unsafe { launch.launch(config) }.context("launching spdnn_compact_flagged_rows")?;
         Ok(())
     }
@@ -361,6 +421,15 @@ mod tests {
         assert!(check_problem(std::slice::from_ref(&w), &x, 0.3, 32.0).is_err());
         assert!(check_problem(std::slice::from_ref(&w), &x, -0.3, f32::NAN).is_err());
         let wide = Csr::from_triplets(2, 4, &[]).unwrap();
-        assert!(check_problem(&[w, wide], &x, -0.3, 32.0).is_err());
+        assert!(check_problem(&[w.clone(), wide], &x, -0.3, 32.0).is_err());
+        // Chained widths 3 → 2 → 4 are a valid problem, but not a square chain.
+        let narrow = Csr::from_triplets(3, 2, &[(0, 1, 1.0)]).unwrap();
+        let widen = Csr::from_triplets(2, 4, &[(1, 3, 1.0)]).unwrap();
+        let chain = [narrow, widen];
+        assert_eq!(check_problem(&chain, &x, -0.3, 32.0).unwrap(), 3);
+        assert_eq!(check_widths(&chain, -0.3, 32.0).unwrap(), vec![3, 2, 4]);
+        let message = check_chain(&chain, -0.3, 32.0).unwrap_err().to_string();
+        assert!(message.contains("3 → 2 → 4"), "{message}");
+        assert!(check_chain(std::slice::from_ref(&w), -0.3, 32.0).is_ok());
     }
 }

@@ -5,7 +5,7 @@ mod common;
 use std::fs;
 
 use spdnn_cuda::{
-    CacheOutcome, KernelSource, PtxCache, SELFTEST, cache_key, compile_ptx, nvrtc_options,
+    CacheOutcome, Define, KernelSource, PtxCache, SELFTEST, cache_key, compile_ptx, nvrtc_options,
     nvrtc_version,
 };
 
@@ -125,14 +125,14 @@ fn source_change_changes_the_entry() {
     }
     let dir = tempfile::tempdir().unwrap();
     let cache = PtxCache::at(dir.path());
-    let a = KernelSource {
-        name: "a.cu",
-        source: "extern \"C\" __global__ void k(float* y) { y[0] = 1.0f; }\n",
-    };
-    let b = KernelSource {
-        name: "a.cu",
-        source: "extern \"C\" __global__ void k(float* y) { y[0] = 2.0f; }\n",
-    };
+    let a = KernelSource::new(
+        "a.cu",
+        "extern \"C\" __global__ void k(float* y) { y[0] = 1.0f; }\n",
+    );
+    let b = KernelSource::new(
+        "a.cu",
+        "extern \"C\" __global__ void k(float* y) { y[0] = 2.0f; }\n",
+    );
     let (ptx_a, outcome) = cache.compile_with_outcome(&a, "sm_80").unwrap();
     assert_eq!(outcome, CacheOutcome::Compiled);
     let (ptx_b, outcome) = cache.compile_with_outcome(&b, "sm_80").unwrap();
@@ -143,5 +143,34 @@ fn source_change_changes_the_entry() {
         ptx_b.contains("1073741824") || ptx_b.contains("0f40000000"),
         "{ptx_b}"
     );
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+}
+
+#[test]
+fn definitions_change_the_entry() {
+    if !common::nvrtc_or_skip("definitions_change_the_entry") {
+        return;
+    }
+    const TEXT: &str = "extern \"C\" __global__ void k(float* y) { y[K_AT] = 1.0f; }\n";
+    const AT_3: &[Define] = &[Define::new("K_AT", 3)];
+    const AT_5: &[Define] = &[Define::new("K_AT", 5)];
+    let dir = tempfile::tempdir().unwrap();
+    let cache = PtxCache::at(dir.path());
+    let three = KernelSource::new("d.cu", TEXT).with_defines(&[AT_3]);
+    let five = KernelSource::new("d.cu", TEXT).with_defines(&[AT_5]);
+    let (ptx_3, outcome) = cache.compile_with_outcome(&three, "sm_80").unwrap();
+    assert_eq!(outcome, CacheOutcome::Compiled);
+    let (ptx_5, outcome) = cache.compile_with_outcome(&five, "sm_80").unwrap();
+    assert_eq!(
+        outcome,
+        CacheOutcome::Compiled,
+        "other definitions, another entry"
+    );
+    assert_ne!(ptx_3, ptx_5);
+    let (again, outcome) = cache.compile_with_outcome(&three, "sm_80").unwrap();
+    assert_eq!((outcome, &again), (CacheOutcome::Hit, &ptx_3));
+    // y[3] and y[5]: stores 12 and 20 bytes past y.
+    assert!(ptx_3.contains("+12]"), "{ptx_3}");
+    assert!(ptx_5.contains("+20]"), "{ptx_5}");
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
 }

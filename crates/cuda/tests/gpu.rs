@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use spdnn_cuda::{
-    CudaError, DeviceBuffer, DriverResultExt, Gpu, LaunchConfig, PushKernelArg, SELFTEST, probe,
+    CudaError, DeviceBuffer, DriverResultExt, Gpu, PushKernelArg, SELFTEST, SELFTEST_ACTIVATION,
+    SELFTEST_AXPY, probe,
 };
 
 fn gpu() -> Gpu {
@@ -30,13 +31,9 @@ fn launch_axpy(
     x: &DeviceBuffer<f32>,
     a: f32,
 ) -> Result<(), CudaError> {
-    let f = gpu.function(&SELFTEST, "spdnn_selftest_axpy")?;
+    let f = gpu.kernel(&SELFTEST_AXPY)?;
     let n = u32::try_from(y.len()).expect("test sizes fit u32");
-    let cfg = LaunchConfig {
-        grid_dim: (n.div_ceil(256).min(4096), 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let cfg = f.config(n.div_ceil(f.decl().threads()).min(4096))?;
     let mut launch = stream.launch_builder(&f);
     launch.arg(&mut **y).arg(&**x).arg(&a).arg(&n);
     // SAFETY: argument types and count match the kernel's signature.
@@ -105,9 +102,7 @@ fn activation_kernel_clamps() {
     let (bias, upper) = (-0.3f32, 32.0f32);
     let d_in = gpu.upload(&input).unwrap();
     let mut d_out = gpu.alloc_zeros::<f32>(input.len()).unwrap();
-    let f = gpu
-        .function(&SELFTEST, "spdnn_selftest_activation")
-        .unwrap();
+    let f = gpu.kernel(&SELFTEST_ACTIVATION).unwrap();
     let n = input.len() as u32;
     let mut launch = gpu.stream().launch_builder(&f);
     launch
@@ -116,7 +111,8 @@ fn activation_kernel_clamps() {
         .arg(&bias)
         .arg(&upper)
         .arg(&n);
-    unsafe { launch.launch(LaunchConfig::for_num_elems(n)) }.unwrap();
+    let cfg = f.config(n.div_ceil(f.decl().threads())).unwrap();
+    unsafe { launch.launch(cfg) }.unwrap();
     let got = gpu.download(&*d_out).unwrap();
     let expected: Vec<f32> = input.iter().map(|v| (v + bias).clamp(0.0, upper)).collect();
     assert_eq!(got, expected);
@@ -154,7 +150,7 @@ fn graph_capture_replays_correctly() {
     let x = gpu.upload(&xh).unwrap();
     let mut y = gpu.upload(&yh).unwrap();
     // Load the function before capture (module loading is not capturable).
-    gpu.function(&SELFTEST, "spdnn_selftest_axpy").unwrap();
+    gpu.kernel(&SELFTEST_AXPY).unwrap();
     let stream = gpu.stream().clone();
     let graph = gpu
         .capture_graph(&stream, |s| launch_axpy(&gpu, s, &mut y, &x, a))
@@ -245,4 +241,22 @@ fn pinned_buffer_round_trip_on_a_copy_stream() {
         gpu.upload_into(&values, &mut tiny),
         Err(CudaError::InvalidArgument(_))
     ));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_kernel_missing_from_its_module_is_an_error_naming_both() {
+    let gpu = gpu();
+    const MISSING: spdnn_cuda::KernelDecl =
+        spdnn_cuda::KernelDecl::new(&spdnn_cuda::SELFTEST, "spdnn_no_such_kernel", 32);
+    let Err(error) = gpu.kernel(&MISSING) else {
+        panic!("a kernel that does not exist was found");
+    };
+    let message = error.to_string();
+    assert!(
+        message.contains("spdnn_no_such_kernel") && message.contains("selftest.cu"),
+        "{message}"
+    );
+    // The module itself still serves its kernels.
+    assert!(gpu.kernel(&spdnn_cuda::SELFTEST_AXPY).is_ok());
 }

@@ -5,23 +5,52 @@
 //! row-major `Y` (rows × N) is the column-major `Yᵀ` (N × rows, leading dimension N), so
 //! no activation is ever transposed. cuSPARSE is reached through cudarc's `sys` level
 //! (it has no safe API); every handle and descriptor is released on drop.
+//!
+//! Per-neuron biases (trained networks) take the epilogue `cusparse_bias_clip_neurons`. A
+//! layer with a positive bias needs the structural rule (the bias only where `Y·W` is
+//! structurally nonzero): its pattern (every stored weight as 1) is multiplied too, `S =
+//! Y·pattern(W)`, which for `Y ≥ 0` is positive exactly at the structural nonzeros, and
+//! `cusparse_bias_clip_structural` adds the bias only there. Activations after a layer are
+//! `≥ 0`; an input with a negative value meeting such a first layer is refused.
+//!
+//! Any chain of widths runs (`N_{l-1} × N_l` layers, as compression makes them): layer `l`
+//! reads `Yᵀ` as `N_{l-1} × rows` and writes `N_l × rows`, each over a buffer of the widest
+//! rows, through one dense descriptor per (buffer, width) pair (two in a square network).
 
 use std::ffi::c_void;
-use std::time::Instant;
 
 use spdnn_cuda::cudarc::cusparse::sys;
 use spdnn_cuda::cudarc::driver::{DevicePtr, DevicePtrMut};
+use spdnn_cuda::memory::MemoryModel;
+use spdnn_cuda::method::{self, DeviceRun, KernelMethod, LayerChain, NoOptions, Probe};
 use spdnn_cuda::rows::{self, GpuInference, RunSpec};
 use spdnn_cuda::{
-    CudaError, DeviceBuffer, DriverResultExt, Gpu, KernelSource, LaunchConfig, PushKernelArg,
+    CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, KernelDecl, KernelSource, PushKernelArg,
 };
 use spdnn_formats::{Csr, SparseMatrix};
 
 /// `kernels-cu/cusparse_epilogue.cu`.
-pub const EPILOGUE: KernelSource = KernelSource {
-    name: "cusparse_epilogue.cu",
-    source: include_str!("../../../kernels-cu/cusparse_epilogue.cu"),
-};
+pub const EPILOGUE: KernelSource = KernelSource::new(
+    "cusparse_epilogue.cu",
+    include_str!("../../../kernels-cu/cusparse_epilogue.cu"),
+);
+
+/// `cusparse_bias_clip`: one thread per value, striding over the grid
+/// ([`KernelDecl::config_for`] the rows × `N_out` values of a layer).
+pub const BIAS_CLIP: KernelDecl = KernelDecl::new(&EPILOGUE, "cusparse_bias_clip", 256);
+
+/// `cusparse_bias_clip_neurons`: as [`BIAS_CLIP`], a bias per output neuron.
+pub const BIAS_CLIP_NEURONS: KernelDecl =
+    KernelDecl::new(&EPILOGUE, "cusparse_bias_clip_neurons", 256);
+
+/// `cusparse_bias_clip_structural`: as [`BIAS_CLIP_NEURONS`], the bias only where the
+/// structural product is positive.
+pub const BIAS_CLIP_STRUCTURAL: KernelDecl =
+    KernelDecl::new(&EPILOGUE, "cusparse_bias_clip_structural", 256);
+
+/// Every kernel this crate declares (`cusparse_epilogue.cu`), checked against the source by
+/// the kernel-table test.
+pub const KERNELS: &[KernelDecl] = &[BIAS_CLIP, BIAS_CLIP_NEURONS, BIAS_CLIP_STRUCTURAL];
 
 /// Whether libcusparse can be loaded (never panics).
 pub fn cusparse_present() -> bool {
@@ -147,7 +176,188 @@ fn sparse_layer(gpu: &Gpu, w: &Csr) -> Result<SparseLayer, CudaError> {
     })
 }
 
-/// Runs the cuSPARSE baseline on `input` (rows × N) through `layers`.
+/// The cuSPARSE baseline as a method of the registry.
+pub struct Cusparse;
+
+impl KernelMethod for Cusparse {
+    const NAME: &'static str = "cusparse";
+    const DESCRIPTION: &'static str = "baseline: cuSPARSE SpMM per layer + bias-and-clip kernel";
+    type Options = NoOptions;
+    const ACCEPTS_PER_NEURON_BIAS: bool = true;
+    const ACCEPTS_POSITIVE_BIAS: bool = true;
+
+    /// Per row: two activation buffers of the widest rows and the category flag; per layer:
+    /// `Wᵀ` in 32-bit CSR; fixed: SpMM's workspace, whose size cuSPARSE tells only on the
+    /// device (estimated here at 64 MiB), so the model is an estimate. cuSPARSE's handle
+    /// keeps memory of its own outside this accounting.
+    fn memory(chain: &LayerChain<'_>, _options: &NoOptions) -> MemoryModel {
+        let widest = spdnn_cuda::memory::widest(chain);
+        // Per-neuron biases: an array a layer; a layer with a positive one also holds its
+        // pattern, and the run a buffer for the structural product.
+        let positive = |l: usize| {
+            chain
+                .layer_biases(l)
+                .is_some_and(|b| b.iter().any(|&v| v > 0.0))
+        };
+        let any_positive = (0..chain.layers.len()).any(positive);
+        MemoryModel {
+            per_row: 2 * 4 * widest + 1 + if any_positive { 4 * widest } else { 0 },
+            layers: chain
+                .layers
+                .iter()
+                .enumerate()
+                .map(|(l, w)| {
+                    let matrix = 4 * (w.ncols() + 1) + 8 * w.nnz().max(1);
+                    matrix + chain.bias_bytes(l) + if positive(l) { matrix } else { 0 }
+                })
+                .collect(),
+            fixed: 64 << 20,
+            streaming: false,
+            exact: false,
+        }
+    }
+
+    fn prepare<'g>(
+        gpu: &'g Gpu,
+        chain: &LayerChain<'_>,
+        rows_count: usize,
+        _options: &NoOptions,
+    ) -> Result<Box<dyn DeviceRun + 'g>, CudaError> {
+        let layers = chain.layers;
+        let widths = rows::check_widths(layers, chain.bias, chain.upper)?;
+        let widest = widths.iter().copied().max().unwrap_or(0);
+        if layers.iter().any(|w| w.nnz() > i32::MAX as usize) {
+            return Err(CudaError::InvalidArgument(
+                "a layer has more entries than 32-bit cuSPARSE indices allow".into(),
+            ));
+        }
+        if !cusparse_present() {
+            return Err(CudaError::InvalidArgument(
+                "libcusparse was not found on the library path (it ships with the CUDA toolkit)"
+                    .into(),
+            ));
+        }
+        let stream = gpu.stream().clone();
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: creates a handle; checked below.
+        check(unsafe { sys::cusparseCreate(&mut raw) }, "Create")?;
+        let handle = Handle(raw);
+        // SAFETY: the stream (the GPU's) outlives the handle, which the run owns.
+        check(
+            unsafe { sys::cusparseSetStream(handle.0, stream.cu_stream() as sys::cudaStream_t) },
+            "SetStream",
+        )?;
+
+        let sparse = layers
+            .iter()
+            .map(|w| sparse_layer(gpu, w))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut y_a = gpu.alloc_zeros::<f32>(rows_count * widest)?;
+        let mut y_b = gpu.alloc_zeros::<f32>(rows_count * widest)?;
+        let plan = DensePlan::new(&widths);
+        let mut dense_matrices = Vec::with_capacity(plan.views.len());
+        for &(buffer, width) in &plan.views {
+            let y = if buffer == 0 { &mut y_a } else { &mut y_b };
+            dense_matrices.push(dense(gpu, y, width, rows_count)?);
+        }
+        // Per-neuron biases, and for layers with a positive one the pattern and the
+        // structural product's buffer (one descriptor per such layer).
+        let biases = match chain.biases {
+            Some(all) => Some(
+                all.iter()
+                    .map(|b| gpu.upload(b))
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+            None => None,
+        };
+        let positive: Vec<bool> = (0..layers.len())
+            .map(|l| {
+                chain
+                    .layer_biases(l)
+                    .is_some_and(|b| b.iter().any(|&v| v > 0.0))
+            })
+            .collect();
+        let mut s_buffer = gpu.alloc_zeros::<f32>(if positive.contains(&true) {
+            rows_count * widest
+        } else {
+            1
+        })?;
+        let mut structural = Vec::with_capacity(layers.len());
+        for (l, w) in layers.iter().enumerate() {
+            structural.push(if positive[l] {
+                let ones = Csr::from_parts(
+                    w.nrows(),
+                    w.ncols(),
+                    w.row_offsets().to_vec(),
+                    w.col_indices().to_vec(),
+                    vec![1.0; w.nnz()],
+                )
+                .map_err(|e| CudaError::InvalidArgument(format!("layer {}: {e}", l + 1)))?;
+                Some((
+                    sparse_layer(gpu, &ones)?,
+                    dense(gpu, &mut s_buffer, w.ncols(), rows_count)?,
+                ))
+            } else {
+                None
+            });
+        }
+        let mut workspace_bytes = 0usize;
+        let products = sparse
+            .iter()
+            .zip(&plan.layers)
+            .map(|(layer, &(input, output))| (layer.descriptor, input, dense_matrices[output].0));
+        let pattern_products = structural
+            .iter()
+            .zip(&plan.layers)
+            .filter_map(|(s, &(input, _))| s.as_ref().map(|(p, d)| (p.descriptor, input, d.0)));
+        for (descriptor, input, output) in products.chain(pattern_products) {
+            let mut bytes = 0usize;
+            // SAFETY: descriptors are valid; only queries a size.
+            check(
+                unsafe {
+                    sys::cusparseSpMM_bufferSize(
+                        handle.0,
+                        OPERATION,
+                        OPERATION,
+                        &ALPHA as *const f32 as *const c_void,
+                        descriptor,
+                        dense_matrices[input].0,
+                        &BETA as *const f32 as *const c_void,
+                        output,
+                        sys::cudaDataType::CUDA_R_32F,
+                        ALGORITHM,
+                        &mut bytes,
+                    )
+                },
+                "SpMM_bufferSize",
+            )?;
+            workspace_bytes = workspace_bytes.max(bytes);
+        }
+        Ok(Box::new(CusparseRun {
+            structural,
+            dense: dense_matrices,
+            plan: plan.layers,
+            sparse,
+            handle,
+            workspace: gpu.alloc_zeros::<u8>(workspace_bytes.max(1))?,
+            epilogue: gpu.kernel(&BIAS_CLIP)?,
+            epilogue_neurons: gpu.kernel(&BIAS_CLIP_NEURONS)?,
+            epilogue_structural: gpu.kernel(&BIAS_CLIP_STRUCTURAL)?,
+            biases,
+            s: s_buffer,
+            y: (y_a, y_b),
+            row_flags: gpu.alloc_zeros::<u8>(rows_count)?,
+            gpu,
+            widths,
+            rows: rows_count,
+            loaded: 0,
+            bias: chain.bias,
+            upper: chain.upper,
+        }))
+    }
+}
+
+/// Runs the cuSPARSE baseline on `input` (rows × `N_0`) through `layers` (`N_{l-1} × N_l`).
 pub fn infer(
     gpu: &Gpu,
     layers: &[Csr],
@@ -156,139 +366,256 @@ pub fn infer(
     upper: f32,
     spec: &RunSpec,
 ) -> Result<GpuInference, CudaError> {
-    let wall = Instant::now();
-    let n = rows::check_problem(layers, input, bias, upper)?;
-    if layers.iter().any(|w| w.nnz() > i32::MAX as usize) {
-        return Err(CudaError::InvalidArgument(
-            "a layer has more entries than 32-bit cuSPARSE indices allow".into(),
-        ));
-    }
-    if !cusparse_present() {
-        return Err(CudaError::InvalidArgument(
-            "libcusparse was not found on the library path (it ships with the CUDA toolkit)".into(),
-        ));
-    }
-    let rows_count = input.nrows();
-    let stream = gpu.stream().clone();
-    let mut raw = std::ptr::null_mut();
-    // SAFETY: creates a handle; checked below.
-    check(unsafe { sys::cusparseCreate(&mut raw) }, "Create")?;
-    let handle = Handle(raw);
-    // SAFETY: the stream outlives the handle (both live to the end of this function).
-    check(
-        unsafe { sys::cusparseSetStream(handle.0, stream.cu_stream() as sys::cudaStream_t) },
-        "SetStream",
-    )?;
+    method::run::<Cusparse>(
+        gpu,
+        &LayerChain::new(layers, bias, upper),
+        input,
+        &NoOptions,
+        spec,
+    )
+}
 
-    let sparse = layers
-        .iter()
-        .map(|w| sparse_layer(gpu, w))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut y_a = gpu.alloc_zeros::<f32>(rows_count * n)?;
-    let mut y_b = gpu.alloc_zeros::<f32>(rows_count * n)?;
-    let dense_a = dense(gpu, &mut y_a, n, rows_count)?;
-    let dense_b = dense(gpu, &mut y_b, n, rows_count)?;
-    let mut row_flags = gpu.alloc_zeros::<u8>(rows_count)?;
-    let (alpha, beta) = (1.0f32, 0.0f32);
-    let operation = sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
-    let algorithm = sys::cusparseSpMMAlg_t::CUSPARSE_SPMM_ALG_DEFAULT;
-    let mut workspace_bytes = 0usize;
-    for layer in &sparse {
-        let mut bytes = 0usize;
-        // SAFETY: descriptors are valid; only queries a size.
-        check(
-            unsafe {
-                sys::cusparseSpMM_bufferSize(
-                    handle.0,
-                    operation,
-                    operation,
-                    &alpha as *const f32 as *const c_void,
-                    layer.descriptor,
-                    dense_a.0,
-                    &beta as *const f32 as *const c_void,
-                    dense_b.0,
-                    sys::cudaDataType::CUDA_R_32F,
-                    algorithm,
-                    &mut bytes,
-                )
-            },
-            "SpMM_bufferSize",
-        )?;
-        workspace_bytes = workspace_bytes.max(bytes);
-    }
-    let workspace = gpu.alloc_zeros::<u8>(workspace_bytes.max(1))?;
-    let epilogue = gpu.function(&EPILOGUE, "cusparse_bias_clip")?;
-    let total = (rows_count * n) as u64;
-    // Launch: grid-stride, grid min(ceil(total / 256), 1M), block 256, no shared memory.
-    let epilogue_config = LaunchConfig {
-        grid_dim: (rows::grid_for(rows_count * n, 256), 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
-    };
+const OPERATION: sys::cusparseOperation_t =
+    sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
+const ALGORITHM: sys::cusparseSpMMAlg_t = sys::cusparseSpMMAlg_t::CUSPARSE_SPMM_ALG_DEFAULT;
+const ALPHA: f32 = 1.0;
+const BETA: f32 = 0.0;
 
-    let mut timer = gpu.timer()?;
-    let mut infer_ms = Vec::new();
-    for run in 0..spec.warmup + spec.repetitions.max(1) {
-        stream
-            .memset_zeros(&mut *y_a)
+/// The dense descriptors a chain needs: layer `l` reads buffer A (even `l`) or B as
+/// `N_l × rows` and writes the other as `N_{l+1} × rows` (0-based `l`, widths `N_0 … N_L`);
+/// one descriptor per distinct (buffer, width), so a square network has two.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct DensePlan {
+    /// (buffer: 0 = A, 1 = B; rows of this many values), one per descriptor.
+    views: Vec<(usize, usize)>,
+    /// Per layer, the descriptors (indices into `views`) of its input and output.
+    layers: Vec<(usize, usize)>,
+}
+
+impl DensePlan {
+    fn new(widths: &[usize]) -> Self {
+        let mut views: Vec<(usize, usize)> = Vec::new();
+        let mut index = |view: (usize, usize)| match views.iter().position(|&v| v == view) {
+            Some(i) => i,
+            None => {
+                views.push(view);
+                views.len() - 1
+            }
+        };
+        let layers = widths
+            .windows(2)
+            .enumerate()
+            .map(|(l, pair)| {
+                let (read, write) = if l % 2 == 0 { (0, 1) } else { (1, 0) };
+                (index((read, pair[0])), index((write, pair[1])))
+            })
+            .collect();
+        Self { views, layers }
+    }
+}
+
+/// Everything one cuSPARSE run keeps (descriptors first: dropped before their buffers).
+struct CusparseRun<'g> {
+    /// Per layer with a positive bias: its pattern and the structural product's descriptor.
+    structural: Vec<Option<(SparseLayer, DenseMatrix)>>,
+    /// Dense descriptors over activations A and B ([`DensePlan::views`]).
+    dense: Vec<DenseMatrix>,
+    /// Per layer, its input and output descriptors ([`DensePlan::layers`]).
+    plan: Vec<(usize, usize)>,
+    sparse: Vec<SparseLayer>,
+    handle: Handle,
+    workspace: DeviceBuffer<u8>,
+    epilogue: Kernel,
+    epilogue_neurons: Kernel,
+    epilogue_structural: Kernel,
+    /// Per-neuron biases of every layer (trained networks).
+    biases: Option<Vec<DeviceBuffer<f32>>>,
+    /// The structural product `S = Y·pattern(W)` of a layer with a positive bias.
+    s: DeviceBuffer<f32>,
+    /// Activations A and B: layer l reads A (even l) or B.
+    y: (DeviceBuffer<f32>, DeviceBuffer<f32>),
+    row_flags: DeviceBuffer<u8>,
+    gpu: &'g Gpu,
+    /// `N_0, …, N_L`.
+    widths: Vec<usize>,
+    /// Rows per batch.
+    rows: usize,
+    /// Rows of the loaded batch.
+    loaded: usize,
+    bias: f32,
+    upper: f32,
+}
+
+impl CusparseRun<'_> {
+    /// The last layer's output width.
+    fn output_width(&self) -> usize {
+        self.widths.last().copied().unwrap_or(0)
+    }
+
+    /// The activations after the last layer.
+    fn final_y(&self) -> &DeviceBuffer<f32> {
+        if self.sparse.len().is_multiple_of(2) {
+            &self.y.0
+        } else {
+            &self.y.1
+        }
+    }
+}
+
+impl DeviceRun for CusparseRun<'_> {
+    fn load(&mut self, input: &Csr) -> Result<(), CudaError> {
+        if input.nrows() > self.rows || input.ncols() != self.widths[0] {
+            return Err(CudaError::InvalidArgument(format!(
+                "{} rows of {} values do not fit a batch of {} rows of {}",
+                input.nrows(),
+                input.ncols(),
+                self.rows,
+                self.widths[0]
+            )));
+        }
+        if self.structural.first().is_some_and(Option::is_some)
+            && let Some(at) = input.values().iter().position(|&v| v < 0.0)
+        {
+            return Err(CudaError::InvalidArgument(format!(
+                "cusparse: input value {} (entry {at}) is negative, and layer 1 has a positive \
+                 bias: the structural rule is computed as Y·pattern(W) > 0, which needs Y ≥ 0",
+                input.values()[at]
+            )));
+        }
+        self.loaded = input.nrows();
+        self.gpu
+            .stream()
+            .memset_zeros(&mut *self.y.0)
             .context("clearing the activations")?;
-        rows::scatter_rows(gpu, input, &mut y_a)?;
-        timer.start(&stream)?;
-        for (index, layer) in sparse.iter().enumerate() {
+        rows::scatter_rows(self.gpu, input, &mut self.y.0)
+    }
+
+    fn run(&mut self, probe: &mut Probe) -> Result<(), CudaError> {
+        let stream = self.gpu.stream().clone();
+        for (index, (layer, &(input, output))) in self.sparse.iter().zip(&self.plan).enumerate() {
             let even = index.is_multiple_of(2);
-            let (b, c) = if even {
-                (&dense_a, &dense_b)
-            } else {
-                (&dense_b, &dense_a)
-            };
-            {
-                let (workspace_ptr, _sync) = (*workspace).device_ptr(&stream);
+            let (b, c) = (&self.dense[input], &self.dense[output]);
+            let values = self.rows * self.widths[index + 1];
+            let (total, epilogue_config) = (values as u64, self.epilogue.config_for(values)?);
+            let (workspace_ptr, _sync) = (*self.workspace).device_ptr(&stream);
+            let spmm = |a: sys::cusparseSpMatDescr_t, c: sys::cusparseDnMatDescr_t| {
                 // SAFETY: descriptors point at live buffers of the right sizes; the workspace
                 // holds at least the queried bytes.
                 check(
                     unsafe {
                         sys::cusparseSpMM(
-                            handle.0,
-                            operation,
-                            operation,
-                            &alpha as *const f32 as *const c_void,
-                            layer.descriptor,
+                            self.handle.0,
+                            OPERATION,
+                            OPERATION,
+                            &ALPHA as *const f32 as *const c_void,
+                            a,
                             b.0,
-                            &beta as *const f32 as *const c_void,
-                            c.0,
+                            &BETA as *const f32 as *const c_void,
+                            c,
                             sys::cudaDataType::CUDA_R_32F,
-                            algorithm,
+                            ALGORITHM,
                             workspace_ptr as *mut c_void,
                         )
                     },
                     "SpMM",
-                )?;
+                )
+            };
+            spmm(layer.descriptor, c.0)?;
+            if let Some((pattern, s)) = &self.structural[index] {
+                spmm(pattern.descriptor, s.0)?;
             }
-            let z = if even { &mut y_b } else { &mut y_a };
-            let mut launch = stream.launch_builder(&epilogue);
-            launch.arg(&mut **z).arg(&total).arg(&bias).arg(&upper);
-            unsafe { launch.launch(epilogue_config) }.context("launching cusparse_bias_clip")?;
+            drop(_sync);
+            let z = if even { &mut self.y.1 } else { &mut self.y.0 };
+            let n_out = self.widths[index + 1] as u32;
+            match (&self.biases, &self.structural[index]) {
+                (None, _) => {
+                    let mut launch = stream.launch_builder(&self.epilogue);
+                    launch
+                        .arg(&mut **z)
+                        .arg(&total)
+                        .arg(&self.bias)
+                        .arg(&self.upper);
+                    unsafe { launch.launch(epilogue_config) }
+                        .context("launching cusparse_bias_clip")?;
+                }
+                (Some(biases), None) => {
+                    let mut launch = stream.launch_builder(&self.epilogue_neurons);
+                    launch
+                        .arg(&mut **z)
+                        .arg(&total)
+                        .arg(&n_out)
+                        .arg(&*biases[index])
+                        .arg(&self.upper);
+                    unsafe { launch.launch(epilogue_config) }
+                        .context("launching cusparse_bias_clip_neurons")?;
+                }
+                (Some(biases), Some(_)) => {
+                    let mut launch = stream.launch_builder(&self.epilogue_structural);
+                    launch
+                        .arg(&mut **z)
+                        .arg(&*self.s)
+                        .arg(&total)
+                        .arg(&n_out)
+                        .arg(&*biases[index])
+                        .arg(&self.upper);
+                    unsafe { launch.launch(epilogue_config) }
+                        .context("launching cusparse_bias_clip_structural")?;
+                }
+            }
+            probe.layer("layers")?;
         }
-        let final_y = if layers.len().is_multiple_of(2) {
-            &y_a
+        let final_y = if self.sparse.len().is_multiple_of(2) {
+            &self.y.0
         } else {
-            &y_b
+            &self.y.1
         };
-        rows::row_nonzero_flags(gpu, final_y, rows_count, n, &mut row_flags)?;
-        let ms = timer.stop(&stream)?;
-        if run >= spec.warmup {
-            infer_ms.push(ms);
-        }
+        let n = self.output_width();
+        rows::row_nonzero_flags(self.gpu, final_y, self.rows, n, &mut self.row_flags)
     }
 
-    let final_y = if layers.len().is_multiple_of(2) {
-        &y_a
-    } else {
-        &y_b
-    };
-    let details = vec![("algorithm".into(), "CUSPARSE_SPMM_ALG_DEFAULT".into())];
-    Ok(GpuInference {
-        details,
-        ..rows::finish(gpu, &row_flags, final_y, n, spec, infer_ms, wall)?
-    })
+    fn row_flags(&mut self) -> Result<Vec<u8>, CudaError> {
+        let mut flags = self.gpu.download(&*self.row_flags)?;
+        flags.truncate(self.loaded);
+        Ok(flags)
+    }
+
+    fn output(&mut self) -> Result<Vec<f32>, CudaError> {
+        let flags = self.row_flags()?;
+        rows::final_output(self.gpu, self.final_y(), self.output_width(), &flags)
+    }
+
+    fn details(&self) -> Vec<(String, String)> {
+        vec![("algorithm".into(), "CUSPARSE_SPMM_ALG_DEFAULT".into())]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_square_chain_needs_two_descriptors() {
+        let plan = DensePlan::new(&[64; 6]);
+        assert_eq!(plan.views, vec![(0, 64), (1, 64)]);
+        assert_eq!(plan.layers, vec![(0, 1), (1, 0), (0, 1), (1, 0), (0, 1)]);
+    }
+
+    #[test]
+    fn each_layer_reads_and_writes_its_own_widths() {
+        let widths = [7, 3, 10, 10, 3, 1];
+        let plan = DensePlan::new(&widths);
+        for (l, &(input, output)) in plan.layers.iter().enumerate() {
+            let (read, write) = if l % 2 == 0 { (0, 1) } else { (1, 0) };
+            assert_eq!(plan.views[input], (read, widths[l]), "layer {l} input");
+            assert_eq!(
+                plan.views[output],
+                (write, widths[l + 1]),
+                "layer {l} output"
+            );
+        }
+        // Distinct views only: (A,7) (B,3) (A,10) (B,10) (A,3) (B,1).
+        assert_eq!(plan.views.len(), 6);
+        let again = DensePlan::new(&[4, 2, 4, 2, 4]);
+        assert_eq!(again.views, vec![(0, 4), (1, 2)]);
+    }
 }

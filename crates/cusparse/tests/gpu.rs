@@ -2,16 +2,23 @@
 //! `--include-ignored` on the GPU machine (`cargo xtask device-pack`).
 
 use spdnn_cuda::Gpu;
+use spdnn_cuda::method::{self, LayerChain, NoOptions};
 use spdnn_cuda::rows::{GpuInference, RunSpec};
+use spdnn_cusparse::Cusparse;
 use spdnn_cusparse::infer;
+use spdnn_gputest::biased::{
+    BiasedProblem, check_biased_random, check_trained_nets, check_trained_shaped,
+};
 use spdnn_gputest::{
-    Problem, check_challenge, check_exact_random, check_general_random, check_official_1024,
+    Problem, check_challenge, check_compressed, check_exact_random, check_general_random,
+    check_official_1024, check_rectangular_random,
 };
 
 const SPEC: RunSpec = RunSpec {
     warmup: 1,
     repetitions: 2,
     keep_output: true,
+    batch: None,
 };
 
 fn run(gpu: &Gpu, p: &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
@@ -41,4 +48,58 @@ fn generated_challenge_networks() {
 #[ignore = "needs a CUDA GPU"]
 fn official_1024_network() {
     check_official_1024(&run);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn rectangular_random_networks() {
+    check_rectangular_random(&run);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn compressed_networks() {
+    check_compressed(&run);
+}
+
+fn run_biased(gpu: &Gpu, p: &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    method::run::<Cusparse>(
+        gpu,
+        &LayerChain::with_biases(&p.layers, &p.biases, p.upper),
+        &p.input,
+        &NoOptions,
+        &SPEC,
+    )
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn per_neuron_biases_of_both_signs() {
+    check_biased_random(&run_biased, true);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_shaped_chains_with_positive_biases() {
+    check_trained_shaped(&run_biased, true);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_networks_a_b_c() {
+    check_trained_nets(&run_biased);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_negative_input_under_a_positive_first_layer_bias_is_refused() {
+    let gpu = spdnn_gputest::gpu();
+    let p = BiasedProblem {
+        layers: vec![spdnn_formats::Csr::from_triplets(2, 1, &[(0, 0, 1.0)]).unwrap()],
+        input: spdnn_formats::Csr::from_triplets(1, 2, &[(0, 0, -1.0)]).unwrap(),
+        biases: vec![vec![0.5]],
+        upper: 1.0,
+    };
+    let error = run_biased(&gpu, &p).unwrap_err().to_string();
+    assert!(error.contains("needs Y ≥ 0"), "{error}");
 }

@@ -5,7 +5,8 @@
 //! `m` values not at the bound with probability `1 − P`, the paper's sum
 //! `m Σ_k C(n/m, k) (1 − P)^k P^(n/m − k) k` is `m` times the mean of a binomial, that is
 //! `n (1 − P)`. With `P = p^m` (every value at the bound independently with probability
-//! `p`) the expected accesses per block and layer are:
+//! `p`) the expected accesses per block and layer of each kernel are its row of the table,
+//! written beside the kernel ([`GlareKernel::expected_accesses`]):
 //!
 //! | kernel | unit | expected accesses `E(m)` |
 //! |---|---|---|
@@ -17,29 +18,45 @@
 //! where `p` is the share of the values of live rows at the bound and `q` the share of
 //! live rows entirely at the bound (XY's samples are columns). `m` minimises the sum of
 //! `E(m)` over the layers each kernel runs with the recorder, among the lengths the
-//! kernel accepts ([`Kernel::candidates`]); ties go to the larger `m`.
+//! kernel accepts ([`GlareKernel::candidates`]); ties go to the larger `m` ([`choose`]).
 
-/// A kernel family GLARE wraps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kernel {
-    /// BF-2019: a block per row, the row's slabs in turn.
-    Bf,
-    /// SNIG-2020: a block per (row, section).
-    Snig,
-    /// XY-2021's neuron-major kernel: a block per (16 outputs, 256 samples).
-    Xy,
-    /// SNICIT's post-convergence spMM (XY's row-major kernel on the non-empty rows).
-    Snicit,
-}
+use spdnn_cuda::method::KernelMethod;
 
-/// Samples per tile of XY's neuron-major kernel (its block size).
-pub const XY_TILE: usize = 256;
-/// Outputs per block of XY's neuron-major kernel on grouped layers.
-pub const XY_GROUP: usize = 16;
-/// Neurons per block of the row-major kernel SNICIT runs after convergence.
-pub const ROW_BLOCK: usize = 128;
-/// Most units per row a block keeps in shared memory (BF, SNICIT).
+use crate::Glare;
+
+/// Most units per row a block keeps in shared memory (BF, SNICIT, XY's row-major kernel);
+/// reaches the kernels as `-D GLARE_MAX_ROW_UNITS`.
 pub const MAX_ROW_UNITS: usize = 64;
+
+/// A kernel family with a GLARE variant: what the access model knows of its recorder.
+/// Implemented beside each kernel (`spdnn-bf`, `spdnn-snig`, `spdnn-xy`, `spdnn-snicit`);
+/// the engine's `+glare` methods are exactly the implementers.
+pub trait GlareKernel: KernelMethod {
+    /// What the recorder skips, in words, for the method list (`row segments of m
+    /// neurons all at the bound are neither read nor written`).
+    const UNIT: &'static str;
+
+    /// Whether a hand-given segment may be any length (SNIG, whose unit is its section)
+    /// instead of a power of two.
+    const ANY_LENGTH: bool = false;
+
+    /// The segment lengths this kernel accepts for `shape`, ascending.
+    fn candidates(shape: &Shape) -> Vec<usize>;
+
+    /// The paper's expected accesses of one block in one layer with units of `m`.
+    fn expected_accesses(
+        shape: &Shape,
+        m: usize,
+        input: &LayerProfile,
+        output: &LayerProfile,
+    ) -> f64;
+
+    /// The shape the model sees for a run of these options on `neurons` neurons.
+    fn shape(options: &Self::Options, neurons: usize) -> Shape;
+
+    /// These options with the recorder `glare` (the layers it serves are the method's).
+    fn with_recorder(options: &Self::Options, glare: Glare) -> Self::Options;
+}
 
 /// What the model needs to know about a run's shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,254 +88,95 @@ pub struct Choice {
     pub expected: Vec<(usize, f64)>,
 }
 
-impl Kernel {
-    /// Every kernel, in the order of the method registry.
-    pub const ALL: [Kernel; 4] = [Kernel::Bf, Kernel::Snig, Kernel::Xy, Kernel::Snicit];
+/// Powers of two from `low` (rounded up to one) to the first one ≥ `neurons`; when
+/// `neurons` is below `low`, the one length is `neurons`' power of two (a unit never needs
+/// to be longer than the row).
+pub fn powers_of_two(low: usize, neurons: usize) -> Vec<usize> {
+    let top = neurons.max(1).next_power_of_two();
+    let mut m = low.max(1).next_power_of_two().min(top);
+    let mut out = Vec::new();
+    while m <= top {
+        out.push(m);
+        m *= 2;
+    }
+    out
+}
 
-    /// The registry name of the method this kernel belongs to.
-    pub fn method(self) -> &'static str {
-        match self {
-            Kernel::Bf => "bf",
-            Kernel::Snig => "snig",
-            Kernel::Xy => "xy",
-            Kernel::Snicit => "snicit",
+/// [`powers_of_two`] keeping at most [`MAX_ROW_UNITS`] units per row.
+pub fn row_unit_lengths(low: usize, neurons: usize) -> Vec<usize> {
+    let n = neurons.max(1);
+    powers_of_two(low, n)
+        .into_iter()
+        .filter(|&m| n.div_ceil(m) <= MAX_ROW_UNITS)
+        .collect()
+}
+
+/// `1 − p^len`: the chance that a unit of `len` values is not all at the bound.
+pub fn not_at_bound(p: f64, len: f64) -> f64 {
+    1.0 - p.clamp(0.0, 1.0).powf(len)
+}
+
+/// Checks a segment length given by hand: `Err` says why `K` cannot use it.
+pub fn check_segment<K: GlareKernel>(shape: &Shape, segment: usize) -> Result<(), String> {
+    let allowed = K::candidates(shape);
+    if allowed.contains(&segment) {
+        return Ok(());
+    }
+    let list = allowed
+        .iter()
+        .map(|m| m.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(format!(
+        "{} cannot use GLARE segments of {segment} neurons for N = {}; it accepts {list}",
+        K::NAME,
+        shape.neurons
+    ))
+}
+
+/// Picks `m` for `K` on `shape` from `profile` (index 0 the input, index l the output of
+/// layer l): the candidate with the least expected accesses summed over the layers that
+/// run with the recorder. `None` when the kernel accepts no segment length.
+pub fn choose<K: GlareKernel>(shape: &Shape, profile: &[LayerProfile]) -> Option<Choice> {
+    let expected: Vec<(usize, f64)> = K::candidates(shape)
+        .iter()
+        .map(|&m| {
+            let total = profile
+                .windows(2)
+                .enumerate()
+                .filter(|(layer, _)| *layer >= shape.first_layer)
+                .map(|(_, pair)| K::expected_accesses(shape, m, &pair[0], &pair[1]))
+                .sum();
+            (m, total)
+        })
+        .collect();
+    let mut best: Option<(usize, f64)> = None;
+    for &(m, total) in &expected {
+        if best.is_none_or(|(_, b)| total <= b) {
+            best = Some((m, total));
         }
     }
-
-    /// The segment lengths this kernel accepts for `shape`, ascending:
-    /// - BF: powers of two from `min(slab, n)` up to the first ≥ n, at most
-    ///   [`MAX_ROW_UNITS`] units per row (a slab then overlaps at most two units);
-    /// - SNIG: the section width only (the unit is the block's output, paper §III-C2);
-    /// - XY: powers of two from 16 (one block's outputs) up to the first ≥ n;
-    /// - SNICIT: powers of two from 128 (one block's outputs) up to the first ≥ n, at
-    ///   most [`MAX_ROW_UNITS`] units per row.
-    ///
-    /// When N is below the smallest length, the one candidate is N's power of two.
-    pub fn candidates(self, shape: &Shape) -> Vec<usize> {
-        let n = shape.neurons.max(1);
-        let top = n.next_power_of_two();
-        let powers = |low: usize| -> Vec<usize> {
-            // A unit never needs to be longer than the row: short rows get one unit.
-            let mut m = low.next_power_of_two().min(top);
-            let mut out = Vec::new();
-            while m <= top {
-                out.push(m);
-                m *= 2;
-            }
-            out
-        };
-        match self {
-            Kernel::Bf => powers(shape.slab_width.min(n).max(1))
-                .into_iter()
-                .filter(|&m| n.div_ceil(m) <= MAX_ROW_UNITS)
-                .collect(),
-            Kernel::Snig => vec![shape.slab_width.min(n).max(1)],
-            Kernel::Xy => powers(XY_GROUP),
-            Kernel::Snicit => powers(ROW_BLOCK)
-                .into_iter()
-                .filter(|&m| n.div_ceil(m) <= MAX_ROW_UNITS)
-                .collect(),
-        }
-    }
-
-    /// Checks a segment length given by hand: `Err` says why it cannot be used.
-    pub fn check_segment(self, shape: &Shape, segment: usize) -> Result<(), String> {
-        let allowed = self.candidates(shape);
-        if allowed.contains(&segment) {
-            return Ok(());
-        }
-        let list = allowed
-            .iter()
-            .map(|m| m.to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
-        Err(format!(
-            "{} cannot use GLARE segments of {segment} neurons for N = {}; it accepts {list}",
-            self.method(),
-            shape.neurons
-        ))
-    }
-
-    /// The paper's expected accesses of one block in one layer (see the module docs).
-    pub fn expected_accesses(
-        self,
-        shape: &Shape,
-        m: usize,
-        input: &LayerProfile,
-        output: &LayerProfile,
-    ) -> f64 {
-        let n = shape.neurons as f64;
-        let m_f = m as f64;
-        let units = (shape.neurons.div_ceil(m.max(1))) as f64;
-        let not_bound = |p: f64, len: f64| 1.0 - p.clamp(0.0, 1.0).powf(len);
-        match self {
-            Kernel::Bf => {
-                2.0 * units
-                    + n * not_bound(input.value_at_bound, m_f)
-                    + n * not_bound(output.value_at_bound, m_f)
-            }
-            Kernel::Snig => {
-                units
-                    + 1.0
-                    + n * not_bound(input.value_at_bound, m_f)
-                    + m_f * not_bound(output.value_at_bound, m_f)
-            }
-            Kernel::Xy => {
-                let s = XY_TILE as f64;
-                units
-                    + n * s * not_bound(input.row_at_bound, s)
-                    + not_bound(output.row_at_bound, s) * (m_f * s + 1.0)
-            }
-            Kernel::Snicit => units,
-        }
-    }
-
-    /// Picks `m` for `shape` from `profile` (index 0 the input, index l the output of
-    /// layer l): the candidate with the least expected accesses summed over the layers
-    /// that run with the recorder. `None` when the kernel accepts no segment length.
-    pub fn choose(self, shape: &Shape, profile: &[LayerProfile]) -> Option<Choice> {
-        let candidates = self.candidates(shape);
-        let expected: Vec<(usize, f64)> = candidates
-            .iter()
-            .map(|&m| {
-                let total = profile
-                    .windows(2)
-                    .enumerate()
-                    .filter(|(layer, _)| *layer >= shape.first_layer)
-                    .map(|(_, pair)| self.expected_accesses(shape, m, &pair[0], &pair[1]))
-                    .sum();
-                (m, total)
-            })
-            .collect();
-        let mut best: Option<(usize, f64)> = None;
-        for &(m, total) in &expected {
-            if best.is_none_or(|(_, b)| total <= b) {
-                best = Some((m, total));
-            }
-        }
-        best.map(|(segment, _)| Choice { segment, expected })
-    }
+    best.map(|(segment, _)| Choice { segment, expected })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
 
-    fn shape(n: usize, slab: usize, first: usize) -> Shape {
-        Shape {
-            neurons: n,
-            slab_width: slab,
-            first_layer: first,
-        }
-    }
-
-    fn flat(p: f64, q: f64, layers: usize) -> Vec<LayerProfile> {
-        vec![
-            LayerProfile {
-                value_at_bound: p,
-                row_at_bound: q,
-            };
-            layers + 1
-        ]
+    #[test]
+    fn powers_stop_at_the_row() {
+        assert_eq!(powers_of_two(16, 64), vec![16, 32, 64]);
+        assert_eq!(powers_of_two(16, 96), vec![16, 32, 64, 128]);
+        assert_eq!(powers_of_two(128, 64), vec![64]);
+        assert_eq!(powers_of_two(0, 1), vec![1]);
+        assert_eq!(row_unit_lengths(128, 65536).first(), Some(&1024));
+        assert_eq!(row_unit_lengths(128, 1024), vec![128, 256, 512, 1024]);
     }
 
     #[test]
-    fn candidates_follow_each_kernels_layout() {
-        assert_eq!(Kernel::Bf.candidates(&shape(1024, 1024, 0)), vec![1024]);
-        assert_eq!(
-            Kernel::Bf.candidates(&shape(16384, 8192, 0)),
-            vec![8192, 16384]
-        );
-        assert_eq!(
-            Kernel::Bf.candidates(&shape(65536, 10944, 0)),
-            vec![16384, 32768, 65536]
-        );
-        assert_eq!(
-            Kernel::Snig.candidates(&shape(65536, 10944, 0)),
-            vec![10944]
-        );
-        assert_eq!(Kernel::Xy.candidates(&shape(64, 0, 0)), vec![16, 32, 64]);
-        assert_eq!(
-            Kernel::Snicit.candidates(&shape(1024, 0, 0)),
-            vec![128, 256, 512, 1024]
-        );
-        assert_eq!(
-            Kernel::Snicit.candidates(&shape(65536, 0, 0)).first(),
-            Some(&1024)
-        );
-        // N not a power of two: the last unit is partial.
-        assert_eq!(
-            Kernel::Xy.candidates(&shape(96, 0, 0)),
-            vec![16, 32, 64, 128]
-        );
-    }
-
-    #[test]
-    fn hand_given_segments_are_checked() {
-        assert!(
-            Kernel::Bf
-                .check_segment(&shape(1024, 1024, 0), 1024)
-                .is_ok()
-        );
-        let err = Kernel::Bf
-            .check_segment(&shape(1024, 1024, 0), 512)
-            .unwrap_err();
-        assert!(err.contains("accepts 1024"), "{err}");
-        assert!(Kernel::Xy.check_segment(&shape(1024, 0, 0), 48).is_err());
-    }
-
-    #[test]
-    fn saturated_rows_want_the_longest_units() {
-        // Every live value at the bound: only the recorder traffic n/m is left.
-        let profile = flat(1.0, 1.0, 10);
-        for kernel in [Kernel::Bf, Kernel::Xy, Kernel::Snicit] {
-            let s = shape(4096, 1024, 0);
-            let choice = kernel.choose(&s, &profile).unwrap();
-            assert_eq!(choice.segment, 4096, "{kernel:?}");
-        }
-    }
-
-    #[test]
-    fn bf_prefers_shorter_units_when_a_few_values_miss_the_bound() {
-        // p just below 1: long units are rarely all at the bound.
-        let profile = flat(0.9999, 0.0, 100);
-        let choice = Kernel::Bf
-            .choose(&shape(65536, 10944, 0), &profile)
-            .unwrap();
-        assert_eq!(choice.segment, 16384);
-        assert_eq!(choice.expected.len(), 3);
-        assert!(choice.expected[0].1 < choice.expected[2].1);
-    }
-
-    #[test]
-    fn layers_before_the_first_recorded_one_do_not_count() {
-        let mut profile = flat(1.0, 1.0, 30);
-        for layer in profile.iter_mut().take(22) {
-            layer.row_at_bound = 0.5;
-        }
-        let s = shape(1024, 0, 22);
-        let late = Kernel::Xy.choose(&s, &profile).unwrap();
-        assert_eq!(late.segment, 1024);
-        let early = Kernel::Xy.choose(&shape(1024, 0, 0), &profile).unwrap();
-        assert!(early.expected[0].1 > late.expected[0].1);
-    }
-
-    proptest! {
-        #[test]
-        fn the_choice_is_a_candidate_with_the_least_expected_accesses(
-            log_n in 5u32..17, p in 0.0f64..=1.0, q in 0.0f64..=1.0, layers in 1usize..40,
-            kernel in 0usize..4,
-        ) {
-            let kernel = Kernel::ALL[kernel];
-            let n = 1usize << log_n;
-            let s = shape(n, (n / 4).max(32), 0);
-            let choice = kernel.choose(&s, &flat(p, q, layers)).unwrap();
-            prop_assert!(kernel.candidates(&s).contains(&choice.segment));
-            let best = choice.expected.iter().map(|e| e.1).fold(f64::INFINITY, f64::min);
-            let chosen = choice.expected.iter().find(|e| e.0 == choice.segment).unwrap().1;
-            prop_assert!(chosen <= best);
-            prop_assert!(choice.expected.iter().all(|e| e.1.is_finite() && e.1 >= 0.0));
-        }
+    fn not_at_bound_is_a_probability() {
+        assert_eq!(not_at_bound(1.0, 8.0), 0.0);
+        assert_eq!(not_at_bound(0.0, 8.0), 1.0);
+        assert_eq!(not_at_bound(2.0, 1.0), 0.0);
     }
 }

@@ -3,15 +3,17 @@
 use spdnn_cuda::census::{AccessCounts, CENSUS_WORDS};
 use spdnn_cuda::rows::{PingPong, RowList};
 use spdnn_cuda::{
-    CudaError, CudaViewMut, DeviceBuffer, DriverResultExt, Gpu, KernelSource, LaunchConfig,
+    CudaError, CudaViewMut, DeviceBuffer, DriverResultExt, Gpu, KernelDecl, KernelSource,
     PushKernelArg,
 };
 
 /// `kernels-cu/glare.cu`.
-pub const GLARE: KernelSource = KernelSource {
-    name: "glare.cu",
-    source: include_str!("../../../kernels-cu/glare.cu"),
-};
+pub const GLARE: KernelSource =
+    KernelSource::new("glare.cu", include_str!("../../../kernels-cu/glare.cu"));
+
+/// `glare_fill_listed_rows`: one block per list slot (grid = the list's capacity; blocks
+/// past its count exit).
+pub const FILL_LISTED_ROWS: KernelDecl = KernelDecl::new(&GLARE, "glare_fill_listed_rows", 256);
 
 /// Two recorders (the current one, read by the next layer, and the next one, written by
 /// it) with the bookkeeping of units that span several blocks.
@@ -37,6 +39,12 @@ impl Recorder {
             skipped: gpu.alloc_zeros(parts.max(1))?,
             units,
         })
+    }
+
+    /// Device bytes of [`Self::new`]`(gpu, units, parts)` (for memory models).
+    pub fn bytes(units: usize, parts: usize) -> usize {
+        let units = units.max(1);
+        2 * units + 8 * if parts == 0 { 1 } else { units } + parts.max(1)
     }
 
     /// Flags per recorder.
@@ -78,7 +86,7 @@ impl Recorder {
         (shift, units): (u32, usize),
         upper: f32,
     ) -> Result<(), CudaError> {
-        let kernel = gpu.function(&GLARE, "glare_fill_listed_rows")?;
+        let kernel = gpu.kernel(&FILL_LISTED_ROWS)?;
         let (n_u32, units_u32) = (n as u32, units as u32);
         let mut launch = gpu.stream().launch_builder(&kernel);
         launch
@@ -90,12 +98,7 @@ impl Recorder {
             .arg(&shift)
             .arg(&units_u32)
             .arg(&upper);
-        // Launch: grid (list capacity; blocks past the count exit), block 256, no shared memory.
-        let config = LaunchConfig {
-            grid_dim: (capacity.max(1) as u32, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let config = kernel.config(capacity.max(1) as u32)?;
         unsafe { launch.launch(config) }.context("launching glare_fill_listed_rows")?;
         Ok(())
     }
@@ -108,6 +111,11 @@ pub struct Census {
 }
 
 impl Census {
+    /// Device bytes of [`Self::new`]`(gpu, layers)` (for memory models).
+    pub fn bytes(layers: usize) -> usize {
+        8 * layers.max(1) * CENSUS_WORDS
+    }
+
     /// Zeroed counters for `layers` layers.
     pub fn new(gpu: &Gpu, layers: usize) -> Result<Self, CudaError> {
         Ok(Self {

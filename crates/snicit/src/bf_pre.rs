@@ -1,10 +1,11 @@
 //! BF-2019 as SNICIT's pre-convergence spMM.
 
 use spdnn_bf::{BfBatch, BfKernels, SlabShape};
+use spdnn_cuda::method::Probe;
 use spdnn_cuda::slab_weights::{
-    DEFAULT_SHARED_BYTES, DeviceSlabWeights, Residency, pack_layers, slab_width_for,
+    DEFAULT_SHARED_BYTES, DeviceSlabWeights, Residency, SlabLayout, pack_layers, slab_width_for,
 };
-use spdnn_cuda::{CudaError, Gpu, Timeline};
+use spdnn_cuda::{CudaError, Gpu};
 use spdnn_formats::{Csr, SparseMatrix};
 
 /// The pre-convergence layers as BF column slabs, resident.
@@ -15,7 +16,8 @@ pub struct BfPre {
 }
 
 impl BfPre {
-    /// Packs and uploads `layers`.
+    /// Packs and uploads `layers`, which take rows of `n` values and may chain any widths
+    /// (`N_{l-1} × N_l`); the slabs are those of the widest width.
     pub fn new(
         gpu: &Gpu,
         layers: &[Csr],
@@ -23,34 +25,56 @@ impl BfPre {
         bias: f32,
         upper: f32,
     ) -> Result<Self, CudaError> {
-        let slab_width = slab_width_for(n, DEFAULT_SHARED_BYTES);
+        let mut widths = vec![n];
+        widths.extend(layers.iter().map(SparseMatrix::ncols));
+        if let Some((l, w)) = layers
+            .iter()
+            .enumerate()
+            .find(|(l, w)| w.nrows() != widths[*l])
+        {
+            return Err(CudaError::InvalidArgument(format!(
+                "BF stage: layer {} is {}x{}, the layer before gives {} values a row",
+                l + 1,
+                w.nrows(),
+                w.ncols(),
+                widths[l]
+            )));
+        }
+        let widest = widths.iter().copied().max().unwrap_or(n);
+        let slab_width = slab_width_for(widest, DEFAULT_SHARED_BYTES);
         let packed = pack_layers(layers, slab_width)?;
         Ok(Self {
             weights: DeviceSlabWeights::new(gpu, packed, Residency::Resident, 0)?,
             kernels: BfKernels::load(gpu)?,
             shape: SlabShape {
-                n,
-                slab_width,
-                slabs: n.div_ceil(slab_width),
+                layout: SlabLayout::new(widths, slab_width)?,
                 bias,
                 upper,
             },
         })
     }
 
-    /// Loads `input` (untimed): zeroed activations holding it, every row listed.
+    /// Values per row after the last pre-convergence layer (the rows [`BfBatch::y`] holds
+    /// after [`Self::run`]).
+    pub fn output_width(&self) -> usize {
+        self.shape.layout.output_width()
+    }
+
+    /// Loads `input` (untimed): zeroed activations holding it, every row listed. After
+    /// [`Self::run`] the batch's activations hold rows of the last layer's width
+    /// ([`BfBatch::width`]).
     pub fn start(&self, gpu: &Gpu, input: &Csr) -> Result<BfBatch, CudaError> {
-        let mut run = BfBatch::new(gpu, input.nrows(), self.shape.n)?;
+        let mut run = BfBatch::new(gpu, input.nrows(), self.shape.layout.max_width())?;
         run.load(gpu, &self.kernels, input)?;
         Ok(run)
     }
 
-    /// Enqueues every pre-convergence layer, marking `"layer"` after each.
+    /// Enqueues every pre-convergence layer, marking each on `probe`.
     pub fn run(
         &mut self,
         gpu: &Gpu,
         run: &mut BfBatch,
-        mut timeline: Option<&mut Timeline>,
+        probe: &mut Probe,
     ) -> Result<(), CudaError> {
         for layer in 0..self.weights.layers() {
             run.layer(
@@ -61,9 +85,7 @@ impl BfPre {
                 &self.shape,
                 None,
             )?;
-            if let Some(t) = timeline.as_deref_mut() {
-                t.mark(gpu.stream(), "layer")?;
-            }
+            probe.layer("layers")?;
         }
         Ok(())
     }

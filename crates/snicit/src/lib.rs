@@ -11,6 +11,10 @@
 //! died; the list is compacted every `refresh_interval` layers. Recovery gives every
 //! row its own result, its centroid's, or none.
 //!
+//! Layers may be rectangular (`N_{l-1} × N_l`, as compression makes them): the rows are
+//! exported and clustered at the threshold layer's width `N_t`, the post-convergence
+//! buffers hold the widest of the layers after it, and the output is `rows × N_L`.
+//!
 //! Unlike the paper, residues are kept as the row's own values (the difference from the
 //! centroid is implied): `σ(W(c + δ) + b)` is then computed exactly as the reference
 //! does, instead of `σ(Wc + Wδ + b) − σ(Wc + b)`, whose rounding could change values
@@ -21,19 +25,26 @@ pub mod cluster;
 mod bf_pre;
 mod run;
 
+use std::any::Any;
+use std::path::Path;
 use std::time::Instant;
 
+use spdnn_cuda::memory::MemoryModel;
+use spdnn_cuda::method::{self, DeviceRun, KernelMethod, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::rows::{self, GpuInference, RunSpec};
-use spdnn_cuda::{CudaError, Gpu, Timeline};
+use spdnn_cuda::{CudaError, Gpu};
 use spdnn_formats::{Csr, SparseMatrix};
-use spdnn_glare::Glare;
+use spdnn_glare::{Glare, GlareKernel, model};
 use spdnn_xy::gpu::DeviceXyNetwork;
 use spdnn_xy::{XyNetwork, XyOptions};
 
 use run::{Context, Kernels, Outcome, Pre};
 
+pub use run::{KERNELS, SNICIT, SNICIT_DEFINES};
+
 /// The spMM of the layers before the threshold layer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PreConvergence {
     /// XY-2021's kernels (the paper's choice).
     #[default]
@@ -42,7 +53,9 @@ pub enum PreConvergence {
     Bf,
 }
 
-/// SNICIT's parameters (paper §4.1 defaults).
+/// SNICIT's parameters (paper §4.1 defaults). Reported as the run's parameters: XY's
+/// only when XY runs the pre-convergence layers, `batch` as `"all"` when unset, the
+/// recorder apart (the engine's GLARE outcome).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SnicitOptions {
     /// Threshold layer t: layers `1..=t` run before the conversion.
@@ -85,10 +98,236 @@ impl Default for SnicitOptions {
     }
 }
 
-/// Runs SNICIT on `input` (rows × N) through `layers`: preparation, `spec.warmup`
-/// untimed and `spec.repetitions` timed runs, and one profiled run for the stage and
-/// per-layer breakdown. Batches (when `options.batch` is set) run one after another
-/// inside the timed region.
+impl serde::Serialize for SnicitOptions {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct Parameters<'a> {
+            threshold: usize,
+            samples: usize,
+            bins: usize,
+            epsilon: report::Shortest,
+            eta: report::Shortest,
+            refresh_interval: usize,
+            batch: report::CountOrAll,
+            pre_convergence: PreConvergence,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            xy: Option<&'a XyOptions>,
+        }
+        Parameters {
+            threshold: self.threshold,
+            samples: self.samples,
+            bins: self.bins,
+            epsilon: report::Shortest(self.epsilon),
+            eta: report::Shortest(self.eta),
+            refresh_interval: self.refresh_interval,
+            batch: report::CountOrAll(self.batch),
+            pre_convergence: self.pre_convergence,
+            xy: (self.pre_convergence == PreConvergence::Xy).then_some(&self.xy),
+        }
+        .serialize(s)
+    }
+}
+
+/// Serialisation helpers of the parameters.
+mod report {
+    /// An `f32` written as its shortest decimal (0.03, not 0.0299999…) also where the
+    /// serialiser widens it to `f64` (JSON values).
+    pub struct Shortest(pub f32);
+
+    impl serde::Serialize for Shortest {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            match self.0.to_string().parse::<f64>() {
+                Ok(value) if value.is_finite() => s.serialize_f64(value),
+                _ => s.serialize_none(),
+            }
+        }
+    }
+
+    /// A count, or `"all"` when unset.
+    pub struct CountOrAll(pub Option<usize>);
+
+    impl serde::Serialize for CountOrAll {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            match self.0 {
+                Some(count) => s.serialize_u64(count as u64),
+                None => s.serialize_str("all"),
+            }
+        }
+    }
+}
+
+/// SNICIT as a method of the registry.
+pub struct Snicit;
+
+impl MethodOptions for SnicitOptions {
+    /// t, s, n, the refresh interval and the batch at least 1; ε and η finite and ≥ 0;
+    /// XY's options valid. A threshold t ≥ L is allowed: the pre-convergence spMM then runs
+    /// through every layer.
+    fn validate(&self) -> Result<(), String> {
+        let counts = [
+            ("threshold layer t", self.threshold),
+            ("samples s", self.samples),
+            ("bins n", self.bins),
+            ("refresh interval", self.refresh_interval),
+            ("batch", self.batch.unwrap_or(1)),
+        ];
+        for (what, value) in counts {
+            if value == 0 {
+                return Err(format!("SNICIT {what} must be at least 1, not 0"));
+            }
+        }
+        for (what, value) in [("epsilon ε", self.epsilon), ("eta η", self.eta)] {
+            if !value.is_finite() || value < 0.0 {
+                return Err(format!(
+                    "SNICIT {what} must be a finite number ≥ 0, not {value}"
+                ));
+            }
+        }
+        self.xy.validate()
+    }
+
+    /// XY's stage caches its preprocessing like `xy`.
+    fn default_in(data_dir: &Path) -> Self {
+        Self {
+            xy: XyOptions::default_in(data_dir),
+            ..Self::default()
+        }
+    }
+
+    fn embedded_mut(&mut self) -> Vec<&mut dyn Any> {
+        vec![&mut self.xy]
+    }
+}
+
+impl KernelMethod for Snicit {
+    const NAME: &'static str = "snicit";
+    const DESCRIPTION: &'static str = "SNICIT: XY (or BF) before layer t, then centroids + \
+                                       residues and the load-reduced update";
+    type Options = SnicitOptions;
+
+    /// Per row, from `Context::start`, `export`, `convert`, the recovery and `output`:
+    /// the pre-convergence spMM's two buffers, lists and flags, the post-convergence buffer,
+    /// lists and flags, the exported rows, the cluster arrays, the ids, the category flag
+    /// and the recovered values (GLARE: its recorders); per layer: BF's packed slabs before
+    /// t (with `--pre-convergence bf`), else at most the CSR bytes (XY's bound); fixed: the
+    /// samples' sums, the centroid list, BF's permutation, the census. A bound, not exact.
+    fn memory(chain: &LayerChain<'_>, options: &SnicitOptions) -> MemoryModel {
+        let layers = chain.layers;
+        let mut widths = vec![chain.neurons()];
+        widths.extend(layers.iter().map(SparseMatrix::ncols));
+        let t = options.threshold.min(layers.len());
+        let w_pre = widths[..=t].iter().copied().max().unwrap_or(0);
+        let w_post = widths[t..].iter().copied().max().unwrap_or(0);
+        let (w_t, w_l) = (widths[t], widths[widths.len() - 1]);
+        let pre_row = match options.pre_convergence {
+            // XyRun: buffers, lists, column flags, ids.
+            PreConvergence::Xy => 8 * w_pre + 8 + 1 + 4,
+            // BfBatch: buffers, lists, flags.
+            PreConvergence::Bf => 8 * w_pre + 8 + 1,
+        };
+        // Post buffer, row flags, lists; export (flags, rows, list); convert (centroid
+        // flags, live, dead, centroid of); recovery ids; category flags; recovered values.
+        let post_row = 4 * w_post + 1 + 8 + 1 + 4 * w_post.max(w_t) + 4 + 4 + 7 + 4 + 1;
+        let (glare_row, glare_fixed) = options.glare.map_or((0, 0), |g| {
+            let units = w_post.div_ceil(g.segment.max(1));
+            (
+                10 * units + w_post.div_ceil(spdnn_xy::gpu::ROW_THREADS as usize),
+                9 + spdnn_glare::Census::bytes(layers.len()),
+            )
+        });
+        let slab_width = spdnn_cuda::slab_weights::chosen_slab_width(&layers[..t], None);
+        let slabs = spdnn_cuda::slab_weights::packed_layer_bytes(&layers[..t], slab_width);
+        let layer_bytes = layers
+            .iter()
+            .enumerate()
+            .map(|(l, w)| match options.pre_convergence {
+                PreConvergence::Bf if l < t => slabs[l],
+                _ => spdnn_cuda::memory::csr_bytes(w) + 8,
+            })
+            .collect();
+        MemoryModel {
+            per_row: pre_row + post_row + 4 * w_l + glare_row,
+            layers: layer_bytes,
+            fixed: 4 * options.samples * (options.bins + 1) + 4 * w_t + 16 + glare_fixed,
+            streaming: false,
+            exact: false,
+        }
+    }
+
+    /// XY's preprocessing (also for BF's stage: the post-convergence layers run XY's
+    /// row-major kernel), the uploads and the kernels.
+    fn prepare<'g>(
+        gpu: &'g Gpu,
+        chain: &LayerChain<'_>,
+        rows: usize,
+        options: &SnicitOptions,
+    ) -> Result<Box<dyn DeviceRun + 'g>, CudaError> {
+        let layers = chain.layers;
+        let widths = rows::check_widths(layers, chain.bias, chain.upper)?;
+        let (bias, upper) = (chain.bias, chain.upper);
+        let prepare = Instant::now();
+        let (network, _) = XyNetwork::load_or_prepare(layers, options.xy.cache_dir.as_deref())
+            .map_err(|e| CudaError::InvalidArgument(format!("XY preprocessing: {e}")))?;
+        let prepare_ms = prepare.elapsed().as_secs_f64() * 1e3;
+        let threshold = options.threshold.min(layers.len());
+        let pre = match options.pre_convergence {
+            PreConvergence::Xy => Pre::Xy {
+                layers: DeviceXyNetwork::upload(gpu, &network, 0..threshold)?,
+                row_major: options
+                    .xy
+                    .row_major_layers
+                    .unwrap_or_else(|| spdnn_xy::gpu::detect_row_major_layers(&network)),
+            },
+            PreConvergence::Bf => {
+                let bf = bf_pre::BfPre::new(gpu, &layers[..threshold], widths[0], bias, upper)?;
+                // The conversion reads BF's rows as rows of N_t values.
+                if bf.output_width() != widths[threshold] {
+                    return Err(CudaError::InvalidArgument(format!(
+                        "SNICIT: BF's stage gives rows of {} values after layer {threshold}, \
+                         whose width is {}",
+                        bf.output_width(),
+                        widths[threshold]
+                    )));
+                }
+                Pre::Bf(Box::new(bf))
+            }
+        };
+        let post = DeviceXyNetwork::upload(gpu, &network, threshold..layers.len())?;
+        let context = Context {
+            gpu,
+            kernels: Kernels::load(gpu)?,
+            network,
+            pre,
+            post,
+            options: options.clone(),
+            threshold,
+            activation: (bias, upper),
+            glare: match &options.glare {
+                Some(g) => Some(run::PostGlare::new(gpu, g, &widths, threshold)?),
+                None => None,
+            },
+            widths,
+        };
+        Ok(Box::new(SnicitRun {
+            batch_flags: gpu.alloc_zeros::<u8>(rows.max(1))?,
+            context,
+            batch: None,
+            loaded: 0,
+            batch_rows: rows,
+            outcome: Outcome::default(),
+            prepare_ms,
+        }))
+    }
+
+    fn batch(options: &SnicitOptions) -> Option<usize> {
+        options.batch
+    }
+}
+
+/// Runs SNICIT on `input` (rows × `N_0`) through `layers` (`N_{l-1} × N_l`): preparation,
+/// `spec.warmup` untimed and `spec.repetitions` timed runs, and one profiled run for the
+/// stage and per-layer breakdown. Batches (when `options.batch` is set) run one after
+/// another inside the timed region.
 pub fn infer(
     gpu: &Gpu,
     layers: &[Csr],
@@ -98,175 +337,157 @@ pub fn infer(
     options: &SnicitOptions,
     spec: &RunSpec,
 ) -> Result<GpuInference, CudaError> {
-    let wall = Instant::now();
-    let n = rows::check_problem(layers, input, bias, upper)?;
-    check_options(options)?;
-    let prepare = Instant::now();
-    let (network, _) = XyNetwork::load_or_prepare(layers, options.xy.cache_dir.as_deref())
-        .map_err(|e| CudaError::InvalidArgument(format!("XY preprocessing: {e}")))?;
-    let prepare_ms = prepare.elapsed().as_secs_f64() * 1e3;
-    let threshold = options.threshold.min(layers.len());
-    let pre = match options.pre_convergence {
-        PreConvergence::Xy => Pre::Xy {
-            layers: DeviceXyNetwork::upload(gpu, &network, 0..threshold)?,
-            row_major: options
-                .xy
-                .row_major_layers
-                .unwrap_or_else(|| spdnn_xy::gpu::detect_row_major_layers(&network)),
-        },
-        PreConvergence::Bf => Pre::Bf(Box::new(bf_pre::BfPre::new(
-            gpu,
-            &layers[..threshold],
-            n,
-            bias,
-            upper,
-        )?)),
-    };
-    let post = DeviceXyNetwork::upload(gpu, &network, threshold..layers.len())?;
-    let kernels = Kernels::load(gpu)?;
-    let rows_count = input.nrows();
-    let batch = options.batch.unwrap_or(rows_count).clamp(1, rows_count);
-    let batches: Vec<Csr> = (0..rows_count)
-        .step_by(batch)
-        .map(|start| input.rows_slice(start..start + batch))
-        .collect();
-    let mut context = Context {
+    method::run::<Snicit>(
         gpu,
-        kernels: &kernels,
-        network: &network,
-        pre,
-        post: &post,
+        &LayerChain::new(layers, bias, upper),
+        input,
         options,
-        threshold,
-        n,
-        activation: (bias, upper),
-        glare: match &options.glare {
-            Some(g) => Some(run::PostGlare::new(gpu, g, n, threshold, layers.len())?),
-            None => None,
-        },
-    };
-    let mut batch_flags = gpu.alloc_zeros::<u8>(batch)?;
-    let stream = gpu.stream().clone();
-    let mut timer = gpu.timer()?;
-    let mut infer_ms = Vec::new();
-    let mut flags = vec![0u8; rows_count];
-    for repetition in 0..spec.warmup + spec.repetitions.max(1) {
-        let mut elapsed = 0.0;
-        for (index, rows_of_batch) in batches.iter().enumerate() {
-            let mut run = context.start(rows_of_batch)?;
-            timer.start(&stream)?;
-            context.run(&mut run, &mut batch_flags, None)?;
-            elapsed += timer.stop(&stream)?;
-            let batch_result = gpu.download(&*batch_flags)?;
-            let first = index * batch;
-            flags[first..first + rows_of_batch.nrows()]
-                .copy_from_slice(&batch_result[..rows_of_batch.nrows()]);
-        }
-        if repetition >= spec.warmup {
-            infer_ms.push(elapsed);
-        }
-    }
-
-    // The profiled run: stages and layers summed over batches.
-    let mut stages: Vec<(String, f64)> = STAGES.iter().map(|s| (s.to_string(), 0.0)).collect();
-    let mut layer_ms = vec![0.0; layers.len()];
-    let mut outcome = Outcome::default();
-    let mut dense = spec.keep_output.then(|| vec![0.0f32; rows_count * n]);
-    for (index, rows_of_batch) in batches.iter().enumerate() {
-        let mut run = context.start(rows_of_batch)?;
-        let mut timeline = Timeline::new(gpu.context());
-        timeline.mark(&stream, "start")?;
-        let batch_outcome = context.run(&mut run, &mut batch_flags, Some(&mut timeline))?;
-        let mut layer = 0;
-        for (label, ms) in timeline.intervals()? {
-            if label == "layer" {
-                layer_ms[layer] += ms;
-                layer += 1;
-            }
-            let stage = STAGES
-                .iter()
-                .position(|s| *s == label)
-                .unwrap_or(if layer <= threshold { 0 } else { 2 });
-            stages[stage].1 += ms;
-        }
-        if let Some(dense) = dense.as_mut() {
-            context.write_output(&mut run, index * batch, dense)?;
-        }
-        outcome.add(&batch_outcome);
-    }
-
-    // With GLARE, one more pass counts the accesses of every layer (summed over batches).
-    let mut accesses = Vec::new();
-    if options.glare.is_some_and(|g| g.census)
-        && let Some(glare) = context.glare.as_mut()
-    {
-        glare.counting = true;
-        glare.census.clear(gpu)?;
-        for rows_of_batch in &batches {
-            let mut run = context.start(rows_of_batch)?;
-            context.run(&mut run, &mut batch_flags, None)?;
-        }
-        if let Some(glare) = context.glare.as_mut() {
-            glare.counting = false;
-            accesses = glare.census.read(gpu)?;
-        }
-    }
-
-    // The options themselves are the caller's; these are what the run found.
-    let details = vec![
-        ("batch".into(), batch.to_string()),
-        (
-            "rows_at_threshold".into(),
-            outcome.rows_at_threshold.to_string(),
-        ),
-        ("centroids".into(), outcome.centroids.to_string()),
-        (
-            "nonempty_rows_after_conversion".into(),
-            outcome.nonempty_after_conversion.to_string(),
-        ),
-        ("preprocessing_ms".into(), format!("{prepare_ms:.1}")),
-    ];
-    let mut details = details;
-    if let Some(glare) = &options.glare {
-        details.push(("glare_segment".into(), glare.segment.to_string()));
-    }
-    Ok(GpuInference {
-        categories: rows::categories_from_flags(&flags),
-        output: dense,
-        infer_ms,
-        total_ms: wall.elapsed().as_secs_f64() * 1e3,
-        details,
-        stages,
-        layer_ms,
-        accesses,
-    })
+        spec,
+    )
 }
 
 /// The stages of the breakdown, as the paper's Fig. 7 names them.
-const STAGES: [&str; 4] = [
+pub const STAGES: [&str; 4] = [
     "pre-convergence",
     "conversion",
     "post-convergence",
     "recovery",
 ];
 
-fn check_options(options: &SnicitOptions) -> Result<(), CudaError> {
-    let bad = |what: &str| Err(CudaError::InvalidArgument(format!("SNICIT: {what}")));
-    if options.threshold == 0 {
-        return bad("the threshold layer must be at least 1");
+/// Everything one SNICIT run keeps: the shared context and the loaded batch.
+struct SnicitRun<'g> {
+    context: Context<'g>,
+    /// The loaded batch (its buffers are allocated with it, untimed).
+    batch: Option<run::BatchRun<'g>>,
+    batch_flags: spdnn_cuda::DeviceBuffer<u8>,
+    /// Rows of the loaded batch.
+    loaded: usize,
+    /// Rows per batch.
+    batch_rows: usize,
+    /// What the conversions of the profiled pass found, summed over its batches.
+    outcome: Outcome,
+    prepare_ms: f64,
+}
+
+impl DeviceRun for SnicitRun<'_> {
+    fn load(&mut self, input: &Csr) -> Result<(), CudaError> {
+        // Drop the previous batch's buffers before allocating the next ones.
+        self.batch = None;
+        self.batch = Some(self.context.start(input)?);
+        self.loaded = input.nrows();
+        Ok(())
     }
-    if options.samples == 0 || options.bins == 0 {
-        return bad("samples and bins must be at least 1");
+
+    fn run(&mut self, probe: &mut Probe) -> Result<(), CudaError> {
+        let batch = self
+            .batch
+            .as_mut()
+            .ok_or_else(|| CudaError::InvalidArgument("SNICIT: no batch was loaded".into()))?;
+        let outcome = self.context.run(batch, &mut self.batch_flags, probe)?;
+        if probe.is_recording() {
+            self.outcome.add(&outcome);
+        }
+        Ok(())
     }
-    let valid = |v: f32| v.is_finite() && v >= 0.0;
-    if !valid(options.epsilon) || !valid(options.eta) {
-        return bad("epsilon and eta must be finite and not negative");
+
+    fn row_flags(&mut self) -> Result<Vec<u8>, CudaError> {
+        let mut flags = self.context.gpu.download(&*self.batch_flags)?;
+        flags.truncate(self.loaded);
+        Ok(flags)
     }
-    if options.refresh_interval == 0 {
-        return bad("the refresh interval must be at least 1");
+
+    fn output(&mut self) -> Result<Vec<f32>, CudaError> {
+        let mut dense = vec![0.0f32; self.loaded * self.context.output_width()];
+        if let Some(batch) = self.batch.as_mut() {
+            self.context.write_output(batch, 0, &mut dense)?;
+        }
+        Ok(dense)
     }
-    if options.batch == Some(0) {
-        return bad("the batch must hold at least one row");
+
+    fn stages(&self) -> &'static [&'static str] {
+        &STAGES
     }
-    Ok(())
+
+    fn start_census(&mut self) -> Result<bool, CudaError> {
+        let census = self.context.options.glare.is_some_and(|g| g.census);
+        match self.context.glare.as_mut() {
+            Some(glare) if census => {
+                glare.census.clear(self.context.gpu)?;
+                glare.counting = true;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn finish_census(&mut self) -> Result<Vec<spdnn_glare::AccessCounts>, CudaError> {
+        match self.context.glare.as_mut() {
+            Some(glare) => {
+                glare.counting = false;
+                glare.census.read(self.context.gpu)
+            }
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The options themselves are the caller's; these are what the run found.
+    fn details(&self) -> Vec<(String, String)> {
+        let outcome = &self.outcome;
+        let mut details = vec![
+            ("batch".into(), self.batch_rows.to_string()),
+            (
+                "rows_at_threshold".into(),
+                outcome.rows_at_threshold.to_string(),
+            ),
+            ("centroids".into(), outcome.centroids.to_string()),
+            (
+                "nonempty_rows_after_conversion".into(),
+                outcome.nonempty_after_conversion.to_string(),
+            ),
+            ("preprocessing_ms".into(), format!("{:.1}", self.prepare_ms)),
+        ];
+        if let Some(glare) = &self.context.options.glare {
+            details.push(("glare_segment".into(), glare.segment.to_string()));
+        }
+        details
+    }
+}
+
+/// GLARE on SNICIT's post-convergence spMM (XY's row-major kernel on the non-empty rows):
+/// the unit is `m` neurons of a row, `m` a power of two from one block's outputs
+/// ([`spdnn_xy::gpu::ROW_THREADS`]) up, at most [`model::MAX_ROW_UNITS`] units a row; the
+/// recorder serves the layers after the threshold.
+impl GlareKernel for Snicit {
+    const UNIT: &'static str =
+        "row segments all at the bound skipped after layer t (m from the access model)";
+
+    fn candidates(shape: &model::Shape) -> Vec<usize> {
+        model::row_unit_lengths(spdnn_xy::gpu::ROW_THREADS as usize, shape.neurons)
+    }
+
+    /// `n/m`: the recorder's reads; the rows' own accesses do not depend on `m`.
+    fn expected_accesses(
+        shape: &model::Shape,
+        m: usize,
+        _input: &model::LayerProfile,
+        _output: &model::LayerProfile,
+    ) -> f64 {
+        shape.neurons.div_ceil(m.max(1)) as f64
+    }
+
+    fn shape(options: &SnicitOptions, neurons: usize) -> model::Shape {
+        model::Shape {
+            neurons,
+            slab_width: 0,
+            first_layer: options.threshold,
+        }
+    }
+
+    /// The recorder serves the post-convergence layers; `xy.glare` stays as given.
+    fn with_recorder(options: &SnicitOptions, glare: Glare) -> SnicitOptions {
+        SnicitOptions {
+            glare: Some(glare),
+            ..options.clone()
+        }
+    }
 }

@@ -1,17 +1,19 @@
 //! One batch through SNICIT's four stages.
 
+use spdnn_cuda::method::Probe;
 use spdnn_cuda::rows::{self, PingPong, RowList};
 use spdnn_cuda::{
-    CudaError, CudaFunction, DeviceBuffer, DriverResultExt, Gpu, KernelSource, LaunchConfig,
-    PushKernelArg, Timeline,
+    CudaError, Define, DeviceBuffer, DriverResultExt, Gpu, Kernel, KernelDecl, KernelSource,
+    PushKernelArg,
 };
 use spdnn_formats::{Csr, SparseMatrix};
-use spdnn_glare::model::{self, ROW_BLOCK};
+use spdnn_glare::model;
 use spdnn_glare::{Census, Glare, Recorder};
 use spdnn_xy::XyNetwork;
+use spdnn_xy::gpu::ROW_THREADS as ROW_BLOCK;
 use spdnn_xy::gpu::{
     DeviceXyNetwork, ExportedRows, RecorderStep, RowMajorStep, XyKernels, XyRun,
-    launch_gather_rows, launch_row_major, list_config,
+    launch_gather_rows, launch_row_major,
 };
 
 use crate::SnicitOptions;
@@ -19,14 +21,41 @@ use crate::bf_pre::BfPre;
 use crate::cluster;
 use spdnn_bf::BfBatch;
 
-/// `kernels-cu/snicit.cu`.
-pub const SNICIT: KernelSource = KernelSource {
-    name: "snicit.cu",
-    source: include_str!("../../../kernels-cu/snicit.cu"),
-};
+/// Threads per block of the SNICIT kernels (`SNICIT_THREADS`: the block sums' scratch).
+pub const THREADS: u32 = 256;
 
-/// Threads per block of the SNICIT kernels.
-const THREADS: u32 = 256;
+/// snicit.cu's own definitions (it is compiled with glare.cuh's too).
+pub const SNICIT_DEFINES: &[Define] = &[Define::new("SNICIT_THREADS", THREADS as u64)];
+
+/// `kernels-cu/snicit.cu`, compiled with glare.cuh's definitions and [`SNICIT_DEFINES`].
+pub const SNICIT: KernelSource =
+    KernelSource::new("snicit.cu", include_str!("../../../kernels-cu/snicit.cu"))
+        .with_defines(&[spdnn_glare::DEFINES, SNICIT_DEFINES]);
+
+/// `snicit_sum_bins`: one block per (sample, bin), grid (samples, bins).
+pub const SUM_BINS: KernelDecl = KernelDecl::new(&SNICIT, "snicit_sum_bins", THREADS);
+/// `snicit_assign`: one block per exported row, grid (count).
+pub const ASSIGN: KernelDecl = KernelDecl::new(&SNICIT, "snicit_assign", THREADS);
+/// `snicit_update`: one block per list slot (grid = the first list's length; blocks past
+/// the count exit).
+pub const UPDATE: KernelDecl = KernelDecl::new(&SNICIT, "snicit_update", THREADS);
+/// `snicit_update_glare`: [`UPDATE`] reading through the GLARE recorder.
+pub const UPDATE_GLARE: KernelDecl = KernelDecl::new(&SNICIT, "snicit_update_glare", THREADS);
+/// `snicit_recover`: one thread per exported row ([`KernelDecl::config_for`] the count).
+pub const RECOVER: KernelDecl = KernelDecl::new(&SNICIT, "snicit_recover", THREADS);
+/// `snicit_recover_values`: one block per exported row, grid (count).
+pub const RECOVER_VALUES: KernelDecl = KernelDecl::new(&SNICIT, "snicit_recover_values", THREADS);
+
+/// Every kernel this crate declares (`snicit.cu`), checked against the source by the
+/// kernel-table test.
+pub const KERNELS: &[KernelDecl] = &[
+    SUM_BINS,
+    ASSIGN,
+    UPDATE,
+    UPDATE_GLARE,
+    RECOVER,
+    RECOVER_VALUES,
+];
 
 /// The pre-convergence spMM, prepared.
 pub(crate) enum Pre {
@@ -42,30 +71,30 @@ pub(crate) enum Pre {
 /// Every kernel a run uses.
 pub(crate) struct Kernels {
     xy: XyKernels,
-    sum_bins: CudaFunction,
-    assign: CudaFunction,
-    update: CudaFunction,
-    update_glare: CudaFunction,
-    recover: CudaFunction,
-    recover_values: CudaFunction,
-    all_rows: CudaFunction,
-    compact: CudaFunction,
-    mark_rows: CudaFunction,
+    sum_bins: Kernel,
+    assign: Kernel,
+    update: Kernel,
+    update_glare: Kernel,
+    recover: Kernel,
+    recover_values: Kernel,
+    all_rows: Kernel,
+    compact: Kernel,
+    mark_rows: Kernel,
 }
 
 impl Kernels {
     pub(crate) fn load(gpu: &Gpu) -> Result<Self, CudaError> {
         Ok(Self {
             xy: XyKernels::load(gpu)?,
-            sum_bins: gpu.function(&SNICIT, "snicit_sum_bins")?,
-            assign: gpu.function(&SNICIT, "snicit_assign")?,
-            update: gpu.function(&SNICIT, "snicit_update")?,
-            update_glare: gpu.function(&SNICIT, "snicit_update_glare")?,
-            recover: gpu.function(&SNICIT, "snicit_recover")?,
-            recover_values: gpu.function(&SNICIT, "snicit_recover_values")?,
-            all_rows: gpu.function(&rows::ROWS, "spdnn_all_rows")?,
-            compact: gpu.function(&rows::ROWS, "spdnn_compact_flagged_rows")?,
-            mark_rows: gpu.function(&rows::ROWS, "spdnn_mark_rows")?,
+            sum_bins: gpu.kernel(&SUM_BINS)?,
+            assign: gpu.kernel(&ASSIGN)?,
+            update: gpu.kernel(&UPDATE)?,
+            update_glare: gpu.kernel(&UPDATE_GLARE)?,
+            recover: gpu.kernel(&RECOVER)?,
+            recover_values: gpu.kernel(&RECOVER_VALUES)?,
+            all_rows: gpu.kernel(&rows::ALL_ROWS)?,
+            compact: gpu.kernel(&rows::COMPACT_FLAGGED_ROWS)?,
+            mark_rows: gpu.kernel(&rows::MARK_ROWS)?,
         })
     }
 }
@@ -92,13 +121,14 @@ impl Outcome {
 /// What is shared by every batch.
 pub(crate) struct Context<'a> {
     pub gpu: &'a Gpu,
-    pub kernels: &'a Kernels,
-    pub network: &'a XyNetwork,
+    pub kernels: Kernels,
+    pub network: XyNetwork,
     pub pre: Pre,
-    pub post: &'a DeviceXyNetwork,
-    pub options: &'a SnicitOptions,
+    pub post: DeviceXyNetwork,
+    pub options: SnicitOptions,
     pub threshold: usize,
-    pub n: usize,
+    /// The widths `N_0, …, N_L` of the chain.
+    pub widths: Vec<usize>,
     pub activation: (f32, f32),
     /// GLARE on the post-convergence layers, when set.
     pub glare: Option<PostGlare>,
@@ -108,7 +138,8 @@ pub(crate) struct Context<'a> {
 pub(crate) struct PostGlare {
     /// `log2` of the unit length.
     pub shift: u32,
-    /// Units per row.
+    /// Units per row: the flags' stride, from the widest post-convergence layer (a
+    /// narrower layer uses the first units of each row).
     pub units: usize,
     /// Per-layer access counters (all layers; the pre-convergence ones stay zero).
     pub census: Census,
@@ -117,29 +148,37 @@ pub(crate) struct PostGlare {
 }
 
 impl PostGlare {
-    /// Checks `settings` for N = `n` and sizes the census for `layers` layers.
+    /// Checks `settings` against the widest layer of the chain of `widths` (`N_0, …, N_L`;
+    /// the segments the model offers for its N), and sizes the recorder's rows for the
+    /// post-convergence layers and the census for every layer.
     pub(crate) fn new(
         gpu: &Gpu,
         settings: &Glare,
-        n: usize,
+        widths: &[usize],
         threshold: usize,
-        layers: usize,
     ) -> Result<Self, CudaError> {
-        let shift = settings.checked_shift(
-            model::Kernel::Snicit,
-            &model::Shape {
-                neurons: n,
-                slab_width: 0,
-                first_layer: threshold,
-            },
-        )?;
+        let widest = widths.iter().copied().max().unwrap_or(1);
+        let shift = settings.checked_shift::<crate::Snicit>(&model::Shape {
+            neurons: widest,
+            slab_width: 0,
+            first_layer: threshold,
+        })?;
         Ok(Self {
             shift,
-            units: n.div_ceil(settings.segment),
-            census: Census::new(gpu, layers)?,
+            units: post_widest(widths, threshold).div_ceil(settings.segment),
+            census: Census::new(gpu, widths.len().saturating_sub(1))?,
             counting: false,
         })
     }
+}
+
+/// The widest activations from the threshold layer's on (`N_t`, …, `N_L`): what the
+/// exported rows and the post-convergence buffers hold.
+fn post_widest(widths: &[usize], threshold: usize) -> usize {
+    widths
+        .get(threshold..)
+        .and_then(|w| w.iter().copied().max())
+        .unwrap_or(1)
 }
 
 /// The post-convergence buffers of a batch, allocated with it (untimed) for its rows.
@@ -164,7 +203,8 @@ enum PreRun<'a> {
 
 /// The clustered rows after the conversion.
 struct Clustered {
-    /// The activations of the exported rows (count × N), current after the last layer.
+    /// The activations of the exported rows (count × `N_l` after layer `l`, in a buffer of
+    /// count × the widest post-convergence width), current after the last layer.
     y: DeviceBuffer<f32>,
     live: DeviceBuffer<u8>,
     dead: DeviceBuffer<u8>,
@@ -183,6 +223,21 @@ pub(crate) struct BatchRun<'a> {
 }
 
 impl<'a> Context<'a> {
+    /// The output width `N_L`.
+    pub(crate) fn output_width(&self) -> usize {
+        self.widths.last().copied().unwrap_or(0)
+    }
+
+    /// The width of the rows at the threshold layer, `N_t` (exported and clustered).
+    fn threshold_width(&self) -> usize {
+        self.widths.get(self.threshold).copied().unwrap_or(0)
+    }
+
+    /// The widest activations from the threshold layer on.
+    fn post_widest(&self) -> usize {
+        post_widest(&self.widths, self.threshold)
+    }
+
     /// Loads a batch (untimed).
     pub(crate) fn start(&self, input: &Csr) -> Result<BatchRun<'a>, CudaError> {
         let pre = match &self.pre {
@@ -190,7 +245,7 @@ impl<'a> Context<'a> {
                 let mut run = XyRun::new(
                     self.gpu,
                     &self.kernels.xy,
-                    self.n,
+                    &self.widths[..=self.threshold],
                     input.nrows(),
                     *row_major,
                     self.options.xy.delete_at,
@@ -202,11 +257,12 @@ impl<'a> Context<'a> {
             Pre::Bf(bf) => PreRun::Bf(bf.start(self.gpu, input)?),
         };
         let rows_count = input.nrows().max(1);
+        let widest = self.post_widest();
         let recorder = match &self.glare {
             Some(g) => Some(Recorder::new(
                 self.gpu,
                 rows_count * g.units,
-                rows_count * self.n.div_ceil(ROW_BLOCK),
+                rows_count * widest.div_ceil(ROW_BLOCK as usize),
             )?),
             None => None,
         };
@@ -214,7 +270,7 @@ impl<'a> Context<'a> {
             pre,
             clustered: None,
             post: PostBuffers {
-                y_other: self.gpu.alloc_zeros(rows_count * self.n)?,
+                y_other: self.gpu.alloc_zeros(rows_count * widest)?,
                 row_alive: self.gpu.alloc_zeros(rows_count)?,
                 lists: PingPong::new(
                     RowList::new(self.gpu, rows_count)?,
@@ -226,40 +282,39 @@ impl<'a> Context<'a> {
     }
 
     /// Runs a loaded batch through every layer and writes its category flags
-    /// (batch-local rows) into `flags`. Marks `"layer"` after each layer,
-    /// `"conversion"` and `"recovery"` on `timeline` when given.
+    /// (batch-local rows) into `flags`. Marks each layer and step on `probe` (stages
+    /// [`crate::STAGES`]).
     pub(crate) fn run(
         &mut self,
         batch: &mut BatchRun<'a>,
         flags: &mut DeviceBuffer<u8>,
-        mut timeline: Option<&mut Timeline>,
+        probe: &mut Probe,
     ) -> Result<Outcome, CudaError> {
         let gpu = self.gpu;
         let stream = gpu.stream().clone();
         let mut outcome = Outcome::default();
-        // Pre-convergence.
-        match (&mut self.pre, &mut batch.pre) {
-            (Pre::Xy { layers, .. }, PreRun::Xy(run)) => {
-                for layer in &layers.layers {
-                    run.layer(layer, timeline.as_deref_mut())?;
-                }
-            }
-            (Pre::Bf(bf), PreRun::Bf(run)) => bf.run(gpu, run, timeline.as_deref_mut())?,
-            _ => {
-                return Err(CudaError::InvalidArgument(
-                    "SNICIT: the batch was loaded for another pre-convergence spMM".into(),
-                ));
-            }
-        }
+        let [pre_stage, conversion, post_stage, recovery] = crate::STAGES;
+        // Pre-convergence: whatever the spMM marks belongs to this stage.
+        probe.within(Some(pre_stage));
+        let pre = match (&mut self.pre, &mut batch.pre) {
+            (Pre::Xy { layers, .. }, PreRun::Xy(run)) => layers
+                .layers
+                .iter()
+                .try_for_each(|layer| run.layer(layer, probe)),
+            (Pre::Bf(bf), PreRun::Bf(run)) => bf.run(gpu, run, probe),
+            _ => Err(CudaError::InvalidArgument(
+                "SNICIT: the batch was loaded for another pre-convergence spMM".into(),
+            )),
+        };
+        probe.within(None);
+        pre?;
         stream
             .memset_zeros(&mut **flags)
             .context("clearing the row flags")?;
         if self.post.layers.is_empty() {
             // The threshold is at or past the last layer: no conversion.
             self.mark_pre_categories(batch, flags)?;
-            if let Some(t) = timeline.as_deref_mut() {
-                t.mark(&stream, "recovery")?;
-            }
+            probe.step(recovery)?;
             return Ok(outcome);
         }
 
@@ -268,22 +323,18 @@ impl<'a> Context<'a> {
         let count = exported.ids.len();
         outcome.rows_at_threshold = count;
         if count == 0 {
-            if let Some(t) = timeline.as_deref_mut() {
-                t.mark(&stream, "conversion")?;
-                t.mark(&stream, "recovery")?;
-            }
+            probe.step(conversion)?;
+            probe.step(recovery)?;
             return Ok(outcome);
         }
         let (clustered, centroids) = self.convert(exported, &mut batch.post.lists)?;
         outcome.centroids = centroids;
-        if let Some(t) = timeline.as_deref_mut() {
-            t.mark(&stream, "conversion")?;
-        }
+        probe.step(conversion)?;
 
         // Post-convergence: the load-reduced spMM on the non-empty rows, then the update.
         let mut clustered = clustered;
         let post = &mut batch.post;
-        let (count_u32, n_u32) = (count as u32, self.n as u32);
+        let count_u32 = count as u32;
         // The list only shrinks: its first length sizes every later grid.
         let listed = gpu.download(&*post.lists.current().count)?[0] as usize;
         outcome.nonempty_after_conversion = listed;
@@ -319,7 +370,6 @@ impl<'a> Context<'a> {
                     count: &list.count,
                     row_alive: &mut post.row_alive,
                     capacity: listed,
-                    n: self.n,
                     activation: self.activation,
                     recorder,
                 },
@@ -338,6 +388,8 @@ impl<'a> Context<'a> {
             } else {
                 &self.kernels.update
             };
+            // The rows now have the layer's output width.
+            let n_u32 = layer.widths().1 as u32;
             let mut update = stream.launch_builder(kernel);
             update
                 .arg(&*clustered.y)
@@ -357,19 +409,12 @@ impl<'a> Context<'a> {
                     .arg(&units_u32)
                     .arg(&upper);
             }
-            // Launch: grid (first list length; blocks past the list count exit), block 256, no shared memory.
-            let config = LaunchConfig {
-                grid_dim: (listed_u32, 1, 1),
-                block_dim: (THREADS, 1, 1),
-                shared_mem_bytes: 0,
-            };
+            let config = kernel.config(listed_u32)?;
             unsafe { update.launch(config) }.context("launching snicit_update")?;
             if absolute.is_multiple_of(self.options.refresh_interval) && absolute < layers_total {
-                refresh(gpu, self.kernels, &mut post.lists, &clustered.live, listed)?;
+                refresh(gpu, &self.kernels, &mut post.lists, &clustered.live, listed)?;
             }
-            if let Some(t) = timeline.as_deref_mut() {
-                t.mark(&stream, "layer")?;
-            }
+            probe.layer(post_stage)?;
         }
         clustered.listed = listed;
 
@@ -384,11 +429,9 @@ impl<'a> Context<'a> {
             .arg(&*ids)
             .arg(&count_u32)
             .arg(&mut **flags);
-        // Launch: grid ceil(count / 256), block 256, no shared memory.
-        unsafe { recover.launch(list_config(count)) }.context("launching snicit_recover")?;
-        if let Some(t) = timeline {
-            t.mark(&stream, "recovery")?;
-        }
+        let config = self.kernels.recover.config_for(count)?;
+        unsafe { recover.launch(config) }.context("launching snicit_recover")?;
+        probe.step(recovery)?;
         batch.clustered = Some(clustered);
         Ok(outcome)
     }
@@ -410,23 +453,28 @@ impl<'a> Context<'a> {
                 let count = self.gpu.upload(&[live.len() as u32])?;
                 let mut mark = self.gpu.stream().launch_builder(&self.kernels.mark_rows);
                 mark.arg(&*list).arg(&*count).arg(&mut **flags);
-                // Launch: grid ceil(rows / 256), block 256, no shared memory.
-                unsafe { mark.launch(list_config(live.len())) }
-                    .context("launching spdnn_mark_rows")?;
+                let config = self.kernels.mark_rows.config_for(live.len())?;
+                unsafe { mark.launch(config) }.context("launching spdnn_mark_rows")?;
                 Ok(())
             }
         }
     }
 
-    /// The rows alive at the threshold layer as a compact row-major block, positions in
-    /// the order of layer t's XY outputs (BF's original order is permuted into it).
+    /// The rows alive at the threshold layer as a compact row-major block of `N_t` values
+    /// a row, positions in the order of layer t's XY outputs (BF's original order is
+    /// permuted into it), in a buffer with room for rows of the widest later layer.
     fn export(&self, batch: &mut BatchRun<'a>) -> Result<ExportedRows, CudaError> {
-        match &mut batch.pre {
-            PreRun::Xy(run) => run.export_rows(),
+        let room = self.post_widest();
+        let width = self.threshold_width();
+        let exported = match &mut batch.pre {
+            PreRun::Xy(run) => run.export_rows(room)?,
             PreRun::Bf(run) => {
+                // BF's activations after layer t are rows × N_t, original neuron order.
                 let ids = run.live_rows(self.gpu)?;
                 let count = ids.len();
-                let mut y = self.gpu.alloc_zeros::<f32>((count * self.n).max(1))?;
+                let mut y = self
+                    .gpu
+                    .alloc_zeros::<f32>((count * room.max(width)).max(1))?;
                 if count > 0 {
                     // Position p of layer t's XY order holds original neuron outputs[p].
                     let perm = self
@@ -439,13 +487,20 @@ impl<'a> Context<'a> {
                         run.y(),
                         &mut y,
                         &list,
-                        self.n,
+                        width,
                         &perm,
                     )?;
                 }
-                Ok(ExportedRows { y, ids })
+                ExportedRows { y, width, ids }
             }
+        };
+        if exported.width != width {
+            return Err(CudaError::InvalidArgument(format!(
+                "SNICIT: rows of {} values at the threshold layer, whose width is {width}",
+                exported.width
+            )));
         }
+        Ok(exported)
     }
 
     /// Sampling, sum downsampling, pruning (on the host: s × n sums), nearest centroids,
@@ -461,19 +516,14 @@ impl<'a> Context<'a> {
         let samples = self.options.samples.min(count);
         let bins = self.options.bins;
         let mut sums = gpu.alloc_zeros::<f32>(samples * bins)?;
-        let (n_u32, bins_u32, count_u32) = (self.n as u32, bins as u32, count as u32);
+        let (n_u32, bins_u32, count_u32) = (exported.width as u32, bins as u32, count as u32);
         let mut launch = stream.launch_builder(&self.kernels.sum_bins);
         launch
             .arg(&*exported.y)
             .arg(&n_u32)
             .arg(&bins_u32)
             .arg(&mut *sums);
-        // Launch: grid (samples, bins), block 256, static shared 256 floats.
-        let config = LaunchConfig {
-            grid_dim: (samples as u32, bins_u32, 1),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let config = self.kernels.sum_bins.config((samples as u32, bins_u32))?;
         unsafe { launch.launch(config) }.context("launching snicit_sum_bins")?;
         let host_sums = gpu.download(&*sums)?;
         let centroids = cluster::prune_samples(
@@ -505,14 +555,9 @@ impl<'a> Context<'a> {
             .arg(&mut *centroid_of)
             .arg(&mut *live)
             .arg(&mut *dead);
-        // Launch: grid (count), block 256, static shared 256 words.
-        let config = LaunchConfig {
-            grid_dim: (count_u32, 1, 1),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let config = self.kernels.assign.config(count_u32)?;
         unsafe { assign.launch(config) }.context("launching snicit_assign")?;
-        first_lists(gpu, self.kernels, lists, &live, count)?;
+        first_lists(gpu, &self.kernels, lists, &live, count)?;
         Ok((
             Clustered {
                 y: exported.y,
@@ -527,14 +572,14 @@ impl<'a> Context<'a> {
     }
 
     /// Writes the final values of a finished batch (rows offset by `first_row`) into
-    /// `dense` (all rows × N, original neuron order).
+    /// `dense` (all rows × `N_L`, the last layer's original neuron order).
     pub(crate) fn write_output(
         &self,
         batch: &mut BatchRun<'a>,
         first_row: usize,
         dense: &mut [f32],
     ) -> Result<(), CudaError> {
-        let n = self.n;
+        let n = self.output_width();
         let (values, ids) = match &mut batch.clustered {
             Some(clustered) => {
                 if let (Some(g), Some(recorder)) = (&self.glare, &batch.post.recorder) {
@@ -564,12 +609,7 @@ impl<'a> Context<'a> {
                     .arg(&*clustered.centroid_of)
                     .arg(&count_u32)
                     .arg(&mut *out);
-                // Launch: grid (count), block 256, no shared memory.
-                let config = LaunchConfig {
-                    grid_dim: (count_u32, 1, 1),
-                    block_dim: (THREADS, 1, 1),
-                    shared_mem_bytes: 0,
-                };
+                let config = self.kernels.recover_values.config(count_u32)?;
                 unsafe { launch.launch(config) }.context("launching snicit_recover_values")?;
                 (self.gpu.download(&*out)?, clustered.ids.clone())
             }
@@ -606,8 +646,8 @@ fn first_lists(
         .arg(&mut *all.rows)
         .arg(&mut *all.count)
         .arg(&count_u32);
-    // Launch: grid ceil(count / 256), block 256, no shared memory.
-    unsafe { launch.launch(list_config(count)) }.context("launching spdnn_all_rows")?;
+    let config = kernels.all_rows.config_for(count)?;
+    unsafe { launch.launch(config) }.context("launching spdnn_all_rows")?;
     refresh(gpu, kernels, lists, live, count)?;
     Ok(())
 }

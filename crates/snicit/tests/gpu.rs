@@ -4,18 +4,19 @@
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::{GpuInference, RunSpec};
 use spdnn_formats::SparseMatrix;
-use spdnn_glare::{Glare, model};
+use spdnn_glare::{Glare, GlareKernel, model};
 use spdnn_gputest::{
-    Problem, check_challenge, check_exact_random, check_general_random, check_glare,
-    check_grouped_random, check_official_1024,
+    Problem, check_challenge, check_compressed, check_exact_random, check_general_random,
+    check_glare, check_grouped_random, check_official_1024, check_rectangular_random,
 };
-use spdnn_snicit::{PreConvergence, SnicitOptions, infer};
+use spdnn_snicit::{PreConvergence, Snicit, SnicitOptions, infer};
 use spdnn_xy::XyOptions;
 
 const SPEC: RunSpec = RunSpec {
     warmup: 1,
     repetitions: 2,
     keep_output: true,
+    batch: None,
 };
 
 fn options(threshold: usize) -> SnicitOptions {
@@ -76,6 +77,40 @@ fn bf_before_convergence() {
         pre_convergence: PreConvergence::Bf,
         refresh_interval: 2,
         ..options(2)
+    }));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn rectangular_random_networks() {
+    check_rectangular_random(&run_with(options(1)));
+    check_rectangular_random(&run_with(SnicitOptions {
+        samples: 3,
+        bins: 5,
+        refresh_interval: 1,
+        batch: Some(37),
+        ..options(2)
+    }));
+    // The threshold past the last layer: XY's stage through every layer.
+    check_rectangular_random(&run_with(options(30)));
+    check_rectangular_random(&run_with(SnicitOptions {
+        pre_convergence: PreConvergence::Bf,
+        ..options(1)
+    }));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn compressed_networks() {
+    check_compressed(&run_with(options(30)));
+    check_compressed(&run_with(SnicitOptions {
+        batch: Some(700),
+        refresh_interval: 3,
+        ..options(2)
+    }));
+    check_compressed(&run_with(SnicitOptions {
+        pre_convergence: PreConvergence::Bf,
+        ..options(12)
     }));
 }
 
@@ -218,16 +253,20 @@ fn bad_options_are_errors() {
 }
 
 /// SNICIT with GLARE after threshold `t`: the segment is one of the lengths SNICIT
-/// accepts for N, varied with the problem.
+/// accepts for the widest layer (N in a square network), varied with the problem.
 fn run_glare(t: usize) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
     move |gpu, p| {
-        let n = p.input.ncols();
+        let n = p
+            .layers
+            .iter()
+            .map(|w| w.ncols())
+            .fold(p.input.ncols(), usize::max);
         let shape = model::Shape {
             neurons: n,
             slab_width: 0,
             first_layer: t,
         };
-        let candidates = model::Kernel::Snicit.candidates(&shape);
+        let candidates = Snicit::candidates(&shape);
         let segment = candidates[(n + p.input.nrows()) % candidates.len()];
         let options = SnicitOptions {
             glare: Some(Glare::new(segment)),
@@ -244,6 +283,14 @@ fn glare_random_networks() {
     check_glare(&run_glare(1));
     check_glare(&run_glare(2));
     check_grouped_random(&run_glare(1));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn glare_rectangular_and_compressed_networks() {
+    check_rectangular_random(&run_glare(1));
+    check_rectangular_random(&run_glare(2));
+    check_compressed(&run_glare(30));
 }
 
 #[test]

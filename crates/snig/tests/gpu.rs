@@ -2,19 +2,24 @@
 //! on the GPU machine (`cargo xtask device-pack`).
 
 use spdnn_cuda::Gpu;
+use spdnn_cuda::method::{self, LayerChain};
 use spdnn_cuda::rows::{GpuInference, RunSpec};
 use spdnn_formats::SparseMatrix;
 use spdnn_glare::Glare;
-use spdnn_gputest::{
-    Problem, check_challenge, check_exact_random, check_general_random, check_glare,
-    check_official_1024,
+use spdnn_gputest::biased::{
+    BiasedProblem, check_biased_random, check_trained_nets, check_trained_shaped,
 };
-use spdnn_snig::{SnigOptions, infer};
+use spdnn_gputest::{
+    Problem, check_challenge, check_compressed, check_exact_random, check_general_random,
+    check_glare, check_official_1024, check_rectangular_random,
+};
+use spdnn_snig::{Snig, SnigOptions, infer};
 
 const SPEC: RunSpec = RunSpec {
     warmup: 1,
     repetitions: 2,
     keep_output: true,
+    batch: None,
 };
 
 fn run_with(
@@ -74,12 +79,40 @@ fn official_1024_network() {
     check_official_1024(&run_with(SnigOptions::default()));
 }
 
-/// SNIG with GLARE: the unit is the section, whose width varies with the problem.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn rectangular_random_networks() {
+    check_rectangular_random(&run_with(SnigOptions::default()));
+    // Sections of 5 columns, layer by layer: section counts change from layer to layer.
+    check_rectangular_random(&run_with(SnigOptions {
+        section_width: Some(5),
+        graph: false,
+        glare: None,
+    }));
+    check_rectangular_random(&run_with(SnigOptions {
+        section_width: Some(16),
+        graph: true,
+        glare: None,
+    }));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn compressed_networks() {
+    check_compressed(&run_with(SnigOptions::default()));
+}
+
+/// SNIG with GLARE: the unit is the section, whose width varies with the problem (N: the
+/// widest width of a rectangular chain).
 fn run_glare(
     graph: bool,
 ) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
     move |gpu, p| {
-        let n = p.input.ncols();
+        let n = p
+            .layers
+            .iter()
+            .map(SparseMatrix::ncols)
+            .fold(p.input.ncols(), usize::max);
         let widths = [n, 7, 32, n.div_ceil(3).max(1)];
         let options = SnigOptions {
             section_width: None,
@@ -95,6 +128,14 @@ fn run_glare(
 fn glare_random_networks() {
     check_glare(&run_glare(true));
     check_glare(&run_glare(false));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn glare_rectangular_and_compressed_networks() {
+    check_rectangular_random(&run_glare(true));
+    check_rectangular_random(&run_glare(false));
+    check_compressed(&run_glare(true));
 }
 
 #[test]
@@ -121,4 +162,51 @@ fn glare_section_conflicts_are_errors() {
         ..SnigOptions::default()
     };
     assert!(infer(&gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC).is_err());
+}
+
+fn run_biased(gpu: &Gpu, p: &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    method::run::<Snig>(
+        gpu,
+        &LayerChain::with_biases(&p.layers, &p.biases, p.upper),
+        &p.input,
+        &SnigOptions::default(),
+        &SPEC,
+    )
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn per_neuron_biases() {
+    check_biased_random(&run_biased, false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_shaped_chains() {
+    check_trained_shaped(&run_biased, false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_networks_a_b_c() {
+    check_trained_nets(&run_biased);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn positive_biases_and_glare_are_refused() {
+    let gpu = spdnn_gputest::gpu();
+    let p = spdnn_gputest::biased::trained_shaped_problem(32, 1, 4, true, 3);
+    let error = run_biased(&gpu, &p).unwrap_err().to_string();
+    assert!(error.contains("only for biases ≤ 0"), "{error}");
+    let p = spdnn_gputest::biased::trained_shaped_problem(32, 1, 4, false, 3);
+    let glare = SnigOptions {
+        glare: Some(Glare::new(32)),
+        ..SnigOptions::default()
+    };
+    let chain = LayerChain::with_biases(&p.layers, &p.biases, p.upper);
+    let error = method::run::<Snig>(&gpu, &chain, &p.input, &glare, &SPEC)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("snig+glare takes one bias"), "{error}");
 }

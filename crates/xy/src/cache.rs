@@ -5,17 +5,20 @@
 //! ```text
 //! magic        8 bytes  "SPDNNXY1"
 //! version      u32      FORMAT_VERSION
-//! neurons      u64      N
+//! neurons      u64      N_0, the input width (every layer's N in a square network)
 //! layers       u64      L
 //! header_sum   u64      xxh3-64 of version ‖ neurons ‖ layers
 //! L records, record i (0-based) being
 //!   group u32, blocks u32, inputs_len u32, max_input_runs u32,
 //!   block_offsets (blocks + 1) × u32, inputs inputs_len × u32,
-//!   values inputs_len·group × f32, outputs N × u32,
+//!   values inputs_len·group × f32, outputs N_{i+1} = blocks·group × u32,
 //!   sum u64 = xxh3-64 with seed i of everything in the record before it
 //! ```
 //!
-//! Nothing follows the last record. [`XyNetwork::read_from`] checks the checksums and
+//! Nothing follows the last record. A layer's width is its `blocks · group`, so chains of
+//! rectangular layers (`N_{l-1} × N_l`, e.g. compressed networks) need nothing more; a
+//! square network's bytes are those of the first version of this layout, which is why the
+//! version did not change when rectangular layers came. [`XyNetwork::read_from`] checks the checksums and
 //! then every invariant of the format ([`XyNetwork::validate`]); it reads arrays in
 //! bounded chunks, so a corrupt length fails at the end of the data instead of
 //! allocating what the header claims.
@@ -78,7 +81,9 @@ pub fn fingerprint(layers: &[Csr]) -> u64 {
     sum.digest()
 }
 
-/// The cache file of `layers` in `dir`: `xy-n{N}-l{L}-{fingerprint:016x}.xybin`.
+/// The cache file of `layers` in `dir`: `xy-n{N_0}-l{L}-{fingerprint:016x}.xybin`. The
+/// fingerprint covers every layer's rows and columns, so chains of other widths (a
+/// compressed network) have other files.
 pub fn cache_path(dir: &Path, layers: &[Csr]) -> PathBuf {
     let neurons = layers.first().map_or(0, |layer| layer.nrows());
     dir.join(format!(
@@ -156,8 +161,11 @@ impl XyNetwork {
             return Err(XyError::Invalid("no layers".into()));
         }
         let mut layers = Vec::new();
+        let mut width = neurons;
         for index in 0..layer_count {
-            layers.push(read_layer(r, index, neurons)?);
+            let layer = read_layer(r, index, width)?;
+            width = layer.width();
+            layers.push(layer);
         }
         let mut probe = [0u8; 1];
         if read_some(r, &mut probe)? != 0 {
@@ -205,16 +213,20 @@ impl XyNetwork {
         Ok((network, CacheUse::Miss))
     }
 
-    /// Whether this network has the shape of `layers`: N, the layer count and every
-    /// layer's number of weights (a cheap guard against a misnamed cache file).
+    /// Whether this network has the shape of `layers`: the layer count, every layer's
+    /// rows and columns and its number of weights (a cheap guard against a misnamed cache
+    /// file).
     fn describes(&self, layers: &[Csr]) -> bool {
         self.layers.len() == layers.len()
-            && layers.iter().all(|layer| layer.nrows() == self.neurons)
             && self
-                .layers
-                .iter()
+                .widths()
+                .windows(2)
+                .zip(&self.layers)
                 .zip(layers)
-                .all(|(xy, layer)| xy.values.len() == layer.nnz())
+                .all(|((pair, xy), layer)| {
+                    (layer.nrows(), layer.ncols()) == (pair[0], pair[1])
+                        && xy.values.len() == layer.nnz()
+                })
     }
 }
 
@@ -234,8 +246,9 @@ fn header_field<const N: usize>(header: &[u8; 20], start: usize) -> [u8; N] {
     field
 }
 
-/// Reads and checks record `index` (0-based) of a network of `neurons` neurons.
-fn read_layer(r: &mut impl Read, index: u64, neurons: usize) -> Result<XyLayer, XyError> {
+/// Reads and checks record `index` (0-based) of a layer reading `inputs` positions (the
+/// width before it); its width is `blocks · group`.
+fn read_layer(r: &mut impl Read, index: u64, inputs: usize) -> Result<XyLayer, XyError> {
     let layer = index + 1;
     let invalid = |message: String| XyError::Invalid(format!("layer {layer}: {message}"));
     let mut sum = Xxh3::with_seed(index);
@@ -244,15 +257,18 @@ fn read_layer(r: &mut impl Read, index: u64, neurons: usize) -> Result<XyLayer, 
     if group != 1 && group as usize != GROUP {
         return Err(invalid(format!("group {group} is neither 1 nor {GROUP}")));
     }
-    if (blocks as usize).checked_mul(group as usize) != Some(neurons) {
+    let width = u64::from(blocks) * u64::from(group);
+    if width == 0 || width > u64::from(u32::MAX) {
         return Err(invalid(format!(
-            "{blocks} blocks of {group} do not make N = {neurons} outputs"
+            "{blocks} blocks of {group} make {width} outputs (the format needs 1 ≤ outputs < 2^32)"
         )));
     }
+    let width = usize::try_from(width)
+        .map_err(|_| invalid(format!("{width} outputs do not fit this machine")))?;
     // A block reads each input position at most once.
-    if u64::from(inputs_len) > u64::from(blocks) * neurons as u64 {
+    if u64::from(inputs_len) > u64::from(blocks) * inputs as u64 {
         return Err(invalid(format!(
-            "{inputs_len} inputs for {blocks} blocks of N = {neurons} positions"
+            "{inputs_len} inputs for {blocks} blocks of {inputs} positions"
         )));
     }
     let too_large = || invalid(format!("{inputs_len} inputs do not fit this machine"));
@@ -263,7 +279,7 @@ fn read_layer(r: &mut impl Read, index: u64, neurons: usize) -> Result<XyLayer, 
     let block_offsets = read_array(r, &mut sum, offsets_len, layer)?;
     let inputs = read_array(r, &mut sum, inputs_len as usize, layer)?;
     let values = read_array(r, &mut sum, values_len, layer)?;
-    let outputs = read_array(r, &mut sum, neurons, layer)?;
+    let outputs = read_array(r, &mut sum, width, layer)?;
     let mut stored_sum = [0u8; 8];
     read_exact(
         r,
@@ -586,6 +602,104 @@ mod tests {
         let (network, used) = XyNetwork::load_or_prepare(&layers, Some(&blocked)).unwrap();
         assert_eq!(used, CacheUse::Miss);
         assert_eq!(network, XyNetwork::prepare(&layers).unwrap());
+    }
+
+    /// A chain of rectangular layers: 32 → 48 (grouped) → 20 (general) → 7.
+    fn rectangular_layers() -> Vec<Csr> {
+        let mut grouped = Vec::new();
+        for k in 0..48u32 {
+            let first = 3 * (k % 3);
+            for j in [first, first + 1, 30] {
+                grouped.push((j, k, (k * 48 + j) as f32 / 8.0));
+            }
+        }
+        let general: Vec<(u32, u32, f32)> = (0..20)
+            .flat_map(|k| (0..1 + k % 3).map(move |d| ((k * 7 + d * 5) % 48, k, 1.0 + d as f32)))
+            .collect();
+        let last: Vec<(u32, u32, f32)> = (0..20).map(|j| (j, j % 7, 0.5)).collect();
+        vec![
+            Csr::from_triplets(32, 48, &grouped).unwrap(),
+            Csr::from_triplets(48, 20, &general).unwrap(),
+            Csr::from_triplets(20, 7, &last).unwrap(),
+        ]
+    }
+
+    #[test]
+    fn rectangular_round_trip_is_equal_and_every_flip_is_detected() {
+        let network = XyNetwork::prepare(&rectangular_layers()).unwrap();
+        assert_eq!(network.widths(), [32, 48, 20, 7]);
+        assert!(network.layers[0].is_grouped() && !network.layers[1].is_grouped());
+        let bytes = serialized(&network);
+        assert_eq!(
+            XyNetwork::read_from(&mut bytes.as_slice()).unwrap(),
+            network
+        );
+        for index in 0..bytes.len() {
+            let mut corrupt = bytes.clone();
+            corrupt[index] ^= 0x01;
+            assert!(
+                XyNetwork::read_from(&mut corrupt.as_slice()).is_err(),
+                "a flip at byte {index} of {} went unnoticed",
+                bytes.len()
+            );
+        }
+        for len in 0..bytes.len() {
+            assert!(XyNetwork::read_from(&mut &bytes[..len]).is_err());
+        }
+    }
+
+    #[test]
+    fn cache_files_follow_the_widths() {
+        // One entry per layer, the same triplets in layers of other widths.
+        let square = vec![Csr::from_triplets(32, 32, &[(1, 2, 1.0)]).unwrap()];
+        let wide = vec![Csr::from_triplets(32, 48, &[(1, 2, 1.0)]).unwrap()];
+        assert_ne!(fingerprint(&square), fingerprint(&wide));
+        let dir = Path::new("cache");
+        assert_ne!(cache_path(dir, &square), cache_path(dir, &wide));
+        let prepared = XyNetwork::prepare(&square).unwrap();
+        assert!(prepared.describes(&square));
+        assert!(!prepared.describes(&wide), "a network of other widths");
+        let rectangular = rectangular_layers();
+        let network = XyNetwork::prepare(&rectangular).unwrap();
+        assert!(network.describes(&rectangular));
+        assert!(!network.describes(&rectangular[..2]));
+
+        let dir = tempfile::tempdir().unwrap();
+        for layers in [&square, &wide, &rectangular] {
+            let (_, used) = XyNetwork::load_or_prepare(layers, Some(dir.path())).unwrap();
+            assert_eq!(used, CacheUse::Miss);
+        }
+        for layers in [&square, &wide, &rectangular] {
+            let (network, used) = XyNetwork::load_or_prepare(layers, Some(dir.path())).unwrap();
+            assert_eq!(used, CacheUse::Hit);
+            assert_eq!(network, XyNetwork::prepare(layers).unwrap());
+        }
+        // A misnamed file of other widths is not taken for these layers.
+        fs::copy(
+            cache_path(dir.path(), &wide),
+            cache_path(dir.path(), &square),
+        )
+        .unwrap();
+        let (network, used) = XyNetwork::load_or_prepare(&square, Some(dir.path())).unwrap();
+        assert_eq!((network, used), (prepared, CacheUse::Miss));
+    }
+
+    #[test]
+    fn a_record_wider_than_its_reader_allows_is_invalid() {
+        let network = XyNetwork::prepare(&rectangular_layers()).unwrap();
+        // Layer 3 reads 20 positions; position 30 is below N_0 = 32 and N_1 = 48 but not
+        // below the 20 values layer 2 gives.
+        let mut wrong = network.clone();
+        wrong.layers[2].inputs[0] = 30;
+        let error = wrong.validate().unwrap_err().to_string();
+        assert!(
+            error.contains("layer 3") && error.contains("not below"),
+            "{error}"
+        );
+        assert!(matches!(
+            wrong.write_to(&mut Vec::new()),
+            Err(XyError::Invalid(_))
+        ));
     }
 
     #[test]

@@ -16,6 +16,10 @@
 //! `p = block·group + o` of a layer's output holds original neuron `outputs[p]`. The next
 //! layer's input indices are positions in this order, so activations never need to be
 //! permuted between layers; only the final output is mapped back.
+//!
+//! Layers need not be square: layer `l` is `N_{l-1} × N_l` (a compressed network, whose
+//! widths shrink), each layer's grouping is found from its own columns, and a layer of
+//! `N_l` outputs has `N_l / group` blocks.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -38,13 +42,14 @@ pub struct XyLayer {
     /// `blocks + 1` offsets into `inputs`: block `b` reads
     /// `inputs[block_offsets[b]..block_offsets[b + 1]]`.
     pub block_offsets: Vec<u32>,
-    /// Input positions (positions in the previous layer's output order; original input
-    /// columns for the first layer), ascending within each block.
+    /// Input positions (positions in the previous layer's output order, below its width
+    /// `N_{l-1}`; original input columns for the first layer), ascending within each block.
     pub inputs: Vec<u32>,
     /// `values[(block_offsets[b] + r) * group + o]` is the weight from input
     /// `inputs[block_offsets[b] + r]` to output `o` of block `b` (read from the data).
     pub values: Vec<f32>,
-    /// `outputs[p]`: the original output neuron at position `p` (a permutation of 0..N).
+    /// `outputs[p]`: the original output neuron at position `p` (a permutation of
+    /// `0..N_l`, this layer's width).
     pub outputs: Vec<u32>,
     /// The largest number of maximal runs of consecutive positions in one block's input
     /// list (2 in the challenge's first-cycle "stride" layers, where a block reads two
@@ -72,8 +77,13 @@ impl XyLayer {
         self.group as usize == GROUP
     }
 
+    /// The number of outputs `N_l` (`blocks · group`).
+    pub fn width(&self) -> usize {
+        self.outputs.len()
+    }
+
     /// Evaluates this layer on the CPU for one sample: `y_in` is indexed by input position
-    /// (length N); the result is indexed by output position,
+    /// (length `N_{l-1}`); the result (length `N_l`) is indexed by output position,
     /// `out[b·group + o] = min(max(Σ_r y_in[input r]·value(r, o) + bias, 0), upper)`.
     ///
     /// Zero inputs are skipped. Meant for tests and as the format's executable definition.
@@ -107,20 +117,27 @@ impl XyLayer {
         out
     }
 
-    /// Checks this layer against the format's invariants for `neurons` outputs; `layer` is
-    /// its 1-based number, used in the message.
-    fn validate(&self, layer: usize, neurons: usize) -> Result<(), XyError> {
+    /// Checks this layer against the format's invariants for `inputs` input positions (the
+    /// width before it); its width is `outputs.len()`. `layer` is its 1-based number, used
+    /// in the message.
+    fn validate(&self, layer: usize, inputs: usize) -> Result<(), XyError> {
         let invalid = |message: String| XyError::Invalid(format!("layer {layer}: {message}"));
         let group = self.group as usize;
+        let width = self.width();
         if group != 1 && group != GROUP {
             return Err(invalid(format!("group {group} is neither 1 nor {GROUP}")));
+        }
+        if width == 0 || u32::try_from(width).is_err() {
+            return Err(invalid(format!(
+                "{width} outputs (the format needs 1 ≤ outputs < 2^32)"
+            )));
         }
         if self.block_offsets.is_empty() {
             return Err(invalid("no block offsets".into()));
         }
-        if self.blocks().checked_mul(group) != Some(neurons) {
+        if self.blocks().checked_mul(group) != Some(width) {
             return Err(invalid(format!(
-                "{} blocks of {group} do not make N = {neurons} outputs",
+                "{} blocks of {group} do not make its {width} outputs",
                 self.blocks()
             )));
         }
@@ -142,9 +159,9 @@ impl XyLayer {
                 self.inputs.len()
             )));
         }
-        if let Some(input) = self.inputs.iter().find(|&&p| p as usize >= neurons) {
+        if let Some(input) = self.inputs.iter().find(|&&p| p as usize >= inputs) {
             return Err(invalid(format!(
-                "input position {input} is not below N = {neurons}"
+                "input position {input} is not below N = {inputs}, the width before the layer"
             )));
         }
         if let Some(block) = self.block_offsets.windows(2).position(|w| {
@@ -159,9 +176,9 @@ impl XyLayer {
         if let Some(value) = self.values.iter().find(|v| !v.is_finite()) {
             return Err(invalid(format!("value {value} is not finite")));
         }
-        if !is_permutation(&self.outputs, neurons) {
+        if !is_permutation(&self.outputs, width) {
             return Err(invalid(format!(
-                "outputs are not a permutation of 0..{neurons}"
+                "outputs are not a permutation of 0..{width}"
             )));
         }
         let runs = max_input_runs(&self.block_offsets, &self.inputs);
@@ -178,24 +195,26 @@ impl XyLayer {
 /// A whole network in the XY format.
 #[derive(Debug, Clone, PartialEq)]
 pub struct XyNetwork {
-    /// N.
+    /// The input width `N_0` (layer 1's rows; every layer's N in a square network). The
+    /// width after layer `l` is its [`XyLayer::width`].
     pub neurons: usize,
     /// One entry per layer.
     pub layers: Vec<XyLayer>,
 }
 
 impl XyNetwork {
-    /// Converts `layers` (each N × N, row = input neuron, column = output neuron) to the
-    /// XY format, in parallel over layers: first every layer's output order and blocks
-    /// (inputs still original ids, all layers independent), then every layer's inputs
-    /// renumbered to positions in its predecessor's order and re-sorted per block.
+    /// Converts `layers` (layer `l` is `N_{l-1} × N_l`, row = input neuron, column =
+    /// output neuron; all `N × N` in the challenge's networks) to the XY format, in
+    /// parallel over layers: first every layer's output order and blocks (inputs still
+    /// original ids, all layers independent), then every layer's inputs renumbered to
+    /// positions in its predecessor's order and re-sorted per block.
     ///
     /// Deterministic: the result depends only on `layers`, not on the thread count.
     ///
-    /// Errors when there are no layers, when a layer is not N × N with the first layer's
-    /// N, or when N is 0 or does not fit `u32`.
+    /// Errors when there are no layers, when a layer's rows are not the previous layer's
+    /// columns, or when a width is 0 or does not fit `u32`.
     pub fn prepare(layers: &[Csr]) -> Result<XyNetwork, XyError> {
-        let neurons = check_layers(layers)?;
+        let neurons = check_layers(layers)?[0];
         let mut prepared: Vec<XyLayer> = layers.par_iter().map(order_layer).collect();
         let orders: Vec<Vec<u32>> = prepared
             .iter_mut()
@@ -219,12 +238,30 @@ impl XyNetwork {
         })
     }
 
+    /// The widths `N_0, N_1, …, N_L`: the input's, then each layer's outputs.
+    pub fn widths(&self) -> Vec<usize> {
+        std::iter::once(self.neurons)
+            .chain(self.layers.iter().map(XyLayer::width))
+            .collect()
+    }
+
+    /// The output width `N_L` (the input width without layers).
+    pub fn output_width(&self) -> usize {
+        self.layers.last().map_or(self.neurons, XyLayer::width)
+    }
+
+    /// The widest of the input and every layer's outputs (what activation buffers hold).
+    pub fn widest(&self) -> usize {
+        self.widths().into_iter().max().unwrap_or(0)
+    }
+
     /// Maps rows ordered by the last layer's output positions back to original neuron
     /// order: `out[outputs[p]] = last_positions[p]`. `last_positions` holds one or more
-    /// rows of N values, one after the other.
+    /// rows of `N_L` values (the last layer's width), one after the other.
     ///
     /// # Panics
-    /// When the network has no layers or `last_positions.len()` is not a multiple of N.
+    /// When the network has no layers or `last_positions.len()` is not a multiple of
+    /// `N_L`.
     pub fn to_original(&self, last_positions: &[f32]) -> Vec<f32> {
         let outputs = &self
             .layers
@@ -233,7 +270,7 @@ impl XyNetwork {
             .outputs;
         assert!(
             !outputs.is_empty() && last_positions.len().is_multiple_of(outputs.len()),
-            "{} values are not rows of N = {}",
+            "{} values are not rows of N_L = {}",
             last_positions.len(),
             outputs.len()
         );
@@ -249,10 +286,12 @@ impl XyNetwork {
         original
     }
 
-    /// Checks every invariant of the format: at least one layer, `group ∈ {1, GROUP}`,
-    /// `blocks · group = N`, offsets non-decreasing from 0 to `inputs.len()`, inputs below
-    /// N and increasing within a block, `values.len() = inputs.len() · group`, finite
-    /// values, `outputs` a permutation of 0..N and `max_input_runs` as the inputs say.
+    /// Checks every invariant of the format: at least one layer, `N_0` and every width
+    /// from 1 to `2^32 − 1`, `group ∈ {1, GROUP}`, `blocks · group = N_l` (the layer's
+    /// `outputs.len()`), offsets non-decreasing from 0 to `inputs.len()`, inputs below
+    /// `N_{l-1}` and increasing within a block, `values.len() = inputs.len() · group`,
+    /// finite values, `outputs` a permutation of `0..N_l` and `max_input_runs` as the
+    /// inputs say.
     pub fn validate(&self) -> Result<(), XyError> {
         if self.neurons == 0 || u32::try_from(self.neurons).is_err() {
             return Err(XyError::Neurons(self.neurons));
@@ -260,8 +299,10 @@ impl XyNetwork {
         if self.layers.is_empty() {
             return Err(XyError::NoLayers);
         }
+        let mut inputs = self.neurons;
         for (index, layer) in self.layers.iter().enumerate() {
-            layer.validate(index + 1, self.neurons)?;
+            layer.validate(index + 1, inputs)?;
+            inputs = layer.width();
         }
         Ok(())
     }
@@ -287,24 +328,35 @@ fn is_permutation(values: &[u32], n: usize) -> bool {
     })
 }
 
-/// The N shared by all layers, or the error naming the first layer that breaks the rules.
-pub(crate) fn check_layers(layers: &[Csr]) -> Result<usize, XyError> {
+/// The widths `N_0, …, N_L` of a chain of layers, or the error naming the first layer
+/// that breaks the rules (rows not the previous layer's columns, a width of 0 or ≥ 2^32).
+pub(crate) fn check_layers(layers: &[Csr]) -> Result<Vec<usize>, XyError> {
     let first = layers.first().ok_or(XyError::NoLayers)?;
     let neurons = first.nrows();
     if neurons == 0 || u32::try_from(neurons).is_err() {
         return Err(XyError::Neurons(neurons));
     }
+    let mut widths = Vec::with_capacity(layers.len() + 1);
+    widths.push(neurons);
     for (index, layer) in layers.iter().enumerate() {
-        if layer.nrows() != neurons || layer.ncols() != neurons {
+        let previous = widths[index];
+        if layer.nrows() != previous {
             return Err(XyError::LayerShape {
                 layer: index + 1,
                 rows: layer.nrows(),
                 cols: layer.ncols(),
-                neurons,
+                previous,
             });
         }
+        if layer.ncols() == 0 || u32::try_from(layer.ncols()).is_err() {
+            return Err(XyError::Outputs {
+                layer: index + 1,
+                cols: layer.ncols(),
+            });
+        }
+        widths.push(layer.ncols());
     }
-    Ok(neurons)
+    Ok(widths)
 }
 
 /// The number of maximal runs of consecutive positions in an ascending list.

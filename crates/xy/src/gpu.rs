@@ -1,30 +1,130 @@
 //! The XY layer chain on the device: weights resident, activations row-major for the first
 //! and stride layers, neuron-major afterwards, dead samples deleted once.
+//!
+//! Layers may be rectangular (`N_{l-1} × N_l`): the activations after layer `l` are
+//! `rows × N_l` row-major (or `N_l × stride` neuron-major), the buffers hold the widest
+//! layer, and each layer knows its input and output widths ([`DeviceXyLayer::widths`]).
 
-use spdnn_cuda::rows::{self, PingPong, RowList, grid_for};
+use spdnn_cuda::method::Probe;
+use spdnn_cuda::rows::{self, PingPong, RowList};
 use spdnn_cuda::{
-    CudaError, CudaFunction, CudaViewMut, DeviceBuffer, DriverResultExt, Gpu, KernelSource,
-    LaunchConfig, PushKernelArg, Timeline,
+    CudaError, CudaViewMut, Define, DeviceBuffer, DriverResultExt, Gpu, Kernel, KernelDecl,
+    KernelSource, PushKernelArg,
 };
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_glare::{AccessCounts, Census, Glare, Recorder, model};
 
 use crate::format::{GROUP, XyLayer, XyNetwork};
 
-/// `kernels-cu/xy.cu`.
-pub const XY: KernelSource = KernelSource {
-    name: "xy.cu",
-    source: include_str!("../../../kernels-cu/xy.cu"),
-};
+/// Samples (rows) per block of the row-major kernels (`XY_ROW_TILE` in xy.cu).
+pub const ROW_TILE: u32 = 8;
+/// Threads per block of the row-major kernels.
+pub const ROW_THREADS: u32 = 128;
+/// Threads per block of the neuron-major kernels (one per sample column).
+pub const COLUMN_THREADS: u32 = 256;
+/// Edge of the square tile of the transposes (`XY_TRANSPOSE_TILE`), and their blocks' width.
+pub const TRANSPOSE_TILE: u32 = 32;
+/// Rows of threads in a block of the transposes (`XY_TRANSPOSE_ROWS`).
+pub const TRANSPOSE_ROWS: u32 = 8;
+/// Threads per block of the gathers, the fill and the flag kernel.
+const THREADS: u32 = 256;
 
-/// Samples per block of the row-major kernel (`XY_ROW_TILE` in xy.cu).
-const ROW_TILE: u32 = 8;
-/// Threads per block of the row-major kernel.
-const ROW_THREADS: u32 = 128;
-/// Threads per block of the neuron-major kernel (one per sample column).
-const COLUMN_THREADS: u32 = 256;
-/// Threads per block of list and flag kernels.
-const LIST_THREADS: u32 = 256;
+/// xy.cu's own definitions (it is compiled with glare.cuh's too).
+pub const XY_DEFINES: &[Define] = &[
+    Define::new("XY_ROW_TILE", ROW_TILE as u64),
+    Define::new("XY_TRANSPOSE_TILE", TRANSPOSE_TILE as u64),
+    Define::new("XY_TRANSPOSE_ROWS", TRANSPOSE_ROWS as u64),
+];
+
+/// `kernels-cu/xy.cu`, compiled with glare.cuh's definitions and [`XY_DEFINES`].
+pub const XY: KernelSource = KernelSource::new("xy.cu", include_str!("../../../kernels-cu/xy.cu"))
+    .with_defines(&[spdnn_glare::DEFINES, XY_DEFINES]);
+
+/// A row-major layer kernel: grid (ceil(capacity / [`ROW_TILE`]), ceil(N_l / block)), `N_l`
+/// the layer's output width.
+const fn row_major(name: &'static str) -> KernelDecl {
+    KernelDecl::new(&XY, name, ROW_THREADS)
+}
+
+/// A neuron-major layer kernel: one block per (output block, tile of sample columns),
+/// grid (blocks, ceil(columns / block)).
+const fn neuron_major(name: &'static str) -> KernelDecl {
+    KernelDecl::new(&XY, name, COLUMN_THREADS)
+}
+
+/// The row-major layer kernels, `[g1, g16]`.
+pub const ROW_MAJOR: [KernelDecl; 2] = [
+    row_major("xy_row_major_layer_g1"),
+    row_major("xy_row_major_layer_g16"),
+];
+/// Their GLARE variants, `[[g1, g16] plain, [g1, g16] counting accesses]`.
+pub const ROW_MAJOR_GLARE: [[KernelDecl; 2]; 2] = [
+    [
+        row_major("xy_row_major_layer_g1_glare"),
+        row_major("xy_row_major_layer_g16_glare"),
+    ],
+    [
+        row_major("xy_row_major_layer_g1_glare_census"),
+        row_major("xy_row_major_layer_g16_glare_census"),
+    ],
+];
+/// The neuron-major layer kernels, `[g1, g16]`.
+pub const NEURON_MAJOR: [KernelDecl; 2] = [
+    neuron_major("xy_neuron_major_layer_g1"),
+    neuron_major("xy_neuron_major_layer_g16"),
+];
+/// Their GLARE variants, `[[g1, g16] plain, [g1, g16] counting accesses]`.
+pub const NEURON_MAJOR_GLARE: [[KernelDecl; 2]; 2] = [
+    [
+        neuron_major("xy_neuron_major_layer_g1_glare"),
+        neuron_major("xy_neuron_major_layer_g16_glare"),
+    ],
+    [
+        neuron_major("xy_neuron_major_layer_g1_glare_census"),
+        neuron_major("xy_neuron_major_layer_g16_glare_census"),
+    ],
+];
+/// `xy_glare_fill_columns`: grid (ceil(columns / block), min(N_l, 65535)), `N_l` the width
+/// of the activations.
+pub const GLARE_FILL_COLUMNS: KernelDecl = KernelDecl::new(&XY, "xy_glare_fill_columns", THREADS);
+/// The transposes' block: [`TRANSPOSE_TILE`] × [`TRANSPOSE_ROWS`].
+const TRANSPOSE_BLOCK: (u32, u32, u32) = (TRANSPOSE_TILE, TRANSPOSE_ROWS, 1);
+/// `xy_rows_to_columns`: grid (ceil(count / [`TRANSPOSE_TILE`]), ceil(N_l / [`TRANSPOSE_TILE`])).
+pub const ROWS_TO_COLUMNS: KernelDecl =
+    KernelDecl::new(&XY, "xy_rows_to_columns", TRANSPOSE_TILE).with_block(TRANSPOSE_BLOCK);
+/// `xy_columns_to_rows`: grid (ceil(count / [`TRANSPOSE_TILE`]), ceil(N_l / [`TRANSPOSE_TILE`])).
+pub const COLUMNS_TO_ROWS: KernelDecl =
+    KernelDecl::new(&XY, "xy_columns_to_rows", TRANSPOSE_TILE).with_block(TRANSPOSE_BLOCK);
+/// `xy_gather_columns`: grid (ceil(count / block), min(N_l, 65535)).
+pub const GATHER_COLUMNS: KernelDecl = KernelDecl::new(&XY, "xy_gather_columns", THREADS);
+/// `xy_gather_rows`: one block per gathered row, grid (count).
+pub const GATHER_ROWS: KernelDecl = KernelDecl::new(&XY, "xy_gather_rows", THREADS);
+/// `xy_column_flags_to_rows`: one thread per column ([`KernelDecl::config_for`]).
+pub const COLUMN_FLAGS_TO_ROWS: KernelDecl =
+    KernelDecl::new(&XY, "xy_column_flags_to_rows", THREADS);
+
+/// Every kernel this crate declares (`xy.cu`), checked against the source by the
+/// kernel-table test.
+pub const KERNELS: &[KernelDecl] = &[
+    ROW_MAJOR[0],
+    ROW_MAJOR[1],
+    ROW_MAJOR_GLARE[0][0],
+    ROW_MAJOR_GLARE[0][1],
+    ROW_MAJOR_GLARE[1][0],
+    ROW_MAJOR_GLARE[1][1],
+    NEURON_MAJOR[0],
+    NEURON_MAJOR[1],
+    NEURON_MAJOR_GLARE[0][0],
+    NEURON_MAJOR_GLARE[0][1],
+    NEURON_MAJOR_GLARE[1][0],
+    NEURON_MAJOR_GLARE[1][1],
+    GLARE_FILL_COLUMNS,
+    ROWS_TO_COLUMNS,
+    COLUMNS_TO_ROWS,
+    GATHER_COLUMNS,
+    GATHER_ROWS,
+    COLUMN_FLAGS_TO_ROWS,
+];
 
 /// The number of row-major layers XY-2021 would run on this network: the first layer,
 /// then every following grouped layer whose blocks read at most two runs of neighbouring
@@ -42,6 +142,10 @@ pub fn detect_row_major_layers(network: &XyNetwork) -> usize {
 pub struct DeviceXyLayer {
     group: u32,
     blocks: u32,
+    /// Positions it reads (`N_{l-1}`).
+    in_width: u32,
+    /// Positions it writes (`N_l = blocks · group`).
+    out_width: u32,
     offsets: DeviceBuffer<u32>,
     inputs: DeviceBuffer<u32>,
     values: DeviceBuffer<f32>,
@@ -60,111 +164,143 @@ fn upload_padded<T: spdnn_cuda::cudarc::driver::DeviceRepr + Default + Copy>(
     }
 }
 
+/// `width` as a `u32` index bound, or an error naming it.
+fn width_u32(width: usize) -> Result<u32, CudaError> {
+    u32::try_from(width).map_err(|_| {
+        CudaError::InvalidArgument(format!("a width of {width} neurons does not fit u32"))
+    })
+}
+
 impl DeviceXyLayer {
-    /// Uploads one layer.
-    pub fn upload(gpu: &Gpu, layer: &XyLayer) -> Result<Self, CudaError> {
+    /// Uploads one layer, which reads `inputs` positions (the width before it).
+    pub fn upload(gpu: &Gpu, layer: &XyLayer, inputs: usize) -> Result<Self, CudaError> {
         Ok(Self {
             group: layer.group,
             blocks: layer.blocks() as u32,
+            in_width: width_u32(inputs)?,
+            out_width: width_u32(layer.width())?,
             offsets: gpu.upload(&layer.block_offsets)?,
             inputs: upload_padded(gpu, &layer.inputs)?,
             values: upload_padded(gpu, &layer.values)?,
         })
     }
+
+    /// Its input and output widths `(N_{l-1}, N_l)`.
+    pub fn widths(&self) -> (usize, usize) {
+        (self.in_width as usize, self.out_width as usize)
+    }
 }
 
-/// Every layer resident on the device.
+/// Layers resident on the device.
 pub struct DeviceXyNetwork {
-    /// N.
-    pub neurons: usize,
+    /// The widths through the uploaded layers: the first one's input width, then each
+    /// one's output width (one width when no layer was uploaded).
+    pub widths: Vec<usize>,
     /// The layers, in order.
     pub layers: Vec<DeviceXyLayer>,
 }
 
 impl DeviceXyNetwork {
-    /// Uploads the layers `range` of `network`.
+    /// Uploads the layers `range` of `network` (a range past its layers is an error).
     pub fn upload(
         gpu: &Gpu,
         network: &XyNetwork,
         range: std::ops::Range<usize>,
     ) -> Result<Self, CudaError> {
-        let layers = network.layers[range]
+        let all = network.widths();
+        let (Some(chosen), Some(widths)) = (
+            network.layers.get(range.clone()),
+            all.get(range.start..=range.end),
+        ) else {
+            return Err(CudaError::InvalidArgument(format!(
+                "layers {}..{} of a network of {} layers",
+                range.start,
+                range.end,
+                network.layers.len()
+            )));
+        };
+        let layers = chosen
             .iter()
-            .map(|layer| DeviceXyLayer::upload(gpu, layer))
+            .zip(widths)
+            .map(|(layer, &inputs)| DeviceXyLayer::upload(gpu, layer, inputs))
             .collect::<Result<_, _>>()?;
         Ok(Self {
-            neurons: network.neurons,
+            widths: widths.to_vec(),
             layers,
         })
     }
 }
 
+/// The stages of XY's breakdown: its two layouts, the transpose between them, the
+/// deletion of the dead rows and the category flags.
+pub const STAGES: [&str; 5] = [
+    "row-major layers",
+    "transpose",
+    "neuron-major layers",
+    "delete dead rows",
+    "categories",
+];
+
 /// The compiled kernels.
+#[derive(Clone)]
 pub struct XyKernels {
-    row_major: [CudaFunction; 2],
-    neuron_major: [CudaFunction; 2],
-    row_major_glare: [[CudaFunction; 2]; 2],
-    neuron_major_glare: [[CudaFunction; 2]; 2],
-    fill_columns: CudaFunction,
-    rows_to_columns: CudaFunction,
-    columns_to_rows: CudaFunction,
-    gather_columns: CudaFunction,
-    gather_rows: CudaFunction,
-    column_flags: CudaFunction,
-    compact: CudaFunction,
-    all_rows: CudaFunction,
+    row_major: [Kernel; 2],
+    neuron_major: [Kernel; 2],
+    row_major_glare: [[Kernel; 2]; 2],
+    neuron_major_glare: [[Kernel; 2]; 2],
+    fill_columns: Kernel,
+    rows_to_columns: Kernel,
+    columns_to_rows: Kernel,
+    gather_columns: Kernel,
+    gather_rows: Kernel,
+    column_flags: Kernel,
+    compact: Kernel,
+    all_rows: Kernel,
+}
+
+/// Loads the kernels of `decls`, in order.
+fn load_all<const N: usize>(gpu: &Gpu, decls: &[KernelDecl; N]) -> Result<[Kernel; N], CudaError> {
+    let kernels: Vec<Kernel> = decls
+        .iter()
+        .map(|decl| gpu.kernel(decl))
+        .collect::<Result<_, _>>()?;
+    Ok(kernels
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("one kernel per declaration")))
 }
 
 impl XyKernels {
     /// Compiles (or loads from the PTX cache) xy.cu and rows.cu.
     pub fn load(gpu: &Gpu) -> Result<Self, CudaError> {
         Ok(Self {
-            row_major: [
-                gpu.function(&XY, "xy_row_major_layer_g1")?,
-                gpu.function(&XY, "xy_row_major_layer_g16")?,
-            ],
-            neuron_major: [
-                gpu.function(&XY, "xy_neuron_major_layer_g1")?,
-                gpu.function(&XY, "xy_neuron_major_layer_g16")?,
-            ],
+            row_major: load_all(gpu, &ROW_MAJOR)?,
+            neuron_major: load_all(gpu, &NEURON_MAJOR)?,
             row_major_glare: [
-                [
-                    gpu.function(&XY, "xy_row_major_layer_g1_glare")?,
-                    gpu.function(&XY, "xy_row_major_layer_g16_glare")?,
-                ],
-                [
-                    gpu.function(&XY, "xy_row_major_layer_g1_glare_census")?,
-                    gpu.function(&XY, "xy_row_major_layer_g16_glare_census")?,
-                ],
+                load_all(gpu, &ROW_MAJOR_GLARE[0])?,
+                load_all(gpu, &ROW_MAJOR_GLARE[1])?,
             ],
             neuron_major_glare: [
-                [
-                    gpu.function(&XY, "xy_neuron_major_layer_g1_glare")?,
-                    gpu.function(&XY, "xy_neuron_major_layer_g16_glare")?,
-                ],
-                [
-                    gpu.function(&XY, "xy_neuron_major_layer_g1_glare_census")?,
-                    gpu.function(&XY, "xy_neuron_major_layer_g16_glare_census")?,
-                ],
+                load_all(gpu, &NEURON_MAJOR_GLARE[0])?,
+                load_all(gpu, &NEURON_MAJOR_GLARE[1])?,
             ],
-            fill_columns: gpu.function(&XY, "xy_glare_fill_columns")?,
-            rows_to_columns: gpu.function(&XY, "xy_rows_to_columns")?,
-            columns_to_rows: gpu.function(&XY, "xy_columns_to_rows")?,
-            gather_columns: gpu.function(&XY, "xy_gather_columns")?,
-            gather_rows: gpu.function(&XY, "xy_gather_rows")?,
-            column_flags: gpu.function(&XY, "xy_column_flags_to_rows")?,
-            compact: gpu.function(&rows::ROWS, "spdnn_compact_flagged_rows")?,
-            all_rows: gpu.function(&rows::ROWS, "spdnn_all_rows")?,
+            fill_columns: gpu.kernel(&GLARE_FILL_COLUMNS)?,
+            rows_to_columns: gpu.kernel(&ROWS_TO_COLUMNS)?,
+            columns_to_rows: gpu.kernel(&COLUMNS_TO_ROWS)?,
+            gather_columns: gpu.kernel(&GATHER_COLUMNS)?,
+            gather_rows: gpu.kernel(&GATHER_ROWS)?,
+            column_flags: gpu.kernel(&COLUMN_FLAGS_TO_ROWS)?,
+            compact: gpu.kernel(&rows::COMPACT_FLAGGED_ROWS)?,
+            all_rows: gpu.kernel(&rows::ALL_ROWS)?,
         })
     }
 
     /// The row-major layer kernel for `layer`'s block width.
-    pub fn row_major_kernel(&self, layer: &DeviceXyLayer) -> &CudaFunction {
+    pub fn row_major_kernel(&self, layer: &DeviceXyLayer) -> &Kernel {
         &self.row_major[usize::from(layer.group as usize == GROUP)]
     }
 
     /// The GLARE row-major kernel for `layer` (the census variant when `counting`).
-    fn row_major_glare_kernel(&self, layer: &DeviceXyLayer, counting: bool) -> &CudaFunction {
+    fn row_major_glare_kernel(&self, layer: &DeviceXyLayer, counting: bool) -> &Kernel {
         &self.row_major_glare[usize::from(counting)][usize::from(layer.group as usize == GROUP)]
     }
 }
@@ -181,7 +317,9 @@ pub struct RecorderStep<'b> {
     pub skipped: &'b mut DeviceBuffer<u8>,
     /// `log2` of the unit length.
     pub shift: u32,
-    /// Units per row (row-major) or per tile of 256 columns (neuron-major).
+    /// Units per row (row-major) or per tile of 256 columns (neuron-major): the flags'
+    /// stride, from the widest layer the recorder serves; a layer of `N_l` outputs uses the
+    /// first `ceil(N_l / 2^shift)` of them.
     pub units: u32,
     /// The layer's census counters.
     pub census: CudaViewMut<'b, u64>,
@@ -224,19 +362,22 @@ impl<'b> RecorderStep<'b> {
     }
 }
 
-/// Where the activations are.
+/// Where the activations are (`N_l` the width after the last layer run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Layout {
-    /// `rows × N` row-major, the rows in the current list.
+    /// `rows × N_l` row-major, the rows in the current list.
     RowMajor,
-    /// `N × stride` neuron-major, `columns` sample columns.
+    /// `N_l × stride` neuron-major, `columns` sample columns.
     NeuronMajor,
 }
 
 /// Rows kept after some layers, as a compact row-major block on the device.
 pub struct ExportedRows {
-    /// `count × N`, positions in the order of the last layer run.
+    /// `count × width` row-major, positions in the order of the last layer run (the
+    /// buffer may hold more: room asked for by the caller).
     pub y: DeviceBuffer<f32>,
+    /// The width of each row: `N_l` after layer `l` (the input's before any layer).
+    pub width: usize,
     /// The original (0-based) input row of each exported row, ascending.
     pub ids: Vec<u32>,
 }
@@ -244,8 +385,13 @@ pub struct ExportedRows {
 /// One batch of rows going through the layers.
 pub struct XyRun<'a> {
     gpu: &'a Gpu,
-    kernels: &'a XyKernels,
-    n: usize,
+    kernels: XyKernels,
+    /// The input's width `N_0`.
+    input_width: usize,
+    /// The widest activations the buffers hold.
+    widest: usize,
+    /// The width of the current activations (`N_l` after layer `l`).
+    width: usize,
     capacity: usize,
     row_major_layers: usize,
     delete_at: Option<usize>,
@@ -286,22 +432,21 @@ struct XyGlare {
 
 impl<'a> XyRun<'a> {
     /// Runs the neuron-major layers after the deletion (all of them when nothing is
-    /// deleted) with GLARE's recorder; `layers` sizes the census.
+    /// deleted) with GLARE's recorder; `layers` sizes the census. The segment is checked
+    /// against the widest layer, whose units set the flags' stride (a narrower layer uses
+    /// the first units of each tile).
     pub fn with_glare(mut self, settings: &Glare, layers: usize) -> Result<Self, CudaError> {
-        let shift = settings.checked_shift(
-            model::Kernel::Xy,
-            &model::Shape {
-                neurons: self.n,
-                slab_width: 0,
-                first_layer: self.delete_at.unwrap_or(0),
-            },
-        )?;
+        let shift = settings.checked_shift::<crate::Xy>(&model::Shape {
+            neurons: self.widest,
+            slab_width: 0,
+            first_layer: self.delete_at.unwrap_or(0),
+        })?;
         let tiles = self.capacity.div_ceil(COLUMN_THREADS as usize);
-        let units = self.n.div_ceil(settings.segment);
+        let units = self.widest.div_ceil(settings.segment);
         self.glare = Some(XyGlare {
             shift,
             units,
-            recorder: Recorder::new(self.gpu, tiles * units, tiles * self.n)?,
+            recorder: Recorder::new(self.gpu, tiles * units, tiles * self.widest)?,
             census: Census::new(self.gpu, layers)?,
             counting: false,
             used: false,
@@ -309,14 +454,24 @@ impl<'a> XyRun<'a> {
         Ok(self)
     }
 
-    /// Whether the next runs count their accesses (GLARE's census kernels).
-    pub fn set_counting(&mut self, counting: bool) {
+    /// Whether the next runs count their accesses (GLARE's census kernels); turning it on
+    /// clears the counters.
+    pub fn set_counting(&mut self, counting: bool) -> Result<(), CudaError> {
         if let Some(g) = self.glare.as_mut() {
+            if counting && !g.counting {
+                g.census.clear(self.gpu)?;
+            }
             g.counting = counting;
         }
+        Ok(())
     }
 
-    /// The accesses counted per layer since the input was loaded (empty without GLARE).
+    /// Whether this run has GLARE's recorder and counts its accesses when asked.
+    pub fn has_census(&self) -> bool {
+        self.glare.is_some()
+    }
+
+    /// The accesses counted per layer since counting was turned on (empty without GLARE).
     pub fn accesses(&self) -> Result<Vec<AccessCounts>, CudaError> {
         match &self.glare {
             Some(g) => g.census.read(self.gpu),
@@ -324,29 +479,41 @@ impl<'a> XyRun<'a> {
         }
     }
 
-    /// Buffers for up to `capacity` rows of `n` neurons.
+    /// Buffers for up to `capacity` rows going through layers of `widths` (`N_0` the
+    /// input's, then the output width of each layer the run will see, e.g.
+    /// [`DeviceXyNetwork::widths`]): the activations hold the widest.
     pub fn new(
         gpu: &'a Gpu,
-        kernels: &'a XyKernels,
-        n: usize,
+        kernels: &XyKernels,
+        widths: &[usize],
         capacity: usize,
         row_major_layers: usize,
         delete_at: Option<usize>,
         activation: (f32, f32),
     ) -> Result<Self, CudaError> {
+        let (Some(&input_width), Some(&widest)) = (widths.first(), widths.iter().max()) else {
+            return Err(CudaError::InvalidArgument(
+                "an XY run needs the input width".into(),
+            ));
+        };
+        for &width in widths {
+            width_u32(width)?;
+        }
         let capacity = capacity.max(1);
         let identity: Vec<u32> = (0..capacity as u32).collect();
+        let elements = capacity.checked_mul(widest).ok_or_else(|| {
+            CudaError::InvalidArgument(format!("{capacity} rows × {widest} neurons overflow"))
+        })?;
         Ok(Self {
             gpu,
-            kernels,
-            n,
+            kernels: kernels.clone(),
+            input_width,
+            widest,
+            width: input_width,
             capacity,
             row_major_layers,
             delete_at,
-            y: PingPong::new(
-                gpu.alloc_zeros(capacity * n)?,
-                gpu.alloc_zeros(capacity * n)?,
-            ),
+            y: PingPong::new(gpu.alloc_zeros(elements)?, gpu.alloc_zeros(elements)?),
             lists: PingPong::new(RowList::new(gpu, capacity)?, RowList::new(gpu, capacity)?),
             alive: gpu.alloc_zeros(capacity)?,
             ids: gpu.upload(&identity)?,
@@ -372,6 +539,13 @@ impl<'a> XyRun<'a> {
                 self.capacity
             )));
         }
+        if input.ncols() != self.input_width {
+            return Err(CudaError::InvalidArgument(format!(
+                "the input has {} features, the first layer reads {}",
+                input.ncols(),
+                self.input_width
+            )));
+        }
         let rows_count = input.nrows();
         let stream = self.gpu.stream().clone();
         self.y.reset();
@@ -388,8 +562,8 @@ impl<'a> XyRun<'a> {
             .arg(&mut *list.rows)
             .arg(&mut *list.count)
             .arg(&rows_u32);
-        // Launch: grid ceil(rows / 256), block 256, no shared memory.
-        unsafe { launch.launch(list_config(rows_count)) }.context("launching spdnn_all_rows")?;
+        let config = self.kernels.all_rows.config_for(rows_count)?;
+        unsafe { launch.launch(config) }.context("launching spdnn_all_rows")?;
         let identity: Vec<u32> = (0..rows_count as u32).collect();
         if !identity.is_empty() {
             self.gpu.upload_into(&identity, &mut self.ids)?;
@@ -398,48 +572,48 @@ impl<'a> XyRun<'a> {
         self.columns = rows_count;
         self.stride = rows_count.max(1);
         self.layout = Layout::RowMajor;
+        self.width = self.input_width;
         self.layers_done = 0;
         self.alive_valid = false;
         self.rows_count = rows_count;
         if let Some(g) = self.glare.as_mut() {
             g.recorder.clear(self.gpu)?;
-            if g.counting {
-                g.census.clear(self.gpu)?;
-            }
             g.used = false;
         }
         Ok(())
     }
 
-    /// Enqueues layer `index` of `network` (which must be the next layer), with the
-    /// transpose before it or the deletion after it when they fall here. Marks the
-    /// timeline after each step when given (`"layer"`, `"transpose"`, `"delete"`).
-    /// Deletion waits for the device once (the host builds the ordered column list).
-    pub fn layer(
-        &mut self,
-        layer: &DeviceXyLayer,
-        mut timeline: Option<&mut Timeline>,
-    ) -> Result<(), CudaError> {
+    /// Enqueues `layer` (which must be the next layer: it reads the current width and
+    /// writes at most the widest one this run was sized for), with the transpose before it
+    /// or the deletion after it when they fall here. Marks each step on `probe` (stages
+    /// [`STAGES`]). Deletion waits for the device once (the host builds the ordered column
+    /// list).
+    pub fn layer(&mut self, layer: &DeviceXyLayer, probe: &mut Probe) -> Result<(), CudaError> {
+        let (reads, writes) = layer.widths();
+        if reads != self.width || writes > self.widest {
+            return Err(CudaError::InvalidArgument(format!(
+                "an XY layer of {reads} × {writes} after activations of {} neurons (buffers of {})",
+                self.width, self.widest
+            )));
+        }
         if self.layout == Layout::RowMajor && self.layers_done >= self.row_major_layers {
             self.transpose()?;
-            if let Some(t) = timeline.as_deref_mut() {
-                t.mark(self.gpu.stream(), "transpose")?;
-            }
+            probe.step(STAGES[1])?;
         }
         match self.layout {
             Layout::RowMajor => self.row_major_layer(layer)?,
             Layout::NeuronMajor => self.neuron_major_layer(layer)?,
         }
         self.layers_done += 1;
+        self.width = writes;
         self.alive_valid = true;
-        if let Some(t) = timeline.as_deref_mut() {
-            t.mark(self.gpu.stream(), "layer")?;
-        }
+        probe.layer(match self.layout {
+            Layout::RowMajor => STAGES[0],
+            Layout::NeuronMajor => STAGES[2],
+        })?;
         if self.layout == Layout::NeuronMajor && self.delete_at == Some(self.layers_done) {
             self.delete_dead_columns()?;
-            if let Some(t) = timeline {
-                t.mark(self.gpu.stream(), "delete")?;
-            }
+            probe.step(STAGES[3])?;
         }
         Ok(())
     }
@@ -454,7 +628,7 @@ impl<'a> XyRun<'a> {
         let list = self.lists.current();
         launch_row_major(
             self.gpu,
-            self.kernels,
+            &self.kernels,
             layer,
             RowMajorStep {
                 y_in,
@@ -463,7 +637,6 @@ impl<'a> XyRun<'a> {
                 count: &list.count,
                 row_alive: &mut self.alive,
                 capacity,
-                n: self.n,
                 activation: self.activation,
                 recorder: None,
             },
@@ -496,7 +669,7 @@ impl<'a> XyRun<'a> {
             (0..self.rows_count as u32).collect()
         };
         let count = rows_list.len();
-        let n_u32 = self.n as u32;
+        let n_u32 = self.width as u32;
         let stream = self.gpu.stream().clone();
         if count > 0 {
             self.gpu.upload_into(&rows_list, &mut self.ids)?;
@@ -510,12 +683,10 @@ impl<'a> XyRun<'a> {
                 .arg(&count_u32)
                 .arg(&n_u32)
                 .arg(&count_u32);
-            // Launch: grid (ceil(count / 32), ceil(N / 32)), block (32, 8), static shared 32 x 33 floats.
-            let config = LaunchConfig {
-                grid_dim: (count_u32.div_ceil(32), n_u32.div_ceil(32), 1),
-                block_dim: (32, 8, 1),
-                shared_mem_bytes: 0,
-            };
+            let config = self.kernels.rows_to_columns.config((
+                count_u32.div_ceil(TRANSPOSE_TILE),
+                n_u32.div_ceil(TRANSPOSE_TILE),
+            ))?;
             unsafe { launch.launch(config) }.context("launching xy_rows_to_columns")?;
         }
         self.y.swap();
@@ -579,12 +750,8 @@ impl<'a> XyRun<'a> {
         if let Some(r) = recorder.as_mut() {
             r.push(&mut launch);
         }
-        // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x (G + 1) words (+ 68 bytes with GLARE).
-        let config = LaunchConfig {
-            grid_dim: (layer.blocks, columns_u32.div_ceil(COLUMN_THREADS), 1),
-            block_dim: (COLUMN_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let config =
+            kernel.config((layer.blocks, columns_u32.div_ceil(kernel.decl().threads())))?;
         unsafe { launch.launch(config) }.context("launching xy_neuron_major_layer")?;
         self.y.swap();
         if recorded && let Some(g) = self.glare.as_mut() {
@@ -603,7 +770,7 @@ impl<'a> XyRun<'a> {
             return Ok(());
         }
         let (columns_u32, stride_u32, n_u32) =
-            (self.columns as u32, self.stride as u32, self.n as u32);
+            (self.columns as u32, self.stride as u32, self.width as u32);
         let units_u32 = g.units as u32;
         let upper = self.activation.1;
         let mut launch = self.gpu.stream().launch_builder(&self.kernels.fill_columns);
@@ -616,12 +783,11 @@ impl<'a> XyRun<'a> {
             .arg(&g.shift)
             .arg(&units_u32)
             .arg(&upper);
-        // Launch: grid (ceil(columns / 256), min(N, 65535)), block 256, grid-stride over positions.
-        let config = LaunchConfig {
-            grid_dim: (columns_u32.div_ceil(COLUMN_THREADS), n_u32.min(65535), 1),
-            block_dim: (COLUMN_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let fill = &self.kernels.fill_columns;
+        let config = fill.config((
+            columns_u32.div_ceil(fill.decl().threads()),
+            n_u32.min(65535),
+        ))?;
         unsafe { launch.launch(config) }.context("launching xy_glare_fill_columns")?;
         Ok(())
     }
@@ -638,7 +804,8 @@ impl<'a> XyRun<'a> {
         if count > 0 {
             let list = self.gpu.upload(&live)?;
             let stream = self.gpu.stream().clone();
-            let (n_u32, count_u32, stride_u32) = (self.n as u32, count as u32, self.stride as u32);
+            let (n_u32, count_u32, stride_u32) =
+                (self.width as u32, count as u32, self.stride as u32);
             let (y_in, y_out) = self.y.split();
             let mut launch = stream.launch_builder(&self.kernels.gather_columns);
             launch
@@ -648,12 +815,11 @@ impl<'a> XyRun<'a> {
                 .arg(&count_u32)
                 .arg(&n_u32)
                 .arg(&stride_u32);
-            // Launch: grid (ceil(count / 256), min(N, 65535)), block 256, no shared memory.
-            let config = LaunchConfig {
-                grid_dim: (count_u32.div_ceil(256), n_u32.min(65535), 1),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            };
+            let gather = &self.kernels.gather_columns;
+            let config = gather.config((
+                count_u32.div_ceil(gather.decl().threads()),
+                n_u32.min(65535),
+            ))?;
             unsafe { launch.launch(config) }.context("launching xy_gather_columns")?;
             self.y.swap();
         }
@@ -690,7 +856,7 @@ impl<'a> XyRun<'a> {
                         self.gpu,
                         self.y.current(),
                         self.columns,
-                        self.n,
+                        self.width,
                         row_flags,
                     )?;
                 }
@@ -704,8 +870,8 @@ impl<'a> XyRun<'a> {
                         .arg(&*self.ids)
                         .arg(&columns_u32)
                         .arg(&mut **row_flags);
-                    // Launch: grid ceil(columns / 256), block 256, no shared memory.
-                    unsafe { launch.launch(list_config(self.columns)) }
+                    let config = self.kernels.column_flags.config_for(self.columns)?;
+                    unsafe { launch.launch(config) }
                         .context("launching xy_column_flags_to_rows")?;
                 }
             }
@@ -713,10 +879,12 @@ impl<'a> XyRun<'a> {
         Ok(())
     }
 
-    /// The rows alive after the layers run so far, as a compact row-major block
-    /// (positions in the order of the last layer, or in the input's order before any
-    /// layer), with their original row ids ascending. Waits for the device once.
-    pub fn export_rows(&mut self) -> Result<ExportedRows, CudaError> {
+    /// The rows alive after the layers run so far, as a compact row-major block of the
+    /// current width (positions in the order of the last layer, or in the input's order
+    /// before any layer), with their original row ids ascending; the buffer has room for
+    /// rows of `room` values when that is more (a caller running wider layers on it).
+    /// Waits for the device once.
+    pub fn export_rows(&mut self, room: usize) -> Result<ExportedRows, CudaError> {
         let mut flags = self.gpu.alloc_zeros::<u8>(self.capacity)?;
         self.mark_categories(&mut flags)?;
         let flags = self.gpu.download(&*flags)?;
@@ -724,24 +892,27 @@ impl<'a> XyRun<'a> {
             .filter(|&r| flags[r as usize] != 0)
             .collect();
         let count = ids.len();
-        let mut y = self.gpu.alloc_zeros::<f32>((count * self.n).max(1))?;
+        let width = self.width;
+        let mut y = self
+            .gpu
+            .alloc_zeros::<f32>((count * width.max(room)).max(1))?;
         if count == 0 {
-            return Ok(ExportedRows { y, ids });
+            return Ok(ExportedRows { y, width, ids });
         }
         let stream = self.gpu.stream().clone();
-        let (n_u32, count_u32) = (self.n as u32, count as u32);
+        let (n_u32, count_u32) = (width as u32, count as u32);
         match self.layout {
             Layout::RowMajor => {
-                let identity: Vec<u32> = (0..self.n as u32).collect();
+                let identity: Vec<u32> = (0..width as u32).collect();
                 let perm = self.gpu.upload(&identity)?;
                 let list = self.gpu.upload(&ids)?;
                 launch_gather_rows(
                     self.gpu,
-                    self.kernels,
+                    &self.kernels,
                     self.y.current(),
                     &mut y,
                     &list,
-                    self.n,
+                    width,
                     &perm,
                 )?;
             }
@@ -770,24 +941,22 @@ impl<'a> XyRun<'a> {
                     .arg(&count_u32)
                     .arg(&n_u32)
                     .arg(&stride_u32);
-                // Launch: grid (ceil(count / 32), ceil(N / 32)), block (32, 8), static shared 32 x 33 floats.
-                let config = LaunchConfig {
-                    grid_dim: (count_u32.div_ceil(32), n_u32.div_ceil(32), 1),
-                    block_dim: (32, 8, 1),
-                    shared_mem_bytes: 0,
-                };
+                let config = self.kernels.columns_to_rows.config((
+                    count_u32.div_ceil(TRANSPOSE_TILE),
+                    n_u32.div_ceil(TRANSPOSE_TILE),
+                ))?;
                 unsafe { launch.launch(config) }.context("launching xy_columns_to_rows")?;
             }
         }
-        Ok(ExportedRows { y, ids })
+        Ok(ExportedRows { y, width, ids })
     }
 }
 
-/// The buffers of one row-major layer over a row list.
+/// The buffers of one row-major layer over a row list (the widths are the layer's).
 pub struct RowMajorStep<'b> {
-    /// Input activations, rows × N.
+    /// Input activations, rows × `N_{l-1}`.
     pub y_in: &'b DeviceBuffer<f32>,
-    /// Output activations, rows × N (only listed rows are written).
+    /// Output activations, rows × `N_l` (only listed rows are written).
     pub y_out: &'b mut DeviceBuffer<f32>,
     /// The listed rows.
     pub list: &'b DeviceBuffer<u32>,
@@ -797,8 +966,6 @@ pub struct RowMajorStep<'b> {
     pub row_alive: &'b mut DeviceBuffer<u8>,
     /// The most rows the list can hold (sizes the grid; blocks past the count exit).
     pub capacity: usize,
-    /// N.
-    pub n: usize,
     /// (bias, upper bound).
     pub activation: (f32, f32),
     /// GLARE's recorders (units of a row), when the layer runs with them.
@@ -806,7 +973,9 @@ pub struct RowMajorStep<'b> {
 }
 
 /// Enqueues one row-major XY layer on the listed rows (`xy_row_major_layer_g*`): the
-/// outputs of a row are a deterministic function of its inputs, whatever its slot.
+/// outputs of a row are a deterministic function of its inputs, whatever its slot. Rows
+/// are read with the layer's input width as their stride and written with its output
+/// width.
 pub fn launch_row_major(
     gpu: &Gpu,
     kernels: &XyKernels,
@@ -814,7 +983,7 @@ pub fn launch_row_major(
     step: RowMajorStep<'_>,
 ) -> Result<(), CudaError> {
     let (bias, upper) = step.activation;
-    let n_u32 = step.n as u32;
+    let (n_in, n_out) = (layer.in_width, layer.out_width);
     let mut recorder = step.recorder;
     let kernel = match &recorder {
         Some(r) => kernels.row_major_glare_kernel(layer, r.counting),
@@ -831,22 +1000,17 @@ pub fn launch_row_major(
         .arg(&*layer.inputs)
         .arg(&*layer.values)
         .arg(&layer.blocks)
-        .arg(&n_u32)
+        .arg(&n_in)
+        .arg(&n_out)
         .arg(&bias)
         .arg(&upper);
     if let Some(r) = recorder.as_mut() {
         r.push(&mut launch);
     }
-    // Launch: grid (ceil(capacity / 8), ceil(N / 128)), block 128, no shared memory (static 8 x 64 bytes + 2 words with GLARE).
-    let config = LaunchConfig {
-        grid_dim: (
-            (step.capacity.max(1) as u32).div_ceil(ROW_TILE),
-            n_u32.div_ceil(ROW_THREADS),
-            1,
-        ),
-        block_dim: (ROW_THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let config = kernel.config((
+        (step.capacity.max(1) as u32).div_ceil(ROW_TILE),
+        n_out.div_ceil(kernel.decl().threads()),
+    ))?;
     unsafe { launch.launch(config) }.context("launching xy_row_major_layer")?;
     Ok(())
 }
@@ -871,21 +1035,7 @@ pub fn launch_gather_rows(
         .arg(&count_u32)
         .arg(&n_u32)
         .arg(&**perm);
-    // Launch: grid (count, 1), block 256, no shared memory.
-    let config = LaunchConfig {
-        grid_dim: (count_u32, 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let config = kernels.gather_rows.config(count_u32)?;
     unsafe { launch.launch(config) }.context("launching xy_gather_rows")?;
     Ok(())
-}
-
-/// Launch shape of the list and flag kernels over `items`.
-pub fn list_config(items: usize) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (grid_for(items, LIST_THREADS as usize), 1, 1),
-        block_dim: (LIST_THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    }
 }

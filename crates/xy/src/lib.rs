@@ -11,39 +11,51 @@
 //!    neuron-major (one thread per sample, the block's weights in shared memory, one
 //!    accumulator per block output in registers), with the dead samples deleted once
 //!    more at a configurable layer (default 22).
+//!
+//! Layers may be rectangular (`N_{l-1} × N_l`, as compression makes them): each layer's
+//! grouping is found from its own columns (a compressed layer, whose outputs are distinct
+//! classes, is mostly general), the activations are `rows × N_l` (or `N_l × columns`
+//! neuron-major) in buffers of the widest layer, and the output is `rows × N_L`.
 
 pub mod cache;
 pub mod error;
 pub mod format;
 pub mod gpu;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use spdnn_cuda::memory::{MemoryModel, csr_bytes};
+use spdnn_cuda::method::{self, DeviceRun, KernelMethod, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::rows::{self, GpuInference, RunSpec};
-use spdnn_cuda::{CudaError, Gpu, Timeline};
+use spdnn_cuda::{CudaError, Gpu};
 use spdnn_formats::{Csr, SparseMatrix};
-use spdnn_glare::Glare;
+use spdnn_glare::{AccessCounts, Census, Glare, GlareKernel, model};
 
 use gpu::{DeviceXyNetwork, XyKernels, XyRun};
 
 pub use cache::{CacheUse, cache_path, fingerprint};
 pub use error::XyError;
 pub use format::{GROUP, XyLayer, XyNetwork};
+pub use gpu::KERNELS;
 
 /// Tuning of an XY run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct XyOptions {
     /// The layer (1-based count of layers done) after which dead samples are deleted from
     /// the neuron-major activations; `None` never deletes. Default 22, as XY-2021.
+    #[serde(serialize_with = "never_when_none")]
     pub delete_at: Option<usize>,
     /// Row-major layers before the transpose; `None` detects them from the data (the
     /// first layer and the stride layers that follow it).
+    #[serde(serialize_with = "detect_when_none")]
     pub row_major_layers: Option<usize>,
     /// Where preprocessed networks are cached; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
     /// Run the GLARE variant of the neuron-major kernel on the layers after the deletion
-    /// (all neuron-major layers when `delete_at` is `None`).
+    /// (all neuron-major layers when `delete_at` is `None`). Reported apart from the
+    /// parameters (the engine's GLARE outcome).
+    #[serde(skip)]
     pub glare: Option<Glare>,
 }
 
@@ -58,7 +70,134 @@ impl Default for XyOptions {
     }
 }
 
-/// Runs XY on `input` (rows × N) through `layers`: preprocessing (or the cache), the
+/// `delete_at` for reports: the layer, or `"never"`.
+fn never_when_none<S: serde::Serializer>(value: &Option<usize>, s: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(layer) => s.serialize_u64(*layer as u64),
+        None => s.serialize_str("never"),
+    }
+}
+
+/// `row_major_layers` for reports: the count, or `"detect"`.
+fn detect_when_none<S: serde::Serializer>(value: &Option<usize>, s: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(layers) => s.serialize_u64(*layers as u64),
+        None => s.serialize_str("detect"),
+    }
+}
+
+/// XY-2021 as a method of the registry.
+pub struct Xy;
+
+impl MethodOptions for XyOptions {
+    fn validate(&self) -> Result<(), String> {
+        if self.delete_at == Some(0) {
+            return Err("XY delete-at must be a layer ≥ 1 (or never), not 0".into());
+        }
+        Ok(())
+    }
+
+    /// Preprocessed networks are cached under `data_dir/cache/xy`.
+    fn default_in(data_dir: &Path) -> Self {
+        Self {
+            cache_dir: Some(data_dir.join("cache").join("xy")),
+            ..Self::default()
+        }
+    }
+}
+
+impl KernelMethod for Xy {
+    const NAME: &'static str = "xy";
+    const DESCRIPTION: &'static str = "XY-2021: outputs grouped by shared input sets, row-major \
+                                       first/stride layers, neuron-major generic kernel, dead \
+                                       rows deleted once";
+    type Options = XyOptions;
+
+    /// Per row: two activation buffers of the widest rows, two row lists, the column flags,
+    /// the row ids, the category flag and the transient list of live columns (GLARE: its
+    /// recorders over tiles of 256 columns); per layer: at most its CSR bytes (a general
+    /// layer is its CSR; a grouped one stores its inputs once per 16 outputs), so the
+    /// model is a bound, not exact.
+    fn memory(chain: &LayerChain<'_>, options: &XyOptions) -> MemoryModel {
+        let widest = spdnn_cuda::memory::widest(chain);
+        let (glare_row, glare_fixed) = options.glare.map_or((0, 0), |g| {
+            let units = widest.div_ceil(g.segment.max(1));
+            // Recorder::new(tiles · units, tiles · widest), tiles = ⌈rows / 256⌉.
+            let per_tile = 10 * units + widest;
+            (
+                per_tile.div_ceil(256),
+                per_tile + Census::bytes(chain.layers.len()),
+            )
+        });
+        MemoryModel {
+            per_row: 2 * 4 * widest + 2 * 4 + 1 + 4 + 1 + 4 + glare_row,
+            layers: chain.layers.iter().map(|w| csr_bytes(w) + 8).collect(),
+            fixed: 2 * 4 + glare_fixed,
+            streaming: false,
+            exact: false,
+        }
+    }
+
+    /// Preprocessing (or the cache) and the upload.
+    fn prepare<'g>(
+        gpu: &'g Gpu,
+        chain: &LayerChain<'_>,
+        rows: usize,
+        options: &XyOptions,
+    ) -> Result<Box<dyn DeviceRun + 'g>, CudaError> {
+        let layers = chain.layers;
+        let widths = rows::check_widths(layers, chain.bias, chain.upper)?;
+        let prepare = Instant::now();
+        let (network, cache_use) = XyNetwork::load_or_prepare(layers, options.cache_dir.as_deref())
+            .map_err(|e| CudaError::InvalidArgument(format!("XY preprocessing: {e}")))?;
+        let prepare_ms = prepare.elapsed().as_secs_f64() * 1e3;
+        let row_major = options
+            .row_major_layers
+            .unwrap_or_else(|| gpu::detect_row_major_layers(&network))
+            .min(layers.len());
+        let device = DeviceXyNetwork::upload(gpu, &network, 0..layers.len())?;
+        let kernels = XyKernels::load(gpu)?;
+        let mut run = XyRun::new(
+            gpu,
+            &kernels,
+            &widths,
+            rows,
+            row_major,
+            options.delete_at,
+            (chain.bias, chain.upper),
+        )?;
+        if let Some(glare) = &options.glare {
+            run = run.with_glare(glare, layers.len())?;
+        }
+        let grouped = network.layers.iter().filter(|l| l.is_grouped()).count();
+        // The options themselves are the caller's; these are what the run found or used.
+        let mut details = vec![
+            ("row_major_layers".into(), row_major.to_string()),
+            (
+                "grouped_layers".into(),
+                format!("{grouped} of {}", layers.len()),
+            ),
+            ("preprocessing_ms".into(), format!("{prepare_ms:.1}")),
+            ("cache".into(), format!("{cache_use:?}").to_lowercase()),
+        ];
+        if let Some(glare) = &options.glare {
+            details.push(("glare_segment".into(), glare.segment.to_string()));
+        }
+        Ok(Box::new(XyDeviceRun {
+            row_flags: gpu.alloc_zeros::<u8>(rows)?,
+            gpu,
+            network,
+            device,
+            run,
+            census: options.glare.is_some_and(|g| g.census),
+            loaded: 0,
+            details,
+        }))
+    }
+}
+
+/// Runs XY on `input` (rows × `N_0`) through `layers` (`N_{l-1} × N_l`): preprocessing (or
+/// the cache), the
 /// upload, `spec.warmup` untimed and `spec.repetitions` timed runs, then one profiled run
 /// for the per-layer and per-stage times.
 pub fn infer(
@@ -70,139 +209,130 @@ pub fn infer(
     options: &XyOptions,
     spec: &RunSpec,
 ) -> Result<GpuInference, CudaError> {
-    let wall = Instant::now();
-    let n = rows::check_problem(layers, input, bias, upper)?;
-    let prepare = Instant::now();
-    let (network, cache_use) = XyNetwork::load_or_prepare(layers, options.cache_dir.as_deref())
-        .map_err(|e| CudaError::InvalidArgument(format!("XY preprocessing: {e}")))?;
-    let prepare_ms = prepare.elapsed().as_secs_f64() * 1e3;
-    let row_major = options
-        .row_major_layers
-        .unwrap_or_else(|| gpu::detect_row_major_layers(&network))
-        .min(layers.len());
-    let device = DeviceXyNetwork::upload(gpu, &network, 0..layers.len())?;
-    let kernels = XyKernels::load(gpu)?;
-    let rows_count = input.nrows();
-    let mut run = XyRun::new(
+    method::run::<Xy>(
         gpu,
-        &kernels,
-        n,
-        rows_count,
-        row_major,
-        options.delete_at,
-        (bias, upper),
-    )?;
-    if let Some(glare) = &options.glare {
-        run = run.with_glare(glare, layers.len())?;
-    }
-    let mut row_flags = gpu.alloc_zeros::<u8>(rows_count)?;
-    let stream = gpu.stream().clone();
-    let mut timer = gpu.timer()?;
-    let mut infer_ms = Vec::new();
-    for repetition in 0..spec.warmup + spec.repetitions.max(1) {
-        run.load_input(input)?;
-        timer.start(&stream)?;
-        for layer in &device.layers {
-            run.layer(layer, None)?;
-        }
-        run.mark_categories(&mut row_flags)?;
-        let ms = timer.stop(&stream)?;
-        if repetition >= spec.warmup {
-            infer_ms.push(ms);
-        }
-    }
-
-    // One more run with an event after every step, for the breakdown.
-    run.load_input(input)?;
-    let mut timeline = Timeline::new(gpu.context());
-    timeline.mark(&stream, "start")?;
-    for layer in &device.layers {
-        run.layer(layer, Some(&mut timeline))?;
-    }
-    run.mark_categories(&mut row_flags)?;
-    timeline.mark(&stream, "categories")?;
-    let (stages, layer_ms) = breakdown(&timeline.intervals()?, row_major);
-
-    // With GLARE, one more run counts every layer's accesses.
-    let mut accesses = Vec::new();
-    if options.glare.is_some_and(|g| g.census) {
-        run.set_counting(true);
-        run.load_input(input)?;
-        for layer in &device.layers {
-            run.layer(layer, None)?;
-        }
-        run.mark_categories(&mut row_flags)?;
-        accesses = run.accesses()?;
-        run.set_counting(false);
-    }
-
-    let flags = gpu.download(&*row_flags)?;
-    let output = if spec.keep_output {
-        let exported = run.export_rows()?;
-        let values = gpu.download(&*exported.y)?;
-        let mut dense = vec![0.0f32; rows_count * n];
-        for (j, &row) in exported.ids.iter().enumerate() {
-            let original = network.to_original(&values[j * n..(j + 1) * n]);
-            dense[row as usize * n..(row as usize + 1) * n].copy_from_slice(&original);
-        }
-        Some(dense)
-    } else {
-        None
-    };
-    let grouped = network.layers.iter().filter(|l| l.is_grouped()).count();
-    // The options themselves are the caller's; these are what the run found or used.
-    let details = vec![
-        ("row_major_layers".into(), row_major.to_string()),
-        (
-            "grouped_layers".into(),
-            format!("{grouped} of {}", layers.len()),
-        ),
-        ("preprocessing_ms".into(), format!("{prepare_ms:.1}")),
-        ("cache".into(), format!("{cache_use:?}").to_lowercase()),
-    ];
-    let mut details = details;
-    if let Some(glare) = &options.glare {
-        details.push(("glare_segment".into(), glare.segment.to_string()));
-    }
-    Ok(GpuInference {
-        categories: rows::categories_from_flags(&flags),
-        output,
-        infer_ms,
-        total_ms: wall.elapsed().as_secs_f64() * 1e3,
-        details,
-        stages,
-        layer_ms,
-        accesses,
-    })
+        &LayerChain::new(layers, bias, upper),
+        input,
+        options,
+        spec,
+    )
 }
 
-/// Per-stage and per-layer times from a profiled run's timeline (labels `layer`,
-/// `transpose`, `delete`, `categories`).
-fn breakdown(intervals: &[(String, f64)], row_major: usize) -> (Vec<(String, f64)>, Vec<f64>) {
-    let mut layer_ms = Vec::new();
-    let (mut row_ms, mut transpose_ms, mut column_ms, mut delete_ms, mut categories_ms) =
-        (0.0, 0.0, 0.0, 0.0, 0.0);
-    for (label, ms) in intervals {
-        match label.as_str() {
-            "layer" => {
-                if layer_ms.len() < row_major {
-                    row_ms += ms;
-                } else {
-                    column_ms += ms;
-                }
-                layer_ms.push(*ms);
-            }
-            "transpose" => transpose_ms += ms,
-            "delete" => delete_ms += ms,
-            _ => categories_ms += ms,
+/// Everything one XY run keeps.
+struct XyDeviceRun<'g> {
+    gpu: &'g Gpu,
+    /// The preprocessed network (its neuron order maps values back).
+    network: XyNetwork,
+    device: DeviceXyNetwork,
+    run: XyRun<'g>,
+    row_flags: spdnn_cuda::DeviceBuffer<u8>,
+    /// Whether GLARE's census may run.
+    census: bool,
+    /// Rows of the loaded batch.
+    loaded: usize,
+    details: Vec<(String, String)>,
+}
+
+impl DeviceRun for XyDeviceRun<'_> {
+    fn load(&mut self, input: &Csr) -> Result<(), CudaError> {
+        self.loaded = input.nrows();
+        self.run.load_input(input)
+    }
+
+    fn run(&mut self, probe: &mut Probe) -> Result<(), CudaError> {
+        for layer in &self.device.layers {
+            self.run.layer(layer, probe)?;
+        }
+        self.run.mark_categories(&mut self.row_flags)?;
+        probe.step(gpu::STAGES[4])
+    }
+
+    fn row_flags(&mut self) -> Result<Vec<u8>, CudaError> {
+        let mut flags = self.gpu.download(&*self.row_flags)?;
+        flags.truncate(self.loaded);
+        Ok(flags)
+    }
+
+    /// `rows × N_L`, the last layer's neurons in their original order.
+    fn output(&mut self) -> Result<Vec<f32>, CudaError> {
+        let n = self.network.output_width();
+        let exported = self.run.export_rows(0)?;
+        if exported.width != n {
+            return Err(CudaError::InvalidArgument(format!(
+                "XY exported rows of {} values, the last layer has {n}",
+                exported.width
+            )));
+        }
+        let values = self.gpu.download(&*exported.y)?;
+        let mut dense = vec![0.0f32; self.loaded * n];
+        for (j, &row) in exported.ids.iter().enumerate() {
+            let original = self.network.to_original(&values[j * n..(j + 1) * n]);
+            dense[row as usize * n..(row as usize + 1) * n].copy_from_slice(&original);
+        }
+        Ok(dense)
+    }
+
+    fn stages(&self) -> &'static [&'static str] {
+        &gpu::STAGES
+    }
+
+    fn start_census(&mut self) -> Result<bool, CudaError> {
+        if !(self.census && self.run.has_census()) {
+            return Ok(false);
+        }
+        self.run.set_counting(true)?;
+        Ok(true)
+    }
+
+    fn finish_census(&mut self) -> Result<Vec<AccessCounts>, CudaError> {
+        let accesses = self.run.accesses()?;
+        self.run.set_counting(false)?;
+        Ok(accesses)
+    }
+
+    fn details(&self) -> Vec<(String, String)> {
+        self.details.clone()
+    }
+}
+
+/// GLARE on XY's neuron-major kernel: the unit is `m` positions × a tile of
+/// [`gpu::COLUMN_THREADS`] sample columns, `m` a power of two from one block's outputs
+/// ([`GROUP`]) up; the recorder serves the layers after the deletion.
+impl GlareKernel for Xy {
+    const UNIT: &'static str =
+        "neuron-major tiles all at the bound skipped after the deletion (m from the access model)";
+
+    fn candidates(shape: &model::Shape) -> Vec<usize> {
+        model::powers_of_two(GROUP, shape.neurons)
+    }
+
+    /// `n/m + n s (1 − q_I^s) + (1 − q_O^s)(m s + 1)` with `s` the tile's samples.
+    fn expected_accesses(
+        shape: &model::Shape,
+        m: usize,
+        input: &model::LayerProfile,
+        output: &model::LayerProfile,
+    ) -> f64 {
+        let n = shape.neurons as f64;
+        let units = shape.neurons.div_ceil(m.max(1)) as f64;
+        let s = gpu::COLUMN_THREADS as f64;
+        units
+            + n * s * model::not_at_bound(input.row_at_bound, s)
+            + model::not_at_bound(output.row_at_bound, s) * (m as f64 * s + 1.0)
+    }
+
+    fn shape(options: &XyOptions, neurons: usize) -> model::Shape {
+        model::Shape {
+            neurons,
+            slab_width: 0,
+            first_layer: options.delete_at.unwrap_or(0),
         }
     }
-    let stages = vec![
-        ("row-major layers".to_string(), row_ms),
-        ("transpose".to_string(), transpose_ms),
-        ("neuron-major layers".to_string(), column_ms),
-        ("delete dead rows".to_string(), delete_ms),
-        ("categories".to_string(), categories_ms),
-    ];
-    (stages, layer_ms)
+
+    fn with_recorder(options: &XyOptions, glare: Glare) -> XyOptions {
+        XyOptions {
+            glare: Some(glare),
+            ..options.clone()
+        }
+    }
 }

@@ -1,5 +1,6 @@
 //! The XY format against a plain dense evaluation: random unstructured networks, random
-//! grouped networks, generated challenge networks.
+//! grouped networks, generated challenge networks, each also as chains of rectangular
+//! layers (`N_{l-1} × N_l`), and compressed challenge networks.
 
 use std::collections::HashMap;
 
@@ -138,39 +139,38 @@ fn samples(rng: &mut Rng, neurons: usize, rows: usize) -> Vec<Vec<f32>> {
     rows
 }
 
-/// A random layer: every entry present with probability `percent`, some rows and
-/// columns emptied on purpose.
-fn random_layer(rng: &mut Rng, neurons: usize, percent: u64) -> Csr {
-    let empty_row = rng.below(neurons as u64 + 1) as u32;
-    let empty_col = rng.below(neurons as u64 + 1) as u32;
+/// A random `rows × cols` layer: every entry present with probability `percent`, some
+/// rows and columns emptied on purpose.
+fn random_layer(rng: &mut Rng, rows: usize, cols: usize, percent: u64) -> Csr {
+    let empty_row = rng.below(rows as u64 + 1) as u32;
+    let empty_col = rng.below(cols as u64 + 1) as u32;
     let mut triplets = Vec::new();
-    for r in 0..neurons as u32 {
-        for c in 0..neurons as u32 {
+    for r in 0..rows as u32 {
+        for c in 0..cols as u32 {
             if r != empty_row && c != empty_col && rng.chance(percent) {
                 triplets.push((r, c, rng.weight()));
             }
         }
     }
-    Csr::from_triplets(neurons, neurons, &triplets).unwrap()
+    Csr::from_triplets(rows, cols, &triplets).unwrap()
 }
 
-/// A random layer whose outputs share input sets 16 at a time: output ids shuffled and
-/// cut into groups of 16, each group reading a random input set with its own values.
-fn grouped_layer(rng: &mut Rng, neurons: usize, percent: u64) -> Csr {
-    let mut ids: Vec<u32> = (0..neurons as u32).collect();
+/// A random `inputs × outputs` layer whose outputs share input sets 16 at a time: output
+/// ids shuffled and cut into groups of 16, each group reading a random input set with its
+/// own values.
+fn grouped_layer(rng: &mut Rng, inputs: usize, outputs: usize, percent: u64) -> Csr {
+    let mut ids: Vec<u32> = (0..outputs as u32).collect();
     rng.shuffle(&mut ids);
     let mut triplets = Vec::new();
     for members in ids.chunks(GROUP) {
-        let inputs: Vec<u32> = (0..neurons as u32)
-            .filter(|_| rng.chance(percent))
-            .collect();
-        for &input in &inputs {
+        let read: Vec<u32> = (0..inputs as u32).filter(|_| rng.chance(percent)).collect();
+        for &input in &read {
             for &output in members {
                 triplets.push((input, output, rng.weight()));
             }
         }
     }
-    Csr::from_triplets(neurons, neurons, &triplets).unwrap()
+    Csr::from_triplets(inputs, outputs, &triplets).unwrap()
 }
 
 fn check_exact(layers: &[Csr], network: &XyNetwork, rng: &mut Rng, bias: f32) {
@@ -194,7 +194,7 @@ proptest! {
         let mut rng = Rng(seed);
         let layers: Vec<Csr> = densities
             .iter()
-            .map(|&percent| random_layer(&mut rng, neurons, percent))
+            .map(|&percent| random_layer(&mut rng, neurons, neurons, percent))
             .collect();
         let network = XyNetwork::prepare(&layers).unwrap();
         assert_faithful(&network, &layers);
@@ -215,7 +215,7 @@ proptest! {
         let mut rng = Rng(seed);
         let layers: Vec<Csr> = densities
             .iter()
-            .map(|&percent| grouped_layer(&mut rng, neurons, percent))
+            .map(|&percent| grouped_layer(&mut rng, neurons, neurons, percent))
             .collect();
         let network = XyNetwork::prepare(&layers).unwrap();
         for (index, layer) in network.layers.iter().enumerate() {
@@ -224,6 +224,131 @@ proptest! {
         }
         assert_faithful(&network, &layers);
         check_exact(&layers, &network, &mut rng, -(bias_quarters as f32) / 4.0);
+    }
+
+    #[test]
+    fn rectangular_networks_evaluate_exactly(
+        widths in prop::collection::vec(1usize..=70, 2..=5),
+        densities in prop::collection::vec(prop::sample::select(vec![0u64, 3, 10, 30, 100]), 4),
+        bias_quarters in 0u32..=4,
+        seed in any::<u64>(),
+    ) {
+        let mut rng = Rng(seed);
+        let layers: Vec<Csr> = widths
+            .windows(2)
+            .zip(&densities)
+            .map(|(pair, &percent)| random_layer(&mut rng, pair[0], pair[1], percent))
+            .collect();
+        let network = XyNetwork::prepare(&layers).unwrap();
+        prop_assert_eq!(&network.widths(), &widths);
+        prop_assert_eq!(network.output_width(), *widths.last().unwrap());
+        prop_assert_eq!(network.widest(), *widths.iter().max().unwrap());
+        assert_faithful(&network, &layers);
+        check_exact(&layers, &network, &mut rng, -(bias_quarters as f32) / 4.0);
+        let mut bytes = Vec::new();
+        network.write_to(&mut bytes).unwrap();
+        prop_assert_eq!(XyNetwork::read_from(&mut bytes.as_slice()).unwrap(), network);
+    }
+
+    #[test]
+    fn rectangular_grouped_networks_are_grouped_and_exact(
+        groups in prop::collection::vec(1usize..=4, 2..=5),
+        input_width in 1usize..=70,
+        densities in prop::collection::vec(prop::sample::select(vec![0u64, 5, 20, 60, 100]), 4),
+        bias_quarters in 0u32..=4,
+        seed in any::<u64>(),
+    ) {
+        // The input any width; every layer's outputs a multiple of 16, grouped.
+        let widths: Vec<usize> = std::iter::once(input_width)
+            .chain(groups[1..].iter().map(|&g| g * GROUP))
+            .collect();
+        let mut rng = Rng(seed);
+        let layers: Vec<Csr> = widths
+            .windows(2)
+            .zip(&densities)
+            .map(|(pair, &percent)| grouped_layer(&mut rng, pair[0], pair[1], percent))
+            .collect();
+        let network = XyNetwork::prepare(&layers).unwrap();
+        for (index, layer) in network.layers.iter().enumerate() {
+            prop_assert!(layer.is_grouped(), "layer {} is not grouped", index + 1);
+            prop_assert_eq!(layer.blocks(), widths[index + 1] / GROUP);
+            prop_assert_eq!(layer.width(), widths[index + 1]);
+        }
+        assert_faithful(&network, &layers);
+        check_exact(&layers, &network, &mut rng, -(bias_quarters as f32) / 4.0);
+    }
+}
+
+#[test]
+fn a_layer_grouped_in_a_rectangular_chain_reads_positions_of_the_narrower_one_before() {
+    // 24 inputs → 32 outputs in two groups (evens read {1, 2}, odds {0}) → 20 general
+    // outputs, output k reading position k of layer 1's order.
+    let mut first = Vec::new();
+    for k in 0..32u32 {
+        let inputs: &[u32] = if k % 2 == 0 { &[1, 2] } else { &[0] };
+        for &j in inputs {
+            first.push((j, k, (k + 1) as f32 + j as f32 / 4.0));
+        }
+    }
+    let second: Vec<(u32, u32, f32)> = (0..20).map(|k| (k, k, 1.0)).collect();
+    let layers = [
+        Csr::from_triplets(24, 32, &first).unwrap(),
+        Csr::from_triplets(32, 20, &second).unwrap(),
+    ];
+    let network = XyNetwork::prepare(&layers).unwrap();
+    assert_eq!(network.widths(), [24, 32, 20]);
+    let l1 = &network.layers[0];
+    assert!(l1.is_grouped());
+    let evens_then_odds: Vec<u32> = (0..32).step_by(2).chain((1..32).step_by(2)).collect();
+    assert_eq!(l1.outputs, evens_then_odds);
+    let l2 = &network.layers[1];
+    assert!(!l2.is_grouped());
+    assert_eq!((l2.blocks(), l2.width()), (20, 20));
+    // Original neuron k of layer 1 sits at position k/2 (even) or 16 + k/2 (odd).
+    let expected: Vec<u32> = (0..20)
+        .map(|k| if k % 2 == 0 { k / 2 } else { 16 + k / 2 })
+        .collect();
+    assert_eq!(l2.inputs, expected);
+    assert_faithful(&network, &layers);
+    let out = network.to_original(&(0..40).map(|p| p as f32).collect::<Vec<_>>());
+    assert_eq!(out.len(), 40, "two rows of N_L = 20");
+}
+
+#[test]
+fn compressed_challenge_networks_take_the_general_path_and_stay_exact() {
+    // Compression keeps one output of each class of identical columns: in a generated
+    // network no 16 of the kept outputs share an input set, so every layer is general.
+    for (neurons, depth) in [(1024, 12), (256, 9)] {
+        let original = spdnn_gputest::challenge_problem(neurons, depth, 4, 5);
+        let (problem, shrunk) = spdnn_gputest::compressed(&original);
+        assert!(shrunk > 0, "{neurons}-{depth} did not compress");
+        let layers = &problem.layers;
+        let network = XyNetwork::prepare(layers).unwrap();
+        let widths: Vec<usize> = std::iter::once(neurons)
+            .chain(layers.iter().map(|w| w.ncols()))
+            .collect();
+        assert_eq!(network.widths(), widths);
+        assert!(widths[1..].iter().all(|&w| w < neurons), "{widths:?}");
+        assert_eq!(
+            network.layers.iter().filter(|l| l.is_grouped()).count(),
+            0,
+            "{neurons}-{depth}: grouped layers after compression"
+        );
+        assert_faithful(&network, layers);
+        let mut rng = Rng(neurons as u64);
+        for _ in 0..3 {
+            let sample: Vec<f32> = (0..neurons)
+                .map(|_| f32::from(u8::from(rng.chance(10))))
+                .collect();
+            let expected = dense_infer(layers, &sample, problem.bias, problem.upper);
+            let found = xy_infer(&network, &sample, problem.bias, problem.upper);
+            for (k, (&a, &b)) in found.iter().zip(&expected).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-4 * b.abs().max(1.0),
+                    "neuron {k}: {a} vs {b}"
+                );
+            }
+        }
     }
 }
 
@@ -306,21 +431,29 @@ fn bad_shapes_are_errors_naming_the_layer() {
     assert!(matches!(XyNetwork::prepare(&[]), Err(XyError::NoLayers)));
     let square = Csr::zeros(32, 32).unwrap();
     let wide = Csr::zeros(32, 48).unwrap();
-    let error = XyNetwork::prepare(&[square.clone(), square.clone(), wide]).unwrap_err();
+    // A wide layer chains (32 → 48); a square one of 32 rows after it does not.
+    XyNetwork::prepare(&[square.clone(), square.clone(), wide.clone()]).unwrap();
+    let error = XyNetwork::prepare(&[square.clone(), wide, square.clone()]).unwrap_err();
     assert!(matches!(
         error,
         XyError::LayerShape {
             layer: 3,
             rows: 32,
-            cols: 48,
-            neurons: 32
+            cols: 32,
+            previous: 48
         }
     ));
     assert!(error.to_string().contains("layer 3"), "{error}");
     let smaller = Csr::zeros(16, 16).unwrap();
-    let error = XyNetwork::prepare(&[square, smaller]).unwrap_err();
+    let error = XyNetwork::prepare(&[square.clone(), smaller]).unwrap_err();
     assert!(
         matches!(error, XyError::LayerShape { layer: 2, .. }),
+        "{error}"
+    );
+    let no_outputs = Csr::zeros(32, 0).unwrap();
+    let error = XyNetwork::prepare(&[square, no_outputs]).unwrap_err();
+    assert!(
+        matches!(error, XyError::Outputs { layer: 2, cols: 0 }),
         "{error}"
     );
     let nothing = Csr::zeros(0, 0).unwrap();
@@ -333,7 +466,7 @@ fn bad_shapes_are_errors_naming_the_layer() {
 #[test]
 fn to_original_maps_every_row_of_a_batch() {
     let mut rng = Rng(3);
-    let layers = [grouped_layer(&mut rng, 32, 30)];
+    let layers = [grouped_layer(&mut rng, 32, 32, 30)];
     let network = XyNetwork::prepare(&layers).unwrap();
     let outputs = &network.layers[0].outputs;
     let positions: Vec<f32> = (0..64).map(|p| p as f32).collect();

@@ -4,17 +4,18 @@
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::{GpuInference, RunSpec};
 use spdnn_formats::SparseMatrix;
-use spdnn_glare::{Glare, model};
+use spdnn_glare::{Glare, GlareKernel, model};
 use spdnn_gputest::{
-    Problem, check_challenge, check_exact_random, check_general_random, check_glare,
-    check_grouped_random, check_official_1024,
+    Problem, check_challenge, check_compressed, check_exact_random, check_general_random,
+    check_glare, check_grouped_random, check_official_1024, check_rectangular_random,
 };
-use spdnn_xy::{XyOptions, infer};
+use spdnn_xy::{Xy, XyOptions, infer};
 
 const SPEC: RunSpec = RunSpec {
     warmup: 1,
     repetitions: 2,
     keep_output: true,
+    batch: None,
 };
 
 fn options(row_major_layers: Option<usize>, delete_at: Option<usize>) -> XyOptions {
@@ -59,6 +60,25 @@ fn grouped_random_networks() {
 #[ignore = "needs a CUDA GPU"]
 fn general_random_networks() {
     check_general_random(&run_with(options(Some(1), Some(3))));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn rectangular_random_networks() {
+    check_rectangular_random(&run_with(XyOptions::default()));
+    // Neuron-major after one row-major layer, the deletion after layer 2.
+    check_rectangular_random(&run_with(options(Some(1), Some(2))));
+    // Neuron-major from the input on (the input's width transposed), deletion after 1.
+    check_rectangular_random(&run_with(options(Some(0), Some(1))));
+    // Row-major through every layer.
+    check_rectangular_random(&run_with(options(Some(10), None)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn compressed_networks() {
+    check_compressed(&run_with(XyOptions::default()));
+    check_compressed(&run_with(options(Some(0), Some(3))));
 }
 
 #[test]
@@ -114,18 +134,23 @@ fn bad_problems_are_errors() {
 }
 
 /// XY with GLARE from layer `delete_at` on (one row-major layer, so short networks reach
-/// it): the segment is one of the lengths XY accepts for N, varied with the problem.
+/// it): the segment is one of the lengths XY accepts for the widest layer (N in a square
+/// network), varied with the problem.
 fn run_glare(
     delete_at: Option<usize>,
 ) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
     move |gpu, p| {
-        let n = p.input.ncols();
+        let n = p
+            .layers
+            .iter()
+            .map(|w| w.ncols())
+            .fold(p.input.ncols(), usize::max);
         let shape = model::Shape {
             neurons: n,
             slab_width: 0,
             first_layer: delete_at.unwrap_or(0),
         };
-        let candidates = model::Kernel::Xy.candidates(&shape);
+        let candidates = Xy::candidates(&shape);
         let segment = candidates[(n + p.input.nrows()) % candidates.len()];
         let options = XyOptions {
             glare: Some(Glare::new(segment)),
@@ -141,6 +166,14 @@ fn glare_random_networks() {
     check_glare(&run_glare(Some(1)));
     check_glare(&run_glare(None));
     check_grouped_random(&run_glare(Some(2)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn glare_rectangular_and_compressed_networks() {
+    check_rectangular_random(&run_glare(Some(1)));
+    check_rectangular_random(&run_glare(None));
+    check_compressed(&run_glare(Some(2)));
 }
 
 #[test]
