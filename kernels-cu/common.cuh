@@ -1,11 +1,14 @@
 // common.cuh: small helpers shared by the spdnn kernel families.
 //
-// Kernel sources pull this in with `#include "common.cuh"`. NVRTC never sees the
-// #include: spdnn-cuda replaces the line with this file's text (once per program,
-// like `#pragma once`) before compiling, so no include path is needed.
+// Kernel sources pull this in with `#include "common.cuh"`. At run time spdnn-cuda
+// replaces the line with this file's text (once per program) before compiling, so no
+// include path is needed; the include guard lets the same sources compile with a plain
+// include path (`--include-path=kernels-cu`, `nvcc -I kernels-cu`).
 //
 // Everything here is plain IEEE fp32 arithmetic: the crate compiles without
 // --use_fast_math, so results match a careful CPU reference within rounding.
+#ifndef SPDNN_COMMON_CUH
+#define SPDNN_COMMON_CUH
 
 #define SPDNN_WARP_SIZE 32
 #define SPDNN_FULL_MASK 0xffffffffu
@@ -49,3 +52,5 @@ __device__ __forceinline__ void spdnn_warp_append(bool keep, unsigned int value,
         out[base + __popc(mask & ((1u << lane) - 1u))] = value;
     }
 }
+
+#endif  // SPDNN_COMMON_CUH

@@ -10,18 +10,47 @@
 // and, when some part vetoed the unit, writes the bound back into the parts that skipped
 // their writes, so an unflagged unit always holds its true values in memory.
 //
-// Census variants count accesses per layer into 8 words (crates/cuda/src/census.rs).
+// Census variants count accesses per layer into GLARE_CENSUS_WORDS words, word GLARE_READS
+// for the activations read, and so on (spdnn_cuda::census::AccessCounts).
+//
+// Definitions from Rust (spdnn_glare::DEFINES): the census record's length and word
+// indices (spdnn_cuda::census), and GLARE_MAX_ROW_UNITS, the most units per row a block
+// keeps in shared memory (spdnn_glare::model::MAX_ROW_UNITS).
+#ifndef SPDNN_GLARE_CUH
+#define SPDNN_GLARE_CUH
+
 #include "common.cuh"
 
-#define GLARE_CENSUS_WORDS 8
-#define GLARE_READS 0
-#define GLARE_READS_SKIPPED 1
-#define GLARE_WRITES 2
-#define GLARE_WRITES_SKIPPED 3
-#define GLARE_WEIGHT_READS 4
-#define GLARE_RECORDER_READS 5
-#define GLARE_RECORDER_WRITES 6
-#define GLARE_WRITE_BACKS 7
+#ifndef GLARE_CENSUS_WORDS
+#error "GLARE_CENSUS_WORDS must come from Rust (-D)"
+#endif
+#ifndef GLARE_READS
+#error "GLARE_READS must come from Rust (-D)"
+#endif
+#ifndef GLARE_READS_SKIPPED
+#error "GLARE_READS_SKIPPED must come from Rust (-D)"
+#endif
+#ifndef GLARE_WRITES
+#error "GLARE_WRITES must come from Rust (-D)"
+#endif
+#ifndef GLARE_WRITES_SKIPPED
+#error "GLARE_WRITES_SKIPPED must come from Rust (-D)"
+#endif
+#ifndef GLARE_WEIGHT_READS
+#error "GLARE_WEIGHT_READS must come from Rust (-D)"
+#endif
+#ifndef GLARE_RECORDER_READS
+#error "GLARE_RECORDER_READS must come from Rust (-D)"
+#endif
+#ifndef GLARE_RECORDER_WRITES
+#error "GLARE_RECORDER_WRITES must come from Rust (-D)"
+#endif
+#ifndef GLARE_WRITE_BACKS
+#error "GLARE_WRITE_BACKS must come from Rust (-D)"
+#endif
+#ifndef GLARE_MAX_ROW_UNITS
+#error "GLARE_MAX_ROW_UNITS must come from Rust (-D)"
+#endif
 
 // Per-thread access counters; with ON = false every call compiles to nothing.
 template <bool ON>
@@ -43,7 +72,7 @@ struct GlareTally {
         }
     }
 
-    // Adds the block's counts to census[0 .. 8): a warp sum, then one atomic per warp and
+    // Adds the block's counts to census[0 .. GLARE_CENSUS_WORDS): a warp sum, then one atomic per warp and
     // word. Every thread of the block must call it (full warps).
     __device__ __forceinline__ void flush(unsigned long long* __restrict__ census) {
         if (ON) {
@@ -91,3 +120,4 @@ __device__ __forceinline__ bool glare_part_skipped(const unsigned char* skipped,
     return *((volatile const unsigned char*)skipped + part) != 0;
 }
 
+#endif  // SPDNN_GLARE_CUH

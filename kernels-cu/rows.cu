@@ -1,9 +1,10 @@
 // rows.cu: dense row-major activation utilities shared by the kernel families.
 // Y is `rows x n` floats, row-major; flags are one byte per row.
+// Launch shapes: the kernel declarations of spdnn_cuda::rows (crates/cuda/src/rows.rs).
 #include "common.cuh"
 
 // Scatters sparse rows (CSR: row_offsets[rows + 1], cols, vals) into a zeroed dense Y.
-// Launch: grid (min(rows, 65535·k) blocks, grid-stride over rows), block 128, no shared memory.
+// Launch: grid min(rows, 65535·16) (blocks stride over rows), block 128, no shared memory.
 extern "C" __global__ void spdnn_scatter_rows(const unsigned int* __restrict__ row_offsets,
                                               const unsigned int* __restrict__ cols,
                                               const float* __restrict__ vals, unsigned int rows,
@@ -17,7 +18,7 @@ extern "C" __global__ void spdnn_scatter_rows(const unsigned int* __restrict__ r
 }
 
 // flags[row] = 1 when row `row` of Y has a nonzero entry, else 0.
-// Launch: grid-stride over rows, block 256, no shared memory.
+// Launch: grid min(rows, 65535·16) (blocks stride over rows), block 256, no shared memory.
 extern "C" __global__ void spdnn_row_nonzero_flags(const float* __restrict__ y, unsigned int rows,
                                                    unsigned int n, unsigned char* __restrict__ flags) {
     for (unsigned int row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -34,7 +35,7 @@ extern "C" __global__ void spdnn_row_nonzero_flags(const float* __restrict__ y, 
 }
 
 // flags[row_list[i]] = 1 for i < *count (flags zeroed beforehand).
-// Launch: grid ceil(capacity / 256), block 256, no shared memory.
+// Launch: grid ceil(capacity / 256) (at most 65535·16), block 256, no shared memory.
 extern "C" __global__ void spdnn_mark_rows(const unsigned int* __restrict__ row_list,
                                            const unsigned int* __restrict__ count,
                                            unsigned char* __restrict__ flags) {
@@ -45,7 +46,7 @@ extern "C" __global__ void spdnn_mark_rows(const unsigned int* __restrict__ row_
 }
 
 // row_list[i] = i for i < rows; *count = rows. The list of every row, as a start.
-// Launch: grid ceil(rows / 256), block 256, no shared memory.
+// Launch: grid ceil(rows / 256) (at most 65535·16), block 256, no shared memory.
 extern "C" __global__ void spdnn_all_rows(unsigned int* __restrict__ row_list, unsigned int* __restrict__ count,
                                           unsigned int rows) {
     unsigned long long i = spdnn_global_thread_x();
@@ -60,7 +61,7 @@ extern "C" __global__ void spdnn_all_rows(unsigned int* __restrict__ row_list, u
 // Lists the rows of active_rows[0 .. *active_count) whose row_flags[row] is set:
 // next_rows gets them (order not kept), *next_count (zeroed before) counts them.
 // One atomic per warp (ballot + popc).
-// Launch: grid ceil(capacity / 256), block 256, no shared memory.
+// Launch: grid ceil(capacity / 256) (at most 65535·16), block 256, no shared memory.
 extern "C" __global__ void spdnn_compact_flagged_rows(const unsigned int* __restrict__ active_rows,
                                                       const unsigned int* __restrict__ active_count,
                                                       const unsigned char* __restrict__ row_flags,

@@ -1,9 +1,14 @@
 // slabs.cuh: the column-slab CSR weights shared by the BF and SNIG families.
 //
-// A layer W (n x n, row = input neuron) is cut into `num_slabs` slabs of `slab_width`
-// output columns (the last may be narrower). Slab s is a CSR over the n input rows:
-// its entries for input j are offsets[s*(n+1) + j] .. offsets[s*(n+1) + j + 1] (global
-// positions in cols/vals), cols holds the column minus s*slab_width.
+// A layer W (n_in x n_out, row = input neuron; n_in == n_out in the challenge's networks)
+// is cut into `num_slabs` = ceil(n_out / slab_width) slabs of `slab_width` output columns
+// (the last may be narrower). Slab s is a CSR over the n_in input rows: its entries for
+// input j are offsets[s*(n_in+1) + j] .. offsets[s*(n_in+1) + j + 1] (global positions in
+// cols/vals), cols holds the column minus s*slab_width.
+#ifndef SPDNN_SLABS_CUH
+#define SPDNN_SLABS_CUH
+
+#include "common.cuh"
 
 // Adds y_j * W[j, slab] into the shared accumulator for every nonzero y_j = load(j) with
 // first_input <= j < end_input: one thread per input, looping over its entries.
@@ -54,8 +59,23 @@ __device__ __forceinline__ int spdnn_slab_activate(const float* acc, float* __re
     return nonzero;
 }
 
+// As spdnn_slab_activate with a bias per column: bias[c] (the slab's first column at c = 0).
+__device__ __forceinline__ int spdnn_slab_activate_each(const float* acc, float* __restrict__ out,
+                                                        unsigned int width, const float* __restrict__ bias,
+                                                        float upper) {
+    int nonzero = 0;
+    for (unsigned int c = threadIdx.x; c < width; c += blockDim.x) {
+        const float v = spdnn_clamp_activation(__fadd_rn(acc[c], bias[c]), upper);
+        out[c] = v;
+        nonzero |= v != 0.0f;
+    }
+    return nonzero;
+}
+
 __device__ __forceinline__ void spdnn_zero_shared(float* acc, unsigned int width) {
     for (unsigned int c = threadIdx.x; c < width; c += blockDim.x) {
         acc[c] = 0.0f;
     }
 }
+
+#endif  // SPDNN_SLABS_CUH

@@ -1,0 +1,649 @@
+// blockdepend.cu: BlockDepend's fused layer chain (crates/blockdepend, docs/blockdepend.md).
+//
+// One launch covers the layers first..end-1 of the (exactly compressed) network. Its blocks
+// are persistent (as many as fit on the device): each takes tiles of rows from a device-side
+// queue (*queue, an atomic counter), carries the tile through every layer of the launch in
+// two buffers of tile_max × stride floats (shared memory, or a per-block scratch area of
+// global memory), drops the rows that finish, and at the end appends the rows still live to
+// the next launch's list, or writes their final values.
+//
+// Rows finish when all their activations are 0 (state BD_STATE_ZERO: they stay 0, never a
+// category) or all equal the bound after at least suffix_start layers (BD_STATE_BOUND: every
+// later layer was proved to keep them there, in any summation order; a category). Rows live
+// after the last layer get BD_STATE_LIVE and their values in out.
+//
+// Layer 1 reads the sparse input rows (CSR): the tile's column indices are first staged in
+// the second tile buffer (free during layer 1) with many loads in flight, then each x·W[k, c]
+// is scattered with shared-memory atomics (any order). Later layers are pulled: lane c % 32
+// of a warp computes output c for up to BD_ROWS rows of the tile from a dense (row-major,
+// padded) or sliced-ELL layer (groups of 32 columns, slot-major (input, weight) pairs), one
+// fused multiply-add per slot from 0 in the layout's order, then the bias and the clip.
+// Every padded output column (up to a multiple of 32) is written (clip(0 + b) = 0 there,
+// b < 0), so float4 reads of the next layer never see stale data.
+//
+// Two block sizes: BD_THREADS for narrow tiles (several blocks an SM), BD_THREADS_WIDE for
+// wide ones (one block an SM holding as many rows as fit, with as many warps as the
+// registers allow). Three placements of the tile's two buffers (BD_PLACE_*): both in shared
+// memory; the layer's input in shared memory and its output in a per-block scratch row of
+// global memory, copied back after the layer (twice the rows a tile, for wide rows); both
+// in scratch.
+//
+// Definitions from Rust (spdnn_blockdepend::DEFINES). Launch shapes: the kernel declarations
+// of spdnn-blockdepend (crates/blockdepend/src/lib.rs).
+#include "common.cuh"
+
+#ifndef BD_THREADS
+#error "BD_THREADS must come from Rust (-D)"
+#endif
+#ifndef BD_THREADS_WIDE
+#error "BD_THREADS_WIDE must come from Rust (-D)"
+#endif
+#ifndef BD_ROWS
+#error "BD_ROWS must come from Rust (-D)"
+#endif
+#ifndef BD_MAX_TILE
+#error "BD_MAX_TILE must come from Rust (-D)"
+#endif
+#ifndef BD_DESC_WORDS
+#error "BD_DESC_WORDS must come from Rust (-D)"
+#endif
+#ifndef BD_FORMAT_DENSE
+#error "BD_FORMAT_DENSE must come from Rust (-D)"
+#endif
+#ifndef BD_FORMAT_ELL
+#error "BD_FORMAT_ELL must come from Rust (-D)"
+#endif
+#ifndef BD_TILE_WAVES
+#error "BD_TILE_WAVES must come from Rust (-D)"
+#endif
+#ifndef BD_SCATTER_BATCH
+#error "BD_SCATTER_BATCH must come from Rust (-D)"
+#endif
+#ifndef BD_STATE_ZERO
+#error "BD_STATE_ZERO must come from Rust (-D)"
+#endif
+#ifndef BD_STATE_LIVE
+#error "BD_STATE_LIVE must come from Rust (-D)"
+#endif
+#ifndef BD_STATE_BOUND
+#error "BD_STATE_BOUND must come from Rust (-D)"
+#endif
+
+// One layer's descriptor (BD_DESC_WORDS words: format, in, out, dense stride (layer 1: the
+// width of its ELL form, 0 for CSR), offset low, offset high, ELL group table, unused).
+struct BdLayer {
+    unsigned int format;
+    unsigned int in_width;
+    unsigned int out_width;
+    unsigned int dense_stride;
+    unsigned long long offset;
+    unsigned int group_table;
+};
+
+__device__ __forceinline__ BdLayer bd_layer_at(const unsigned int* __restrict__ desc, unsigned int l) {
+    const unsigned int* d = desc + (unsigned long long)l * BD_DESC_WORDS;
+    BdLayer layer;
+    layer.format = d[0];
+    layer.in_width = d[1];
+    layer.out_width = d[2];
+    layer.dense_stride = d[3];
+    layer.offset = (unsigned long long)d[4] | ((unsigned long long)d[5] << 32);
+    layer.group_table = d[6];
+    return layer;
+}
+
+// The tile's bookkeeping: the batch row of each slot, the live slots in order, the input
+// rows' starts (layer 1), per live position whether the row stays, and three words.
+struct BdTile {
+    unsigned int ids[BD_MAX_TILE];
+    unsigned int live[BD_MAX_TILE];
+    unsigned int starts[BD_MAX_TILE + 1];
+    unsigned char keep[BD_MAX_TILE];
+    unsigned int live_count;
+    unsigned int base;
+    unsigned int append;
+};
+
+__device__ __forceinline__ unsigned int bd_round32(unsigned int n) {
+    return (n + 31u) & ~31u;
+}
+
+// The input nonzeros layer 1 stages per pass of plain loads: per thread, this many loads in
+// flight.
+#define BD_STAGE_UNROLL 8
+
+// Whether layer 1 stages with cp.async (sm_80 and later, into shared memory).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define BD_HAS_CP_ASYNC 1
+#else
+#define BD_HAS_CP_ASYNC 0
+#endif
+
+// Copies words src[j] to dst[j] for j < m, this thread taking every THREADS-th: with
+// cp.async (ASYNC: dst in shared memory; completes at bd_stage_wait), else with plain loads
+// BD_STAGE_UNROLL at a time.
+template <unsigned int THREADS, bool ASYNC>
+__device__ __forceinline__ void bd_stage_words(unsigned int* dst, const unsigned int* __restrict__ src,
+                                               unsigned int m) {
+#if BD_HAS_CP_ASYNC
+    if (ASYNC) {
+        for (unsigned int j = threadIdx.x; j < m; j += THREADS) {
+            const unsigned int to = (unsigned int)__cvta_generic_to_shared(dst + j);
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(to), "l"(src + j) : "memory");
+        }
+        return;
+    }
+#endif
+    for (unsigned int j0 = threadIdx.x; j0 < m; j0 += BD_STAGE_UNROLL * THREADS) {
+        unsigned int v[BD_STAGE_UNROLL];
+#pragma unroll
+        for (unsigned int u = 0; u < BD_STAGE_UNROLL; ++u) {
+            const unsigned int j = j0 + u * THREADS;
+            v[u] = j < m ? __ldg(src + j) : 0u;
+        }
+#pragma unroll
+        for (unsigned int u = 0; u < BD_STAGE_UNROLL; ++u) {
+            const unsigned int j = j0 + u * THREADS;
+            if (j < m) {
+                dst[j] = v[u];
+            }
+        }
+    }
+}
+
+// Closes this thread's group of cp.async copies.
+template <bool ASYNC>
+__device__ __forceinline__ void bd_stage_commit() {
+#if BD_HAS_CP_ASYNC
+    if (ASYNC) {
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+    }
+#endif
+}
+
+// Waits until at most PENDING of this thread's groups of cp.async copies are in flight.
+template <bool ASYNC, int PENDING>
+__device__ __forceinline__ void bd_stage_wait() {
+#if BD_HAS_CP_ASYNC
+    if (ASYNC) {
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
+    }
+#endif
+}
+
+// Layer 1 over the input rows base .. base+n-1 into slots 0..n-1 of cur: zero the padded
+// outputs; then the tile's input nonzeros (contiguous in the CSR) in chunks of
+// `stage_words / 2` (binary: every value 1, only the columns are read) or `stage_words / 4`
+// (columns and values), double-buffered in `stage` (the second tile buffer, free during
+// layer 1): chunk c + 1 is copied in (cp.async when ASYNC) while chunk c is scattered,
+// x·W[k, c] added with atomics, each thread taking every THREADS-th staged nonzero,
+// BD_SCATTER_BATCH at a time, and finding its row by walking the tile's row starts forward
+// (its row persists across chunks); then the bias and the clip. W1 is CSR (w1_ell == 0) or
+// ELL of w1_ell entries per input neuron (padding has weight +0 and is skipped).
+template <unsigned int THREADS, bool ASYNC>
+__device__ __forceinline__ void bd_first_layer(float* cur, unsigned int* stage, unsigned int stage_words,
+                                               unsigned int stride, unsigned int base, unsigned int n,
+                                               const unsigned int* __restrict__ x_offsets,
+                                               const unsigned int* __restrict__ x_cols,
+                                               const float* __restrict__ x_vals, unsigned int x_binary,
+                                               const unsigned int* __restrict__ w1_offsets,
+                                               const uint2* __restrict__ w1_entries, unsigned int w1_ell,
+                                               unsigned int width, float bias, float upper, BdTile& tile) {
+    const unsigned int padded = bd_round32(width);
+    for (unsigned int i = threadIdx.x; i < n * padded; i += THREADS) {
+        const unsigned int r = i / padded;
+        cur[r * stride + (i - r * padded)] = 0.0f;
+    }
+    const unsigned int origin = x_offsets[base];
+    for (unsigned int i = threadIdx.x; i <= n; i += THREADS) {
+        tile.starts[i] = x_offsets[base + i] - origin;
+        if (i < n) {
+            tile.ids[i] = base + i;
+        }
+    }
+    __syncthreads();
+    const unsigned int total = tile.starts[n];
+    // Two buffers of `chunk` columns, then (unless binary) two of `chunk` values.
+    const unsigned int chunk = x_binary ? stage_words / 2 : stage_words / 4;
+    const unsigned int* x_bits = reinterpret_cast<const unsigned int*>(x_vals);
+    const unsigned int chunks = (total + chunk - 1) / chunk;
+    if (chunks > 0) {
+        bd_stage_words<THREADS, ASYNC>(stage, x_cols + origin, min(chunk, total));
+        if (!x_binary) {
+            bd_stage_words<THREADS, ASYNC>(stage + 2 * chunk, x_bits + origin, min(chunk, total));
+        }
+        bd_stage_commit<ASYNC>();
+    }
+    unsigned int row = 0;
+    for (unsigned int c = 0; c < chunks; ++c) {
+        const unsigned int c0 = c * chunk;
+        const unsigned int m = min(chunk, total - c0);
+        const unsigned int b = c & 1u;
+        if (c + 1 < chunks) {
+            const unsigned int next0 = c0 + chunk;
+            const unsigned int next_m = min(chunk, total - next0);
+            bd_stage_words<THREADS, ASYNC>(stage + (b ^ 1u) * chunk, x_cols + origin + next0, next_m);
+            if (!x_binary) {
+                bd_stage_words<THREADS, ASYNC>(stage + 2 * chunk + (b ^ 1u) * chunk, x_bits + origin + next0,
+                                               next_m);
+            }
+            bd_stage_commit<ASYNC>();
+            bd_stage_wait<ASYNC, 1>();
+        } else {
+            bd_stage_wait<ASYNC, 0>();
+        }
+        __syncthreads();
+        const unsigned int* cols = stage + b * chunk;
+        const unsigned int* vals = stage + 2 * chunk + b * chunk;
+        for (unsigned int j0 = threadIdx.x; j0 < m; j0 += BD_SCATTER_BATCH * THREADS) {
+            unsigned int k[BD_SCATTER_BATCH];
+            unsigned int r[BD_SCATTER_BATCH];
+            float x[BD_SCATTER_BATCH];
+#pragma unroll
+            for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+                const unsigned int j = j0 + u * THREADS;
+                k[u] = 0;
+                x[u] = 0.0f;
+                r[u] = row;
+                if (j < m) {
+                    k[u] = cols[j];
+                    x[u] = x_binary ? 1.0f : __uint_as_float(vals[j]);
+                    // starts[n] = total > c0 + j: the walk stops at a row of the tile.
+                    while (tile.starts[row + 1] <= c0 + j) {
+                        ++row;
+                    }
+                    r[u] = row;
+                }
+            }
+            if (w1_ell > 0) {
+#pragma unroll
+                for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+                    if (j0 + u * THREADS < m) {
+                        float* acc = cur + r[u] * stride;
+                        const uint2* e = w1_entries + (unsigned long long)k[u] * w1_ell;
+                        for (unsigned int i = 0; i < w1_ell; ++i) {
+                            const uint2 entry = __ldg(e + i);
+                            if (entry.y != 0u) {
+                                atomicAdd(acc + entry.x, x[u] * __uint_as_float(entry.y));
+                            }
+                        }
+                    }
+                }
+            } else {
+#pragma unroll
+                for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+                    if (j0 + u * THREADS < m) {
+                        float* acc = cur + r[u] * stride;
+                        const unsigned int stop = __ldg(w1_offsets + k[u] + 1);
+                        for (unsigned int e = __ldg(w1_offsets + k[u]); e < stop; ++e) {
+                            const uint2 entry = __ldg(w1_entries + e);
+                            atomicAdd(acc + entry.x, x[u] * __uint_as_float(entry.y));
+                        }
+                    }
+                }
+            }
+        }
+        // The buffer just read is refilled by the next iteration's copies.
+        __syncthreads();
+    }
+    for (unsigned int i = threadIdx.x; i < n * padded; i += THREADS) {
+        const unsigned int r = i / padded;
+        float* v = cur + r * stride + (i - r * padded);
+        *v = spdnn_clamp_activation(*v + bias, upper);
+    }
+    __syncthreads();
+}
+
+// Rows base .. base+n-1 of the previous launch's list into slots 0..n-1.
+template <unsigned int THREADS>
+__device__ __forceinline__ void bd_load_carried(float* cur, unsigned int stride, unsigned int base, unsigned int n,
+                                                const unsigned int* __restrict__ carry_ids,
+                                                const float* __restrict__ carry_vals, unsigned int carry_stride,
+                                                BdTile& tile) {
+    const unsigned int vectors = carry_stride / 4;
+    const float4* from = reinterpret_cast<const float4*>(carry_vals + (unsigned long long)base * carry_stride);
+    for (unsigned int i = threadIdx.x; i < n * vectors; i += THREADS) {
+        const unsigned int r = i / vectors;
+        const unsigned int q = i - r * vectors;
+        reinterpret_cast<float4*>(cur + r * stride)[q] = __ldg(from + (unsigned long long)r * vectors + q);
+    }
+    for (unsigned int i = threadIdx.x; i < n; i += THREADS) {
+        tile.ids[i] = carry_ids[base + i];
+    }
+    __syncthreads();
+}
+
+// One layer after the first over the live slots: work items of (32 outputs, BD_ROWS live
+// rows), one per warp at a time; lane c % 32 accumulates output c of each of the rows.
+template <unsigned int THREADS>
+__device__ __forceinline__ void bd_layer(const BdLayer& layer, const float* cur, float* next, unsigned int stride,
+                                         unsigned int live, const BdTile& tile, const float* __restrict__ dense,
+                                         const uint2* __restrict__ ell, const unsigned int* __restrict__ group_starts,
+                                         float bias, float upper) {
+    constexpr unsigned int warps = THREADS / SPDNN_WARP_SIZE;
+    const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int groups = (layer.out_width + 31u) / 32u;
+    const unsigned int items = groups * ((live + BD_ROWS - 1u) / BD_ROWS);
+    for (unsigned int item = warp; item < items; item += warps) {
+        const unsigned int g = item % groups;
+        const unsigned int first_row = (item / groups) * BD_ROWS;
+        const unsigned int rows = min((unsigned int)BD_ROWS, live - first_row);
+        const unsigned int c = g * 32u + lane;
+        unsigned int at[BD_ROWS];
+        float acc[BD_ROWS];
+#pragma unroll
+        for (unsigned int r = 0; r < BD_ROWS; ++r) {
+            // Rows past the item's count (the tile's last, short item) are neither read nor
+            // written: with few rows a tile (wide rows) they would cost as much as real ones.
+            at[r] = tile.live[first_row + min(r, rows - 1u)] * stride;
+            acc[r] = 0.0f;
+        }
+        if (layer.format == BD_FORMAT_DENSE) {
+            const float* w = dense + layer.offset + c;
+            const unsigned long long ws = layer.dense_stride;
+            const unsigned int inputs = (layer.in_width + 3u) & ~3u;
+#pragma unroll 2
+            for (unsigned int k = 0; k < inputs; k += 4) {
+                const float w0 = __ldg(w + k * ws);
+                const float w1 = __ldg(w + (k + 1) * ws);
+                const float w2 = __ldg(w + (k + 2) * ws);
+                const float w3 = __ldg(w + (k + 3) * ws);
+#pragma unroll
+                for (unsigned int r = 0; r < BD_ROWS; ++r) {
+                    if (r < rows) {
+                        const float4 y = *reinterpret_cast<const float4*>(cur + at[r] + k);
+                        acc[r] = fmaf(y.x, w0, acc[r]);
+                        acc[r] = fmaf(y.y, w1, acc[r]);
+                        acc[r] = fmaf(y.z, w2, acc[r]);
+                        acc[r] = fmaf(y.w, w3, acc[r]);
+                    }
+                }
+            }
+        } else {
+            const unsigned int s0 = group_starts[layer.group_table + g];
+            const unsigned int s1 = group_starts[layer.group_table + g + 1];
+            const uint2* e = ell + layer.offset + (unsigned long long)s0 * 32u + lane;
+#pragma unroll 4
+            for (unsigned int s = s0; s < s1; ++s, e += 32) {
+                const uint2 entry = __ldg(e);
+                const float wv = __uint_as_float(entry.y);
+#pragma unroll
+                for (unsigned int r = 0; r < BD_ROWS; ++r) {
+                    if (r < rows) {
+                        acc[r] = fmaf(cur[at[r] + entry.x], wv, acc[r]);
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (unsigned int r = 0; r < BD_ROWS; ++r) {
+            if (r < rows) {
+                next[at[r] + c] = spdnn_clamp_activation(acc[r] + bias, upper);
+            }
+        }
+    }
+}
+
+// After `done` layers (outputs of `width` real columns in cur): rows all zero finish
+// (BD_STATE_ZERO), rows all at the bound finish when done >= suffix_start (BD_STATE_BOUND);
+// the live list keeps the others, in order.
+template <unsigned int THREADS>
+__device__ __forceinline__ void bd_retire(BdTile& tile, const float* cur, unsigned int stride, unsigned int width,
+                                          unsigned int done, unsigned int suffix_start, float upper,
+                                          unsigned char* __restrict__ state) {
+    constexpr unsigned int warps = THREADS / SPDNN_WARP_SIZE;
+    const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int live = tile.live_count;
+    const bool bound_retires = done >= suffix_start;
+    for (unsigned int p = warp; p < live; p += warps) {
+        const unsigned int slot = tile.live[p];
+        const float* row = cur + slot * stride;
+        bool nonzero = false;
+        bool at_bound = true;
+        for (unsigned int c = lane; c < width; c += SPDNN_WARP_SIZE) {
+            const float v = row[c];
+            nonzero |= v != 0.0f;
+            at_bound &= v == upper;
+        }
+        nonzero = __any_sync(SPDNN_FULL_MASK, nonzero);
+        at_bound = __all_sync(SPDNN_FULL_MASK, at_bound);
+        if (lane == 0) {
+            const bool keep = nonzero && !(at_bound && bound_retires);
+            tile.keep[p] = keep;
+            if (!keep) {
+                state[tile.ids[slot]] = nonzero ? BD_STATE_BOUND : BD_STATE_ZERO;
+            }
+        }
+    }
+    __syncthreads();
+    if (warp == 0) {
+        unsigned int kept = 0;
+        for (unsigned int p0 = 0; p0 < live; p0 += SPDNN_WARP_SIZE) {
+            const unsigned int p = p0 + lane;
+            const bool keep = p < live && tile.keep[p] != 0;
+            const unsigned int slot = p < live ? tile.live[p] : 0u;
+            const unsigned int mask = __ballot_sync(SPDNN_FULL_MASK, keep);
+            __syncwarp();
+            // Destinations never pass the positions read: in place, in order.
+            if (keep) {
+                tile.live[kept + __popc(mask & ((1u << lane) - 1u))] = slot;
+            }
+            kept += __popc(mask);
+        }
+        if (lane == 0) {
+            tile.live_count = kept;
+        }
+    }
+    __syncthreads();
+}
+
+// The end of a tile: the live rows go to the next launch's list (carry_stride > 0) or
+// get BD_STATE_LIVE and their final values (out_width floats a row of out).
+template <unsigned int THREADS>
+__device__ __forceinline__ void bd_finish_tile(BdTile& tile, const float* cur, unsigned int stride,
+                                               unsigned int* __restrict__ carry_ids, float* __restrict__ carry_vals,
+                                               unsigned int* __restrict__ carry_count, unsigned int carry_stride,
+                                               unsigned char* __restrict__ state, float* __restrict__ out,
+                                               unsigned int out_width) {
+    constexpr unsigned int warps = THREADS / SPDNN_WARP_SIZE;
+    const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int live = tile.live_count;
+    if (carry_stride == 0) {
+        for (unsigned int p = warp; p < live; p += warps) {
+            const unsigned int slot = tile.live[p];
+            const unsigned int id = tile.ids[slot];
+            const float* row = cur + slot * stride;
+            float* to = out + (unsigned long long)id * out_width;
+            for (unsigned int c = lane; c < out_width; c += SPDNN_WARP_SIZE) {
+                to[c] = row[c];
+            }
+            if (lane == 0) {
+                state[id] = BD_STATE_LIVE;
+            }
+        }
+    } else {
+        if (threadIdx.x == 0) {
+            tile.append = live > 0 ? atomicAdd(carry_count, live) : 0u;
+        }
+        __syncthreads();
+        const unsigned int at = tile.append;
+        for (unsigned int p = threadIdx.x; p < live; p += THREADS) {
+            carry_ids[at + p] = tile.ids[tile.live[p]];
+        }
+        const unsigned int vectors = carry_stride / 4;
+        float4* to = reinterpret_cast<float4*>(carry_vals + (unsigned long long)at * carry_stride);
+        for (unsigned int i = threadIdx.x; i < live * vectors; i += THREADS) {
+            const unsigned int p = i / vectors;
+            const unsigned int q = i - p * vectors;
+            to[(unsigned long long)p * vectors + q] =
+                reinterpret_cast<const float4*>(cur + tile.live[p] * stride)[q];
+        }
+    }
+    __syncthreads();
+}
+
+// Where a launch keeps its tile's two buffers.
+#define BD_PLACE_SHARED 0
+#define BD_PLACE_SPLIT 1
+#define BD_PLACE_GLOBAL 2
+
+// After a layer of a split tile: the live rows' outputs (`width` floats, a multiple of 32)
+// come back from the scratch into the shared buffer.
+template <unsigned int THREADS>
+__device__ __forceinline__ void bd_copy_back(float* cur, const float* next, unsigned int stride,
+                                             unsigned int width, const BdTile& tile) {
+    const unsigned int vectors = width / 4;
+    const unsigned int live = tile.live_count;
+    for (unsigned int i = threadIdx.x; i < live * vectors; i += THREADS) {
+        const unsigned int p = i / vectors;
+        const unsigned int at = tile.live[p] * stride;
+        const unsigned int q = i - p * vectors;
+        reinterpret_cast<float4*>(cur + at)[q] = reinterpret_cast<const float4*>(next + at)[q];
+    }
+}
+
+// The persistent loop of one launch. PLACE: BD_PLACE_SHARED, both tile buffers in dynamic
+// shared memory; BD_PLACE_SPLIT, the first in dynamic shared memory and the second in
+// scratch (block b at b · tile_max · stride floats); BD_PLACE_GLOBAL, both in scratch (block
+// b at b · 2 · tile_max · stride floats).
+template <unsigned int THREADS, unsigned int PLACE>
+__device__ __forceinline__ void bd_chain(
+    const unsigned int* __restrict__ desc, const float* __restrict__ dense, const uint2* __restrict__ ell,
+    const unsigned int* __restrict__ group_starts, const unsigned int* __restrict__ w1_offsets,
+    const uint2* __restrict__ w1_entries, const unsigned int* __restrict__ x_offsets,
+    const unsigned int* __restrict__ x_cols, const float* __restrict__ x_vals, unsigned int x_rows,
+    unsigned int x_binary, unsigned int first, unsigned int end, const unsigned int* __restrict__ carry_in_ids,
+    const float* __restrict__ carry_in_vals, const unsigned int* __restrict__ carry_in_count,
+    unsigned int carry_in_stride, unsigned int* __restrict__ carry_out_ids, float* __restrict__ carry_out_vals,
+    unsigned int* __restrict__ carry_out_count, unsigned int carry_out_stride, unsigned int* __restrict__ queue,
+    unsigned char* __restrict__ state, float* __restrict__ out, float bias, float upper, unsigned int suffix_start,
+    unsigned int tile_max, unsigned int stride, float* scratch) {
+    __shared__ BdTile tile;
+    extern __shared__ float4 bd_dynamic[];
+    float* buffer0;
+    float* buffer1;
+    if (PLACE == BD_PLACE_GLOBAL) {
+        buffer0 = scratch + (unsigned long long)blockIdx.x * 2ull * tile_max * stride;
+        buffer1 = buffer0 + tile_max * stride;
+    } else if (PLACE == BD_PLACE_SPLIT) {
+        buffer0 = reinterpret_cast<float*>(bd_dynamic);
+        buffer1 = scratch + (unsigned long long)blockIdx.x * tile_max * stride;
+    } else {
+        buffer0 = reinterpret_cast<float*>(bd_dynamic);
+        buffer1 = buffer0 + tile_max * stride;
+    }
+
+    // Every block computes the same tile size from the rows of this launch.
+    const unsigned int count = first == 0 ? x_rows : *carry_in_count;
+    const unsigned long long spread = (unsigned long long)gridDim.x * BD_TILE_WAVES;
+    const unsigned int rows_per_tile =
+        (unsigned int)min((unsigned long long)tile_max, max(1ull, (count + spread - 1) / spread));
+    const BdLayer first_layer = bd_layer_at(desc, 0);
+    const unsigned int out_width = bd_layer_at(desc, end - 1).out_width;
+
+    for (;;) {
+        if (threadIdx.x == 0) {
+            tile.base = atomicAdd(queue, rows_per_tile);
+        }
+        __syncthreads();
+        const unsigned int base = tile.base;
+        if (base >= count) {
+            break;
+        }
+        const unsigned int n = min(rows_per_tile, count - base);
+        float* cur = buffer0;
+        float* next = buffer1;
+        unsigned int done;
+        if (first == 0) {
+            bd_first_layer<THREADS, PLACE == BD_PLACE_SHARED>(cur, reinterpret_cast<unsigned int*>(next),
+                                                             tile_max * stride, stride,
+                                             base, n, x_offsets, x_cols, x_vals, x_binary, w1_offsets, w1_entries,
+                                             first_layer.dense_stride, first_layer.out_width, bias, upper, tile);
+            done = 1;
+        } else {
+            bd_load_carried<THREADS>(cur, stride, base, n, carry_in_ids, carry_in_vals, carry_in_stride, tile);
+            done = first;
+        }
+        for (unsigned int i = threadIdx.x; i < n; i += THREADS) {
+            tile.live[i] = i;
+        }
+        if (threadIdx.x == 0) {
+            tile.live_count = n;
+        }
+        __syncthreads();
+        if (first == 0) {
+            bd_retire<THREADS>(tile, cur, stride, first_layer.out_width, 1, suffix_start, upper, state);
+        }
+        for (unsigned int l = done; l < end; ++l) {
+            const unsigned int live = tile.live_count;
+            if (live == 0) {
+                break;
+            }
+            const BdLayer layer = bd_layer_at(desc, l);
+            bd_layer<THREADS>(layer, cur, next, stride, live, tile, dense, ell, group_starts, bias, upper);
+            __syncthreads();
+            if (PLACE == BD_PLACE_SPLIT) {
+                bd_copy_back<THREADS>(cur, next, stride, bd_round32(layer.out_width), tile);
+                __syncthreads();
+            } else {
+                float* swap = cur;
+                cur = next;
+                next = swap;
+            }
+            bd_retire<THREADS>(tile, cur, stride, layer.out_width, l + 1, suffix_start, upper, state);
+        }
+        bd_finish_tile<THREADS>(tile, cur, stride, carry_out_ids, carry_out_vals, carry_out_count, carry_out_stride,
+                                state, out, out_width);
+    }
+}
+
+#define BD_CHAIN_PARAMS                                                                                             \
+    const unsigned int *__restrict__ desc, const float *__restrict__ dense, const uint2 *__restrict__ ell,         \
+        const unsigned int *__restrict__ group_starts, const unsigned int *__restrict__ w1_offsets,                \
+        const uint2 *__restrict__ w1_entries, const unsigned int *__restrict__ x_offsets,                          \
+        const unsigned int *__restrict__ x_cols, const float *__restrict__ x_vals, unsigned int x_rows,            \
+        unsigned int x_binary, unsigned int first, unsigned int end,                                               \
+        const unsigned int *__restrict__ carry_in_ids, const float *__restrict__ carry_in_vals,                    \
+        const unsigned int *__restrict__ carry_in_count, unsigned int carry_in_stride,                             \
+        unsigned int *__restrict__ carry_out_ids, float *__restrict__ carry_out_vals,                              \
+        unsigned int *__restrict__ carry_out_count, unsigned int carry_out_stride, unsigned int *__restrict__ queue, \
+        unsigned char *__restrict__ state, float *__restrict__ out, float bias, float upper,                       \
+        unsigned int suffix_start, unsigned int tile_max, unsigned int stride, float *scratch
+
+#define BD_CHAIN_ARGS                                                                                               \
+    desc, dense, ell, group_starts, w1_offsets, w1_entries, x_offsets, x_cols, x_vals, x_rows, x_binary, first,    \
+        end, carry_in_ids, carry_in_vals, carry_in_count, carry_in_stride, carry_out_ids, carry_out_vals,          \
+        carry_out_count, carry_out_stride, queue, state, out, bias, upper, suffix_start, tile_max, stride, scratch
+
+// Launch: grid = the blocks resident on the device (SMs × occupancy; persistent, tiles from the queue), block BD_THREADS,
+// dynamic shared 2 · tile_max · stride floats (the tile's two buffers).
+extern "C" __global__ void __launch_bounds__(BD_THREADS) bd_chain_shared(BD_CHAIN_PARAMS) {
+    bd_chain<BD_THREADS, BD_PLACE_SHARED>(BD_CHAIN_ARGS);
+}
+
+// Launch: grid = the blocks resident on the device (one an SM; persistent, tiles from the queue), block BD_THREADS_WIDE,
+// dynamic shared 2 · tile_max · stride floats (the tile's two buffers).
+extern "C" __global__ void __launch_bounds__(BD_THREADS_WIDE) bd_chain_shared_wide(BD_CHAIN_PARAMS) {
+    bd_chain<BD_THREADS_WIDE, BD_PLACE_SHARED>(BD_CHAIN_ARGS);
+}
+
+// Launch: grid = the blocks resident on the device (SMs × occupancy; persistent, tiles from the queue), block BD_THREADS,
+// dynamic shared tile_max · stride floats (the layer's input rows); its outputs in scratch (grid · tile_max · stride floats).
+extern "C" __global__ void __launch_bounds__(BD_THREADS) bd_chain_split(BD_CHAIN_PARAMS) {
+    bd_chain<BD_THREADS, BD_PLACE_SPLIT>(BD_CHAIN_ARGS);
+}
+
+// Launch: grid = the blocks resident on the device (one an SM; persistent, tiles from the queue), block BD_THREADS_WIDE,
+// dynamic shared tile_max · stride floats (the layer's input rows); its outputs in scratch (grid · tile_max · stride floats).
+extern "C" __global__ void __launch_bounds__(BD_THREADS_WIDE) bd_chain_split_wide(BD_CHAIN_PARAMS) {
+    bd_chain<BD_THREADS_WIDE, BD_PLACE_SPLIT>(BD_CHAIN_ARGS);
+}
+
+// Launch: grid = the blocks resident on the device (SMs × occupancy; persistent, tiles from the queue), block BD_THREADS,
+// static shared bookkeeping only: the tile's two buffers lie in scratch (grid · 2 · tile_max · stride floats).
+extern "C" __global__ void __launch_bounds__(BD_THREADS) bd_chain_global(BD_CHAIN_PARAMS) {
+    bd_chain<BD_THREADS, BD_PLACE_GLOBAL>(BD_CHAIN_ARGS);
+}
