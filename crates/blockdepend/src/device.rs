@@ -1,0 +1,744 @@
+//! The fused chain on the device: the layout resident, one launch per segment, the states
+//! and final values read back and expanded.
+
+use std::time::Instant;
+
+use spdnn_cuda::cudarc::driver::DeviceRepr;
+use spdnn_cuda::cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
+use spdnn_cuda::method::{DeviceRun, LayerChain, MethodOptions, Probe};
+use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, PushKernelArg};
+use spdnn_formats::{Csr, SparseMatrix};
+
+use crate::layout::{Layout, WARP};
+use crate::plan::{self, Limits, MAX_TILE, Placement, Segment};
+use crate::{
+    BlockDependOptions, CHAIN_GLOBAL, CHAIN_SHARED, CHAIN_SHARED_WIDE, CHAIN_SPLIT,
+    CHAIN_SPLIT_WIDE, Chain, Compression, Expansion, Retire,
+};
+
+/// Stage names of the profiled run: one per launch, in order (a chain cut more often than
+/// this reports its later launches under the last name).
+const STAGES: [&str; 16] = [
+    "launch 1",
+    "launch 2",
+    "launch 3",
+    "launch 4",
+    "launch 5",
+    "launch 6",
+    "launch 7",
+    "launch 8",
+    "launch 9",
+    "launch 10",
+    "launch 11",
+    "launch 12",
+    "launch 13",
+    "launch 14",
+    "launch 15",
+    "launch 16+",
+];
+
+/// Global memory the scratch tiles may take: this share of the free memory.
+const SCRATCH_SHARE: usize = 4;
+
+/// Uploads `host`, or one default element when it is empty (a zero-length allocation is
+/// not a valid kernel argument).
+fn upload_padded<T: DeviceRepr + Default + Copy>(
+    gpu: &Gpu,
+    host: &[T],
+) -> Result<DeviceBuffer<T>, CudaError> {
+    if host.is_empty() {
+        gpu.upload(&[T::default()])
+    } else {
+        gpu.upload(host)
+    }
+}
+
+fn device_attribute(gpu: &Gpu, attribute: CUdevice_attribute) -> Result<usize, CudaError> {
+    let value = gpu
+        .context()
+        .attribute(attribute)
+        .context("querying a device attribute")?;
+    Ok(value.max(0) as usize)
+}
+
+/// An upload that ran out of memory, said plainly.
+fn resident_error(e: CudaError, what: &str) -> CudaError {
+    match e {
+        CudaError::OutOfMemory { requested, free } => CudaError::InvalidArgument(format!(
+            "blockdepend keeps {what} resident on the GPU: {requested} bytes did not fit \
+             ({free} free); run a smaller batch, compress the network, or use a GPU with more memory"
+        )),
+        other => other,
+    }
+}
+
+fn invalid(message: impl std::fmt::Display) -> CudaError {
+    CudaError::InvalidArgument(format!("blockdepend: {message}"))
+}
+
+/// The fused kernel's five instances.
+struct Kernels {
+    shared: Kernel,
+    shared_wide: Kernel,
+    split: Kernel,
+    split_wide: Kernel,
+    global: Kernel,
+}
+
+impl Kernels {
+    /// The instance a segment runs.
+    fn of(&self, segment: &Segment) -> &Kernel {
+        let wide = segment.threads == plan::THREADS_WIDE;
+        match (segment.placement, wide) {
+            (Placement::Global, _) => &self.global,
+            (Placement::Shared, true) => &self.shared_wide,
+            (Placement::Shared, false) => &self.shared,
+            (Placement::Split, true) => &self.split_wide,
+            (Placement::Split, false) => &self.split,
+        }
+    }
+
+    /// The instances that take dynamic shared memory.
+    fn with_shared(&self) -> [&Kernel; 4] {
+        [
+            &self.shared,
+            &self.shared_wide,
+            &self.split,
+            &self.split_wide,
+        ]
+    }
+}
+
+/// One launch as the device runs it.
+struct Launch {
+    segment: Segment,
+    /// Blocks of the persistent grid.
+    grid: u32,
+}
+
+/// What a launch asked of the device, for the message when the driver refuses it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LaunchShape {
+    /// 0-based launch index.
+    pub index: usize,
+    /// The kernel's name.
+    pub kernel: &'static str,
+    /// Layers it covers, as stages name them.
+    pub layers: String,
+    pub grid: u32,
+    pub threads: u32,
+    /// Dynamic shared memory of a block, bytes.
+    pub dynamic: usize,
+    /// The kernel's static shared memory, bytes.
+    pub static_shared: usize,
+    /// What the device allows a block with the opt-in, bytes (static included).
+    pub limit: usize,
+}
+
+impl LaunchShape {
+    /// The message for a launch the driver refused with `cause`: what was asked, what the
+    /// device allows, and what to try.
+    pub(crate) fn refusal(&self, cause: &dyn std::fmt::Display) -> String {
+        let mut message = format!(
+            "launch {} ({} for layers {}) was refused: {} blocks × {} threads",
+            self.index + 1,
+            self.kernel,
+            self.layers,
+            self.grid,
+            self.threads
+        );
+        if self.dynamic > 0 {
+            message.push_str(&format!(
+                " with {} bytes of dynamic shared memory a block (+{} static; the device allows \
+                 {} with the opt-in). A tool that keeps shared memory for itself (e.g. \
+                 compute-sanitizer racecheck) can leave too little: try a smaller --bd-tile, or \
+                 --bd-placement global",
+                self.dynamic, self.static_shared, self.limit
+            ));
+        }
+        message.push_str(&format!(" ({cause})"));
+        message
+    }
+}
+
+/// The layout on the device.
+struct DeviceLayout {
+    desc: DeviceBuffer<u32>,
+    dense: DeviceBuffer<f32>,
+    ell: DeviceBuffer<[u32; 2]>,
+    group_starts: DeviceBuffer<u32>,
+    w1_offsets: DeviceBuffer<u32>,
+    w1_entries: DeviceBuffer<[u32; 2]>,
+}
+
+/// The loaded batch of input rows (CSR).
+struct Input {
+    offsets: DeviceBuffer<u32>,
+    cols: DeviceBuffer<u32>,
+    /// The values; one placeholder when every value is 1 (`binary`).
+    vals: DeviceBuffer<f32>,
+    /// 1 when every value is 1: the kernel reads only the columns.
+    binary: u32,
+}
+
+/// Everything one BlockDepend run keeps on the device.
+pub(crate) struct BdRun<'g> {
+    gpu: &'g Gpu,
+    kernels: Kernels,
+    expansion: Expansion,
+    launches: Vec<Launch>,
+    layout: DeviceLayout,
+    input: Option<Input>,
+    capacity: usize,
+    loaded: usize,
+    state: DeviceBuffer<u8>,
+    out: DeviceBuffer<f32>,
+    out_width: usize,
+    carry_ids: [DeviceBuffer<u32>; 2],
+    carry_vals: [DeviceBuffer<f32>; 2],
+    /// `[queue of each launch | rows entering each launch]`.
+    counters: DeviceBuffer<u32>,
+    scratch: DeviceBuffer<f32>,
+    bias: f32,
+    upper: f32,
+    suffix_start: u32,
+    details: Vec<(String, String)>,
+    /// Rows entering each launch in the last run read back.
+    entered: Vec<u32>,
+    /// The device's shared memory a block with the opt-in, and the kernel's static part.
+    limits: Limits,
+}
+
+impl<'g> BdRun<'g> {
+    pub(crate) fn prepare(
+        gpu: &'g Gpu,
+        chain: &LayerChain<'_>,
+        rows: usize,
+        options: &BlockDependOptions,
+    ) -> Result<Self, CudaError> {
+        if !(chain.bias.is_finite() && chain.bias < 0.0) {
+            return Err(invalid(format!(
+                "the bias must be negative and finite, got {}",
+                chain.bias
+            )));
+        }
+        if !(chain.upper.is_finite() && chain.upper > 0.0) {
+            return Err(invalid(format!(
+                "the upper bound must be positive and finite, got {}",
+                chain.upper
+            )));
+        }
+        options.validate().map_err(invalid)?;
+        let started = Instant::now();
+        let network = Chain::build(
+            chain.layers,
+            chain.bias,
+            chain.upper,
+            options.compress,
+            options.retire,
+        )
+        .map_err(invalid)?;
+        let layout = Layout::build(&network, options.format).map_err(invalid)?;
+        let cuts =
+            plan::cut_points(layout.layers.len(), options.cuts.as_deref()).map_err(invalid)?;
+
+        let kernels = Kernels {
+            shared: gpu.kernel(&CHAIN_SHARED)?,
+            shared_wide: gpu.kernel(&CHAIN_SHARED_WIDE)?,
+            split: gpu.kernel(&CHAIN_SPLIT)?,
+            split_wide: gpu.kernel(&CHAIN_SPLIT_WIDE)?,
+            global: gpu.kernel(&CHAIN_GLOBAL)?,
+        };
+        let static_shared = kernels
+            .shared
+            .shared_size_bytes()
+            .context("querying bd_chain_shared's static shared memory")?
+            .max(0) as usize;
+        let limits = Limits {
+            shared_per_block: device_attribute(
+                gpu,
+                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )?,
+            shared_per_sm: device_attribute(
+                gpu,
+                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+            )?,
+            reserved_per_block: device_attribute(
+                gpu,
+                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+            )?,
+            static_shared,
+        };
+        let segments = plan::plan(
+            &layout,
+            &limits,
+            &cuts,
+            options.placement,
+            options.tile_rows,
+        )
+        .map_err(invalid)?;
+        let preprocess_ms = started.elapsed().as_secs_f64() * 1e3;
+
+        let capacity = rows.max(1);
+        let stride_max = segments.iter().map(|s| s.stride).max().unwrap_or(WARP);
+        if stride_max.saturating_mul(MAX_TILE) > u32::MAX as usize
+            // The queue counts past the rows by at most a tile per block.
+            || capacity.saturating_add(1 << 24) > u32::MAX as usize
+        {
+            return Err(invalid(format!(
+                "{capacity} rows of up to {stride_max} activations are too large to index"
+            )));
+        }
+
+        // Opt in to the shared memory of the largest shared tile, then size each grid to
+        // the blocks that stay resident.
+        let sms = device_attribute(
+            gpu,
+            CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        )?
+        .max(1);
+        for kernel in kernels.with_shared() {
+            let max_dynamic = segments
+                .iter()
+                .filter(|s| std::ptr::eq(kernels.of(s), kernel))
+                .map(|s| 4 * s.shared_floats())
+                .max()
+                .unwrap_or(0);
+            if max_dynamic > 0 {
+                kernel
+                    .set_attribute(
+                        CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        max_dynamic as i32,
+                    )
+                    .map_err(|e| {
+                        invalid(format!(
+                            "opting {} into {max_dynamic} bytes of dynamic shared memory a block \
+                             (+{} static; the device allows {}) failed ({e}); try a smaller \
+                             --bd-tile, or --bd-placement global",
+                            kernel.decl().name,
+                            limits.static_shared,
+                            limits.shared_per_block
+                        ))
+                    })?;
+            }
+        }
+        let free = gpu.memory()?.free;
+        let mut launches = Vec::with_capacity(segments.len());
+        let mut scratch_floats = 0usize;
+        for mut segment in segments {
+            let kernel = kernels.of(&segment);
+            let dynamic = 4 * segment.shared_floats();
+            let per_sm = kernel
+                .occupancy_max_active_blocks_per_multiprocessor(
+                    kernel.decl().threads(),
+                    dynamic,
+                    None,
+                )
+                .context("querying the fused kernel's occupancy")?;
+            if per_sm == 0 {
+                return Err(invalid(format!(
+                    "no block of layers {} fits an SM ({} bytes of dynamic shared memory)",
+                    segment.label(),
+                    dynamic
+                )));
+            }
+            let mut grid = sms * per_sm as usize;
+            if segment.scratch_floats() > 0 {
+                // Scratch for every block: shrink the tile, then the grid, to a share of the
+                // free memory (a smaller split tile only needs less shared memory).
+                let budget = free / SCRATCH_SHARE / 4;
+                while segment.tile > 1 && grid * segment.scratch_floats() > budget {
+                    segment.tile = segment.tile.div_ceil(2);
+                }
+                while grid > 1 && grid * segment.scratch_floats() > budget {
+                    grid = grid.div_ceil(2);
+                }
+                scratch_floats = scratch_floats.max(grid * segment.scratch_floats());
+            }
+            launches.push(Launch {
+                segment,
+                grid: grid.clamp(1, i32::MAX as usize) as u32,
+            });
+        }
+
+        let weights = |e| resident_error(e, "every layer's weights");
+        // `[u32; 2]` entries are eight plain bytes, read as `uint2` by the kernel.
+        let device_layout = DeviceLayout {
+            desc: upload_padded(gpu, &layout.descriptors()).map_err(weights)?,
+            dense: upload_padded(gpu, &layout.dense).map_err(weights)?,
+            ell: upload_padded(gpu, &layout.ell).map_err(weights)?,
+            group_starts: upload_padded(gpu, &layout.group_starts).map_err(weights)?,
+            w1_offsets: upload_padded(gpu, &layout.first.offsets).map_err(weights)?,
+            w1_entries: upload_padded(gpu, &layout.first.entries).map_err(weights)?,
+        };
+        let out_width = network.output_width();
+        let carry_floats = launches
+            .iter()
+            .map(|l| l.segment.carry_out)
+            .max()
+            .unwrap_or(0);
+        let carry_rows = if carry_floats > 0 { capacity } else { 1 };
+        let alloc_f32 = |n: usize, what: &str| {
+            gpu.alloc_zeros::<f32>(n.max(1))
+                .map_err(|e| resident_error(e, what))
+        };
+        let launch_count = launches.len();
+        let mut run = Self {
+            gpu,
+            launches,
+            layout: device_layout,
+            input: None,
+            capacity,
+            loaded: 0,
+            state: gpu.alloc_zeros::<u8>(capacity)?,
+            out: alloc_f32(capacity * out_width, "the final values")?,
+            out_width,
+            carry_ids: [
+                gpu.alloc_zeros::<u32>(carry_rows)?,
+                gpu.alloc_zeros::<u32>(carry_rows)?,
+            ],
+            carry_vals: [
+                alloc_f32(
+                    carry_rows * carry_floats,
+                    "the rows carried between launches",
+                )?,
+                alloc_f32(
+                    carry_rows * carry_floats,
+                    "the rows carried between launches",
+                )?,
+            ],
+            counters: gpu.alloc_zeros::<u32>(2 * launch_count + 1)?,
+            scratch: alloc_f32(scratch_floats, "the tiles in global memory")?,
+            bias: chain.bias,
+            upper: chain.upper,
+            suffix_start: network
+                .suffix_start()
+                .map_or(u32::MAX, |s| s.min(u32::MAX as usize) as u32),
+            details: Vec::new(),
+            entered: Vec::new(),
+            limits,
+            kernels,
+            expansion: network.expansion(),
+        };
+        run.details = run.describe(&network, &layout, preprocess_ms);
+        Ok(run)
+    }
+
+    fn describe(
+        &self,
+        network: &Chain<'_>,
+        layout: &Layout,
+        preprocess_ms: f64,
+    ) -> Vec<(String, String)> {
+        let (_, dense, ell) = layout.format_counts();
+        let compression = match network.compression() {
+            Compression::Off => "off".to_string(),
+            Compression::Identity => "identity (no classes)".to_string(),
+            Compression::Compressed {
+                width_ratio,
+                nnz_ratio,
+            } => format!("widths ×{width_ratio:.2}, entries ×{nnz_ratio:.2}"),
+            Compression::FellBack { reason } => format!("fell back: {reason}"),
+        };
+        let retire = match network.retire() {
+            Retire::Off => "off".to_string(),
+            Retire::Proved { suffix_start } => format!("after {suffix_start} layers"),
+            Retire::None { reason } => format!("none: {reason}"),
+        };
+        let widths: Vec<usize> = layout.layers.iter().map(|l| l.out_width).collect();
+        let (min_w, max_w) = (
+            widths.iter().copied().min().unwrap_or(0),
+            widths.iter().copied().max().unwrap_or(0),
+        );
+        let launches: Vec<String> = self
+            .launches
+            .iter()
+            .map(|l| {
+                format!(
+                    "{}:{}×{}@{}x{}",
+                    l.segment.label(),
+                    l.segment.placement.name(),
+                    l.segment.tile,
+                    l.grid,
+                    l.segment.threads
+                )
+            })
+            .collect();
+        let regs = |k: &Kernel| k.num_regs().map_or(-1, |r| r);
+        let local = |k: &Kernel| k.local_size_bytes().map_or(-1, |r| r);
+        vec![
+            ("preprocessing_ms".into(), format!("{preprocess_ms:.1}")),
+            (
+                "compress_ms".into(),
+                format!("{:.1}", network.compress_ms()),
+            ),
+            ("retire_ms".into(), format!("{:.1}", network.retire_ms())),
+            ("compression".into(), compression),
+            ("retirement".into(), retire),
+            ("widths".into(), format!("{min_w}..{max_w}")),
+            (
+                "formats".into(),
+                format!("{dense} dense, {ell} ell, layer 1 scattered"),
+            ),
+            ("weight_bytes".into(), layout.weight_bytes().to_string()),
+            ("launches".into(), launches.join(" ")),
+            (
+                "path".into(),
+                plan::path(&self.launches.iter().map(|l| l.segment).collect::<Vec<_>>()),
+            ),
+            (
+                "registers".into(),
+                format!(
+                    "shared {} / wide {} / split {} / split wide {} / global {}",
+                    regs(&self.kernels.shared),
+                    regs(&self.kernels.shared_wide),
+                    regs(&self.kernels.split),
+                    regs(&self.kernels.split_wide),
+                    regs(&self.kernels.global)
+                ),
+            ),
+            (
+                "local_bytes".into(),
+                format!(
+                    "shared {} / wide {} / split {} / split wide {} / global {}",
+                    local(&self.kernels.shared),
+                    local(&self.kernels.shared_wide),
+                    local(&self.kernels.split),
+                    local(&self.kernels.split_wide),
+                    local(&self.kernels.global)
+                ),
+            ),
+            (
+                "model_bytes_per_row_layer".into(),
+                self.launches
+                    .iter()
+                    .map(|l| {
+                        let bytes = |b: Option<f64>| b.map_or("-".into(), |b| format!("{b:.0}"));
+                        let model = l.segment.model;
+                        format!(
+                            "{}:{}/{}/{:.0}",
+                            l.segment.label(),
+                            bytes(model.shared_bytes),
+                            bytes(model.split_bytes),
+                            model.global_bytes
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+        ]
+    }
+
+    /// Enqueues launch `index`.
+    fn launch(&mut self, index: usize) -> Result<(), CudaError> {
+        let stream = self.gpu.stream().clone();
+        let launch = &self.launches[index];
+        let segment = launch.segment;
+        let input = self
+            .input
+            .as_ref()
+            .ok_or_else(|| invalid("run before load"))?;
+        let count = self.launches.len();
+        let (queues, mut entered) = self.counters.split_at_mut(count);
+        let queue = queues.slice(index..index + 1);
+        let (entered_in, entered_out) = entered.split_at_mut(index + 1);
+        let carry_in_count = entered_in.slice(index..index + 1);
+        let carry_out_count = entered_out.slice(0..1);
+        let (ids_a, ids_b) = self.carry_ids.split_at_mut(1);
+        let (vals_a, vals_b) = self.carry_vals.split_at_mut(1);
+        // Launch i writes buffer i % 2 and reads buffer (i + 1) % 2.
+        let (carry_out_ids, carry_in_ids, carry_out_vals, carry_in_vals) =
+            if index.is_multiple_of(2) {
+                (&mut ids_a[0], &ids_b[0], &mut vals_a[0], &vals_b[0])
+            } else {
+                (&mut ids_b[0], &ids_a[0], &mut vals_b[0], &vals_a[0])
+            };
+        let kernel = self.kernels.of(&segment);
+        let rows = self.loaded as u32;
+        let (first, end) = (segment.first as u32, segment.end as u32);
+        let (carry_in_stride, carry_out_stride) =
+            (segment.carry_in as u32, segment.carry_out as u32);
+        let (tile, stride) = (segment.tile as u32, segment.stride as u32);
+        let mut builder = stream.launch_builder(kernel);
+        builder
+            .arg(&*self.layout.desc)
+            .arg(&*self.layout.dense)
+            .arg(&*self.layout.ell)
+            .arg(&*self.layout.group_starts)
+            .arg(&*self.layout.w1_offsets)
+            .arg(&*self.layout.w1_entries)
+            .arg(&*input.offsets)
+            .arg(&*input.cols)
+            .arg(&*input.vals)
+            .arg(&rows)
+            .arg(&input.binary)
+            .arg(&first)
+            .arg(&end)
+            .arg(&**carry_in_ids)
+            .arg(&**carry_in_vals)
+            .arg(&carry_in_count)
+            .arg(&carry_in_stride)
+            .arg(&mut **carry_out_ids)
+            .arg(&mut **carry_out_vals)
+            .arg(&carry_out_count)
+            .arg(&carry_out_stride)
+            .arg(&queue)
+            .arg(&mut *self.state)
+            .arg(&mut *self.out)
+            .arg(&self.bias)
+            .arg(&self.upper)
+            .arg(&self.suffix_start)
+            .arg(&tile)
+            .arg(&stride)
+            .arg(&mut *self.scratch);
+        let config = match segment.placement {
+            Placement::Shared | Placement::Split => {
+                kernel.config_shared(launch.grid, segment.shared_floats())?
+            }
+            Placement::Global => kernel.config(launch.grid)?,
+        };
+        let dynamic = config.shared_mem_bytes as usize;
+        unsafe { builder.launch(config) }.map_err(|e| {
+            let shape = LaunchShape {
+                index,
+                kernel: kernel.decl().name,
+                layers: segment.label(),
+                grid: launch.grid,
+                threads: kernel.decl().threads(),
+                dynamic,
+                static_shared: self.limits.static_shared,
+                limit: self.limits.shared_per_block,
+            };
+            invalid(shape.refusal(&e))
+        })?;
+        Ok(())
+    }
+}
+
+impl DeviceRun for BdRun<'_> {
+    fn load(&mut self, input: &Csr) -> Result<(), CudaError> {
+        if input.nrows() > self.capacity || input.ncols() != self.expansion.input_width() {
+            return Err(invalid(format!(
+                "a batch of {} × {} does not fit the prepared {} × {}",
+                input.nrows(),
+                input.ncols(),
+                self.capacity,
+                self.expansion.input_width()
+            )));
+        }
+        let gpu = self.gpu;
+        let binary = input.values().iter().all(|&v| v == 1.0);
+        self.input = None;
+        self.input = Some(Input {
+            offsets: gpu.upload(input.row_offsets())?,
+            cols: upload_padded(gpu, input.col_indices())?,
+            vals: if binary {
+                gpu.upload(&[1.0f32])?
+            } else {
+                upload_padded(gpu, input.values())?
+            },
+            binary: u32::from(binary),
+        });
+        // Poison the states: every row must be finished by the run.
+        gpu.upload_into(&vec![u8::MAX; input.nrows()], &mut self.state)?;
+        self.loaded = input.nrows();
+        Ok(())
+    }
+
+    /// One launch per segment; the counters are cleared first.
+    fn run(&mut self, probe: &mut Probe) -> Result<(), CudaError> {
+        self.gpu
+            .stream()
+            .memset_zeros(&mut *self.counters)
+            .context("clearing the queues")?;
+        for index in 0..self.launches.len() {
+            self.launch(index)?;
+            probe.step(STAGES[index.min(STAGES.len() - 1)])?;
+        }
+        Ok(())
+    }
+
+    fn row_flags(&mut self) -> Result<Vec<u8>, CudaError> {
+        let mut states = self.gpu.download(&*self.state)?;
+        states.truncate(self.loaded);
+        if let Some(row) = states.iter().position(|&s| s == u8::MAX) {
+            return Err(invalid(format!(
+                "row {row} of the batch was never finished by the kernel"
+            )));
+        }
+        let counters = self.gpu.download(&*self.counters)?;
+        self.entered = counters[self.launches.len()..].to_vec();
+        Ok(states
+            .iter()
+            .map(|&s| u8::from(s != crate::STATE_ZERO))
+            .collect())
+    }
+
+    fn output(&mut self) -> Result<Vec<f32>, CudaError> {
+        let mut states = self.gpu.download(&*self.state)?;
+        states.truncate(self.loaded);
+        let mut out = self.gpu.download(&*self.out)?;
+        out.truncate(self.loaded * self.out_width);
+        let values = crate::final_values(&states, &out, self.upper);
+        self.expansion.expand(values, self.loaded).map_err(invalid)
+    }
+
+    fn stages(&self) -> &'static [&'static str] {
+        &STAGES[..self.launches.len().min(STAGES.len())]
+    }
+
+    fn details(&self) -> Vec<(String, String)> {
+        let mut details = self.details.clone();
+        if !self.entered.is_empty() {
+            let entered: Vec<String> = self
+                .launches
+                .iter()
+                .zip(&self.entered)
+                .skip(1)
+                .map(|(l, n)| format!("{}:{n}", l.segment.label()))
+                .collect();
+            details.push(("rows_carried".into(), entered.join(" ")));
+        }
+        details
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_launch_names_what_it_asked_and_what_to_try() {
+        let shape = LaunchShape {
+            index: 0,
+            kernel: "bd_chain_shared",
+            layers: "1-2".into(),
+            grid: 396,
+            threads: 256,
+            dynamic: 65536,
+            static_shared: 1680,
+            limit: 232448,
+        };
+        let message = shape.refusal(&"CUDA_ERROR_INVALID_VALUE");
+        assert!(!message.contains("  "), "{message}");
+        for part in [
+            "launch 1 (bd_chain_shared for layers 1-2)",
+            "396 blocks × 256 threads",
+            "65536 bytes of dynamic shared memory",
+            "+1680 static",
+            "allows 232448",
+            "--bd-tile",
+            "(CUDA_ERROR_INVALID_VALUE)",
+        ] {
+            assert!(message.contains(part), "{part}: {message}");
+        }
+        let global = LaunchShape {
+            dynamic: 0,
+            kernel: "bd_chain_global",
+            ..shape
+        };
+        let message = global.refusal(&"out of resources");
+        assert!(!message.contains("shared"), "{message}");
+        assert!(message.ends_with("(out of resources)"), "{message}");
+    }
+}

@@ -1,0 +1,857 @@
+//! The layers as the fused kernel reads them.
+//!
+//! **Layer 1** reads the sparse input rows: each input nonzero `(k, x)` adds `x·W[k, c]` to
+//! the tile's accumulator of output `c` (shared-memory atomics), so layer 1 is kept
+//! row-major ([`FirstLayer`]: CSR over the input neurons, each entry an `(output, weight)`
+//! pair read as one 8-byte load).
+//!
+//! **Layers 2…L** are *pulled*: lane `c mod 32` of a warp computes output `c` for up to
+//! [`ROWS_PER_ITEM`] rows of the tile, reading the rows' activations from the tile (shared
+//! memory, broadcast or scattered) and the weights from global memory, where they stay in
+//! L2 across the blocks. Each layer is stored in whichever of two formats costs less per
+//! row ([`choose_format`]):
+//!
+//! - [`Format::Dense`]: `W[k][c]` row-major, `⌈in/4⌉·4` rows (the tile's float4 reads of
+//!   four inputs at a time) × `⌈out/32⌉·32` columns (a warp's 32 lanes), padding zero.
+//!   Step `k` of a warp reads one 128-byte line `W[k][32g .. 32g + 32]`: coalesced.
+//! - [`Format::Ell`]: columns in groups of 32, each group sliced ELL: slot `s` of the
+//!   group holds one stored entry of each of its 32 columns as an `(input, weight)` pair,
+//!   `slots` = the group's longest column, shorter columns padded with weight 0. Slot `s`
+//!   of a warp is one 256-byte read: coalesced. Which entry of a column goes to which slot
+//!   is chosen so that the 32 lanes of a slot read different shared-memory banks (input
+//!   mod 32) where they can ([`slot_order`]): in input order, random inputs put about 3.4
+//!   addresses on a slot's busiest bank (each a shared-memory wavefront), in this order
+//!   1.6–1.9. Padding reads an address the slot reads anyway (a broadcast).
+//!
+//! Every layer's outputs are written for all `⌈out/32⌉·32` columns (the padding computes
+//! `clip(0 + b) = 0`, as `b < 0`), so the next layer's float4 reads past `in` see zeros.
+//!
+//! The summation order is fixed per output: Dense adds `y_k·W[k][c]` for `k` ascending
+//! (padding included), Ell in slot order (padding included), each with one fused
+//! multiply-add from `0`, then the bias; the CPU emulation ([`crate::emulate`]) repeats it
+//! bit for bit. Layer 1's atomics add in any order (exact for dyadic data; within
+//! rounding otherwise, as every method's scatter).
+
+use rayon::prelude::*;
+use serde::Serialize;
+use spdnn_formats::{Csr, SparseMatrix};
+
+use crate::Chain;
+
+/// Lanes of a warp: outputs per work item.
+pub const WARP: usize = 32;
+/// Inputs read per step of a dense layer (one float4 of a row of the tile).
+pub const VECTOR: usize = 4;
+/// Rows of the tile per work item: accumulators per thread (`BD_ROWS` in the kernel).
+pub const ROWS_PER_ITEM: usize = 8;
+/// Words per layer descriptor (`BD_DESC_WORDS`): format, in, out, dense stride, offset
+/// (low, high), ELL group table, unused.
+pub const DESC_WORDS: usize = 8;
+/// Shared-memory banks of 4-byte words: input `k` of every tile row lies in bank
+/// `k mod BANKS` (rows start at multiples of 32 floats).
+pub const BANKS: usize = 32;
+/// Floats of a 32-byte sector of global memory (what a gathered float costs there).
+pub const SECTOR_FLOATS: usize = 8;
+/// A dense layer costs at most this many times the slots of its ELL form: a dense step
+/// of a lane is one coalesced load, a quarter of a float4 broadcast per row and one
+/// fused multiply-add per row, an ELL step one 8-byte load, one scattered shared load
+/// (bank conflicts) and one fused multiply-add per row; see docs/blockdepend.md.
+pub const DENSE_FACTOR: usize = 3;
+
+/// `n` rounded up to a multiple of `m` (`m > 0`).
+pub fn round_up(n: usize, m: usize) -> usize {
+    n.div_ceil(m) * m
+}
+
+/// How a layer's weights are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    /// Layer 1: CSR over the input neurons, scattered from the sparse input rows.
+    Input,
+    /// Row-major dense, padded.
+    Dense,
+    /// Groups of 32 columns, each sliced ELL.
+    Ell,
+}
+
+impl Format {
+    /// The kernel's code for the format (`BD_FORMAT_*`).
+    pub fn code(self) -> u32 {
+        match self {
+            Format::Input => 0,
+            Format::Dense => 1,
+            Format::Ell => 2,
+        }
+    }
+}
+
+/// Which formats the layers may take.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FormatChoice {
+    /// The cheaper per layer ([`choose_format`]).
+    #[default]
+    Auto,
+    /// Every layer after the first dense.
+    Dense,
+    /// Every layer after the first sliced ELL.
+    Ell,
+}
+
+/// Where one layer lives in the layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LayerLayout {
+    /// Its format.
+    pub format: Format,
+    /// Input width (rows of the layer).
+    pub in_width: usize,
+    /// Output width (columns).
+    pub out_width: usize,
+    /// Dense: floats per row (`⌈out/32⌉·32`); layer 1: the entries per input neuron of its
+    /// ELL form (0: CSR); otherwise 0.
+    pub dense_stride: usize,
+    /// Dense: first float in [`Layout::dense`]; Ell: first entry in [`Layout::ell`];
+    /// Input: 0 (the layer is [`Layout::first`]).
+    pub offset: usize,
+    /// Ell: index of the layer's first group start in [`Layout::group_starts`].
+    pub group_table: usize,
+    /// Ell: weight slots per lane summed over the groups (entries = 32·slots).
+    pub slots: usize,
+    /// Stored entries of the layer (the network's, not the padded ones).
+    pub nnz: usize,
+    /// Ell: shared-memory wavefronts one row costs per pass over the layer (per slot of
+    /// each group, the most distinct addresses its lanes read in one bank); else 0.
+    pub wavefronts: usize,
+    /// Ell: 32-byte sectors one row's gathers touch per pass over the layer when the row
+    /// lies in global memory (per slot of each group, the distinct sectors its lanes
+    /// read); else 0.
+    pub sectors: usize,
+    /// Bytes the kernel reads for one pass over the layer.
+    pub bytes: usize,
+}
+
+impl LayerLayout {
+    /// Column groups of 32 outputs.
+    pub fn groups(&self) -> usize {
+        self.out_width.div_ceil(WARP)
+    }
+
+    /// Fused multiply-adds one row costs in this layer as stored (padding included).
+    pub fn macs_per_row(&self) -> usize {
+        match self.format {
+            Format::Input => 0,
+            Format::Dense => round_up(self.in_width, VECTOR) * self.dense_stride,
+            Format::Ell => WARP * self.slots,
+        }
+    }
+}
+
+/// Most entries per input neuron for which layer 1 may be stored ELL.
+pub const FIRST_ELL_MAX: usize = 16;
+
+/// Layer 1 as the kernel reads it: CSR over the input neurons, or ELL (a fixed number of
+/// entries per input neuron, one load fewer per input nonzero) when the longest row is at
+/// most [`FIRST_ELL_MAX`] and padding at most doubles the entries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FirstLayer {
+    /// Outputs.
+    pub width: usize,
+    /// CSR: `entries[offsets[k] .. offsets[k + 1]]` belong to input neuron `k`.
+    pub offsets: Vec<u32>,
+    /// Entries per input neuron of the ELL form (`entries[k·w .. k·w + w]`, padded with
+    /// `(0, +0.0)`, which the kernel skips); 0: CSR.
+    pub ell_width: usize,
+    /// `(output, weight bits)` pairs.
+    pub entries: Vec<[u32; 2]>,
+}
+
+impl FirstLayer {
+    /// Layer 1 (`N × N_1`) in the cheaper of the two forms.
+    pub fn new(layer: &Csr) -> Self {
+        let longest = layer.max_row_len();
+        let rows = layer.nrows();
+        let ell = longest <= FIRST_ELL_MAX
+            && rows.saturating_mul(longest) <= 2 * layer.nnz() + rows
+            && rows.saturating_mul(longest) <= u32::MAX as usize;
+        let entries = if ell {
+            let mut entries = vec![[0u32, 0.0f32.to_bits()]; rows * longest];
+            for k in 0..rows {
+                let (cols, vals) = layer.row(k);
+                for (i, (&c, &v)) in cols.iter().zip(vals).enumerate() {
+                    entries[k * longest + i] = [c, v.to_bits()];
+                }
+            }
+            entries
+        } else {
+            layer.triplets().map(|(_, c, v)| [c, v.to_bits()]).collect()
+        };
+        Self {
+            width: layer.ncols(),
+            offsets: layer.row_offsets().to_vec(),
+            ell_width: if ell { longest } else { 0 },
+            entries,
+        }
+    }
+
+    /// The entries of input neuron `k` as the kernel visits them (padding skipped).
+    pub fn row(&self, k: usize) -> impl Iterator<Item = (u32, f32)> + '_ {
+        let range = if self.ell_width > 0 {
+            k * self.ell_width..(k + 1) * self.ell_width
+        } else {
+            self.offsets[k] as usize..self.offsets[k + 1] as usize
+        };
+        let ell = self.ell_width > 0;
+        self.entries[range]
+            .iter()
+            .filter(move |[_, w]| !(ell && *w == 0))
+            .map(|&[c, w]| (c, f32::from_bits(w)))
+    }
+}
+
+/// Every layer of a chain, as the kernel reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    /// Width of the input rows.
+    pub input_width: usize,
+    /// Layer 1.
+    pub first: FirstLayer,
+    /// One per layer, in order (`layers[0]` is layer 1, [`Format::Input`]).
+    pub layers: Vec<LayerLayout>,
+    /// The dense layers' floats.
+    pub dense: Vec<f32>,
+    /// The ELL layers' `(input, weight bits)` entries.
+    pub ell: Vec<[u32; 2]>,
+    /// Per ELL layer, `groups + 1` slot starts (cumulative within the layer).
+    pub group_starts: Vec<u32>,
+}
+
+/// The sliced-ELL slots per lane of `layer` (`in × out`): per group of 32 columns, its
+/// longest column.
+pub fn ell_slots(columns: &Csr) -> usize {
+    // `columns` is the transpose: one row per output.
+    (0..columns.nrows())
+        .step_by(WARP)
+        .map(|start| {
+            (start..(start + WARP).min(columns.nrows()))
+                .map(|c| columns.row(c).0.len())
+                .max()
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+/// The cheaper format for a layer of `in × out` whose sliced-ELL form has `slots` slots
+/// per lane: dense when its padded size is at most [`DENSE_FACTOR`] times the ELL
+/// entries.
+pub fn choose_format(in_width: usize, out_width: usize, slots: usize) -> Format {
+    let dense = round_up(in_width, VECTOR).saturating_mul(round_up(out_width, WARP));
+    if dense <= DENSE_FACTOR.saturating_mul(WARP * slots) {
+        Format::Dense
+    } else {
+        Format::Ell
+    }
+}
+
+/// One built layer before it is placed into the shared arrays.
+enum Built {
+    Dense(Vec<f32>),
+    Ell {
+        starts: Vec<u32>,
+        entries: Vec<[u32; 2]>,
+    },
+}
+
+fn build_dense(layer: &Csr) -> Vec<f32> {
+    let stride = round_up(layer.ncols(), WARP);
+    let mut dense = vec![0.0f32; round_up(layer.nrows(), VECTOR) * stride];
+    for (k, c, v) in layer.triplets() {
+        dense[k as usize * stride + c as usize] = v;
+    }
+    dense
+}
+
+/// Which entry of each column a group reads at each slot: `order[s][lane]` is a position
+/// in the lane's column (`inputs[lane]`, ascending), or `None` where the lane pads.
+///
+/// Greedy, slot by slot: the lanes that must place an entry now (as many left as slots)
+/// go first, then the others, each group by how few banks their entries left span; a lane
+/// takes the entry whose address the slot reads already (a broadcast, free), else the one
+/// whose bank the fewest of the slot's addresses share, ties to the earlier input. A lane
+/// that may wait pads rather than make the slot's busiest bank busier. On random inputs
+/// (fan-in 32) this takes the busiest bank of a slot from about 3.4 addresses (input
+/// order) to 1.6 out of 4096 inputs and 1.9 out of 16384 (fewer addresses to share), where
+/// the least possible is about 1.4 (the busiest bank's share of all entries).
+pub fn slot_order(inputs: &[&[u32]], slots: usize) -> Vec<Vec<Option<usize>>> {
+    let lanes = inputs.len();
+    let mut left: Vec<Vec<usize>> = inputs.iter().map(|c| (0..c.len()).collect()).collect();
+    let bank = |k: u32| k as usize % BANKS;
+    let mut order = Vec::with_capacity(slots);
+    let mut lane_order: Vec<(bool, u32, usize)> = Vec::with_capacity(lanes);
+    let mut read: Vec<u32> = Vec::with_capacity(lanes);
+    for s in 0..slots {
+        let slots_left = slots - s;
+        let mut load = [0usize; BANKS];
+        let mut busiest = 0usize;
+        let mut row = vec![None; lanes];
+        read.clear();
+        lane_order.clear();
+        lane_order.extend((0..lanes).filter(|&l| !left[l].is_empty()).map(|l| {
+            let banks = left[l]
+                .iter()
+                .fold(0u64, |m, &p| m | 1 << bank(inputs[l][p]))
+                .count_ones();
+            (left[l].len() < slots_left, banks, l)
+        }));
+        lane_order.sort_unstable();
+        for &(may_wait, _, l) in &lane_order {
+            let Some((cost, i)) = left[l]
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| {
+                    let k = inputs[l][p];
+                    let cost = if read.contains(&k) {
+                        0
+                    } else {
+                        load[bank(k)] + 1
+                    };
+                    (cost, i)
+                })
+                .min()
+            else {
+                continue;
+            };
+            if may_wait && cost > busiest.max(1) {
+                continue;
+            }
+            let p = left[l].remove(i);
+            let k = inputs[l][p];
+            if cost > 0 {
+                load[bank(k)] += 1;
+                busiest = busiest.max(load[bank(k)]);
+                read.push(k);
+            }
+            row[l] = Some(p);
+        }
+        order.push(row);
+    }
+    order
+}
+
+/// The shared-memory wavefronts and the 32-byte sectors of one slot whose lanes read
+/// `inputs`: the most distinct addresses in one bank, and the distinct sectors.
+pub fn slot_cost(inputs: &[u32]) -> (usize, usize) {
+    let mut distinct = inputs.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let mut load = [0usize; BANKS];
+    for &k in &distinct {
+        load[k as usize % BANKS] += 1;
+    }
+    let mut sectors: Vec<u32> = distinct.iter().map(|&k| k / SECTOR_FLOATS as u32).collect();
+    sectors.dedup();
+    (load.into_iter().max().unwrap_or(0).max(1), sectors.len())
+}
+
+/// A layer's sliced-ELL form from its columns: the group starts, the entries in
+/// [`slot_order`] (padding reads an address its slot reads anyway, weight 0), and the
+/// wavefronts and sectors one row costs.
+fn build_ell(columns: &Csr) -> (Vec<u32>, Vec<[u32; 2]>, usize, usize) {
+    let outputs = columns.nrows();
+    let groups = outputs.div_ceil(WARP);
+    let mut starts = Vec::with_capacity(groups + 1);
+    starts.push(0u32);
+    let mut entries = Vec::new();
+    let (mut wavefronts, mut sectors) = (0, 0);
+    let mut slot_inputs = Vec::with_capacity(WARP);
+    for g in 0..groups {
+        let cols = g * WARP..((g + 1) * WARP).min(outputs);
+        let inputs: Vec<&[u32]> = cols.clone().map(|c| columns.row(c).0).collect();
+        let slots = inputs.iter().map(|i| i.len()).max().unwrap_or(0);
+        let base = entries.len();
+        entries.resize(base + slots * WARP, [0u32, 0.0f32.to_bits()]);
+        for (s, row) in slot_order(&inputs, slots).into_iter().enumerate() {
+            let at = base + s * WARP;
+            for (lane, &position) in row.iter().enumerate() {
+                if let Some(p) = position {
+                    let (inputs, values) = columns.row(g * WARP + lane);
+                    entries[at + lane] = [inputs[p], values[p].to_bits()];
+                }
+            }
+            // Padding reads the slot's first real address: a broadcast, no extra wavefront.
+            let pad = row
+                .iter()
+                .zip(&entries[at..at + WARP])
+                .find_map(|(p, e)| p.map(|_| e[0]))
+                .unwrap_or(0);
+            for lane in 0..WARP {
+                if row.get(lane).copied().flatten().is_none() {
+                    entries[at + lane] = [pad, 0.0f32.to_bits()];
+                }
+            }
+            slot_inputs.clear();
+            slot_inputs.extend(entries[at..at + WARP].iter().map(|e| e[0]));
+            let (w, sec) = slot_cost(&slot_inputs);
+            wavefronts += w;
+            sectors += sec;
+        }
+        let last = *starts.last().expect("starts has its first entry");
+        starts.push(last + slots as u32);
+    }
+    (starts, entries, wavefronts, sectors)
+}
+
+impl Layout {
+    /// Lays out `chain`'s layers, each in the format `choice` allows
+    /// ([`choose_format`] under [`FormatChoice::Auto`]), in parallel over the layers.
+    /// Errors when a layer is too large to index (offsets past `u32` per layer).
+    pub fn build(chain: &Chain, choice: FormatChoice) -> Result<Self, String> {
+        let layers = chain.layers();
+        let first_layer = &layers[0];
+        if first_layer.nnz() > u32::MAX as usize {
+            return Err("layer 1 has more entries than 32-bit offsets index".into());
+        }
+        let first = FirstLayer::new(first_layer);
+        let built: Vec<(LayerLayout, Built)> = layers[1..]
+            .par_iter()
+            .map(|w| -> Result<(LayerLayout, Built), String> {
+                let columns = w.transpose();
+                let slots = ell_slots(&columns);
+                let format = match choice {
+                    FormatChoice::Auto => choose_format(w.nrows(), w.ncols(), slots),
+                    FormatChoice::Dense => Format::Dense,
+                    FormatChoice::Ell => Format::Ell,
+                };
+                if slots > u32::MAX as usize {
+                    return Err(format!(
+                        "a layer of {} × {} has too many entries to index",
+                        w.nrows(),
+                        w.ncols()
+                    ));
+                }
+                let mut layout = LayerLayout {
+                    format,
+                    in_width: w.nrows(),
+                    out_width: w.ncols(),
+                    dense_stride: 0,
+                    offset: 0,
+                    group_table: 0,
+                    slots,
+                    nnz: w.nnz(),
+                    bytes: 0,
+                    wavefronts: 0,
+                    sectors: 0,
+                };
+                let built = match format {
+                    Format::Dense => {
+                        layout.dense_stride = round_up(w.ncols(), WARP);
+                        let dense_len = round_up(w.nrows(), VECTOR)
+                            .checked_mul(layout.dense_stride)
+                            .filter(|&len| len.checked_mul(4).is_some())
+                            .ok_or_else(|| {
+                                format!(
+                                    "a dense layer of {} × {} is too large",
+                                    w.nrows(),
+                                    w.ncols()
+                                )
+                            })?;
+                        layout.bytes = 4 * dense_len;
+                        Built::Dense(build_dense(w))
+                    }
+                    _ => {
+                        let (starts, entries, wavefronts, sectors) = build_ell(&columns);
+                        layout.bytes = 8 * entries.len() + 4 * starts.len();
+                        layout.wavefronts = wavefronts;
+                        layout.sectors = sectors;
+                        Built::Ell { starts, entries }
+                    }
+                };
+                Ok((layout, built))
+            })
+            .collect::<Result<_, _>>()?;
+
+        let mut out = Layout {
+            input_width: chain.input_width(),
+            layers: Vec::with_capacity(layers.len()),
+            first,
+            dense: Vec::new(),
+            ell: Vec::new(),
+            group_starts: Vec::new(),
+        };
+        let first_bytes = 4 * out.first.offsets.len() + 8 * out.first.entries.len();
+        out.layers.push(LayerLayout {
+            format: Format::Input,
+            in_width: first_layer.nrows(),
+            out_width: first_layer.ncols(),
+            dense_stride: out.first.ell_width,
+            offset: 0,
+            group_table: 0,
+            slots: 0,
+            nnz: first_layer.nnz(),
+            bytes: first_bytes,
+            wavefronts: 0,
+            sectors: 0,
+        });
+        for (mut layout, built) in built {
+            match built {
+                Built::Dense(values) => {
+                    layout.offset = out.dense.len();
+                    out.dense.extend_from_slice(&values);
+                }
+                Built::Ell { starts, entries } => {
+                    layout.offset = out.ell.len();
+                    layout.group_table = out.group_starts.len();
+                    out.ell.extend_from_slice(&entries);
+                    out.group_starts.extend_from_slice(&starts);
+                }
+            }
+            out.layers.push(layout);
+        }
+        if out.group_starts.len() > u32::MAX as usize {
+            return Err("the ELL group tables are too long to index with 32 bits".into());
+        }
+        Ok(out)
+    }
+
+    /// The layer descriptors the kernel reads, [`DESC_WORDS`] words per layer.
+    pub fn descriptors(&self) -> Vec<u32> {
+        self.layers
+            .iter()
+            .flat_map(|l| {
+                let offset = l.offset as u64;
+                [
+                    l.format.code(),
+                    l.in_width as u32,
+                    l.out_width as u32,
+                    l.dense_stride as u32,
+                    offset as u32,
+                    (offset >> 32) as u32,
+                    l.group_table as u32,
+                    0,
+                ]
+            })
+            .collect()
+    }
+
+    /// Bytes of every layer together (what stays resident on the device).
+    pub fn weight_bytes(&self) -> usize {
+        self.layers.iter().map(|l| l.bytes).sum()
+    }
+
+    /// Number of layers of each format (input, dense, ELL).
+    pub fn format_counts(&self) -> (usize, usize, usize) {
+        let count = |f: Format| self.layers.iter().filter(|l| l.format == f).count();
+        (
+            count(Format::Input),
+            count(Format::Dense),
+            count(Format::Ell),
+        )
+    }
+
+    /// The dense weights of layer `l` (a dense layer), row-major with its stride.
+    pub fn dense_of(&self, l: usize) -> &[f32] {
+        let layer = &self.layers[l];
+        let len = round_up(layer.in_width, VECTOR) * layer.dense_stride;
+        &self.dense[layer.offset..layer.offset + len]
+    }
+
+    /// The group starts of ELL layer `l` (`groups + 1`).
+    pub fn starts_of(&self, l: usize) -> &[u32] {
+        let layer = &self.layers[l];
+        &self.group_starts[layer.group_table..layer.group_table + layer.groups() + 1]
+    }
+
+    /// The entries of ELL layer `l`.
+    pub fn ell_of(&self, l: usize) -> &[[u32; 2]] {
+        let layer = &self.layers[l];
+        &self.ell[layer.offset..layer.offset + WARP * layer.slots]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn csr(rows: usize, cols: usize, t: &[(u32, u32, f32)]) -> Csr {
+        Csr::from_triplets(rows, cols, t).unwrap()
+    }
+
+    fn chain_of(layers: Vec<Csr>) -> Chain<'static> {
+        Chain::from_parts(layers, None).unwrap()
+    }
+
+    #[test]
+    fn formats_follow_the_cost() {
+        // 64 × 64 with 31 entries in the longest column of each group: dense 4096 ≤ 3·1984.
+        assert_eq!(choose_format(64, 64, 62), Format::Dense);
+        // The butterfly layers: 2 entries a column.
+        assert_eq!(choose_format(64, 64, 4), Format::Ell);
+        // 4096 wide with 31 a column: ELL.
+        assert_eq!(choose_format(4096, 4096, 31 * 128), Format::Ell);
+        assert_eq!(choose_format(1, 1, 0), Format::Ell);
+        assert_eq!(choose_format(1, 1, 1), Format::Ell);
+        assert_eq!(choose_format(4, 32, 2), Format::Dense);
+        assert_eq!(round_up(0, 4), 0);
+        assert_eq!(round_up(33, 32), 64);
+    }
+
+    #[test]
+    fn a_small_chain_is_laid_out_as_computed_by_hand() {
+        // Layer 1: 3 × 2. Layer 2: 2 × 33 (two groups, the second with one column).
+        let w1 = csr(3, 2, &[(0, 1, 0.5), (2, 0, 2.0), (2, 1, -1.0)]);
+        let w2 = csr(
+            2,
+            33,
+            &[(0, 0, 1.0), (1, 0, 3.0), (1, 5, 4.0), (0, 32, -2.0)],
+        );
+        let chain = chain_of(vec![w1, w2]);
+        let ell = Layout::build(&chain, FormatChoice::Ell).unwrap();
+        assert_eq!(ell.first.width, 2);
+        assert_eq!(ell.first.offsets, vec![0, 1, 1, 3]);
+        // Longest row 2, 3 rows: 6 slots ≤ 2·3 + 3, so ELL.
+        assert_eq!(ell.first.ell_width, 2);
+        assert_eq!(ell.layers[0].dense_stride, 2);
+        let zero = 0.0f32.to_bits();
+        assert_eq!(
+            ell.first.entries,
+            vec![
+                [1, 0.5f32.to_bits()],
+                [0, zero],
+                [0, zero],
+                [0, zero],
+                [0, 2.0f32.to_bits()],
+                [1, (-1.0f32).to_bits()]
+            ]
+        );
+        assert_eq!(ell.first.row(1).count(), 0);
+        assert_eq!(
+            ell.first.row(2).collect::<Vec<_>>(),
+            vec![(0, 2.0), (1, -1.0)]
+        );
+        let l = ell.layers[1];
+        assert_eq!(
+            (l.format, l.in_width, l.out_width, l.slots),
+            (Format::Ell, 2, 33, 3)
+        );
+        assert_eq!(ell.starts_of(1), &[0, 2, 3]);
+        let e = ell.ell_of(1);
+        assert_eq!(e.len(), 96);
+        // Group 0, slot 0: column 0 (two entries, two slots: no choice but which) takes
+        // input 0, column 5 input 1 (another bank); slot 1: column 0's input 1. Padding
+        // reads the slot's first address (a broadcast).
+        assert_eq!(e[0], [0, 1.0f32.to_bits()]);
+        assert_eq!(e[5], [1, 4.0f32.to_bits()]);
+        assert_eq!(e[32], [1, 3.0f32.to_bits()]);
+        assert_eq!(e[1], [0, 0.0f32.to_bits()]);
+        assert_eq!(e[37], [1, 0.0f32.to_bits()]);
+        assert_eq!(e[64], [0, (-2.0f32).to_bits()]);
+        assert_eq!(e[65], [0, 0.0f32.to_bits()]);
+        assert_eq!((l.wavefronts, l.sectors), (3, 3));
+        assert_eq!(ell.format_counts(), (1, 0, 1));
+
+        let dense = Layout::build(&chain, FormatChoice::Dense).unwrap();
+        let l = dense.layers[1];
+        assert_eq!((l.format, l.dense_stride), (Format::Dense, 64));
+        let d = dense.dense_of(1);
+        assert_eq!(d.len(), 4 * 64);
+        assert_eq!((d[0], d[64], d[64 + 5], d[32]), (1.0, 3.0, 4.0, -2.0));
+        assert_eq!(d.iter().filter(|v| **v != 0.0).count(), 4);
+        let desc = dense.descriptors();
+        assert_eq!(desc.len(), 2 * DESC_WORDS);
+        assert_eq!(&desc[8..15], &[1, 2, 33, 64, 0, 0, 0]);
+    }
+
+    #[test]
+    fn slot_order_spreads_random_inputs_over_the_banks() {
+        // 32 columns of 32 distinct random inputs out of 4096 (the random networks' groups).
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (mut ascending, mut ordered, mut bound) = (0, 0, 0);
+        for _ in 0..20 {
+            let columns: Vec<Vec<u32>> = (0..WARP)
+                .map(|_| {
+                    let mut c: Vec<u32> = Vec::new();
+                    while c.len() < 32 {
+                        let k = (next() % 4096) as u32;
+                        if !c.contains(&k) {
+                            c.push(k);
+                        }
+                    }
+                    c.sort_unstable();
+                    c
+                })
+                .collect();
+            let inputs: Vec<&[u32]> = columns.iter().map(Vec::as_slice).collect();
+            let order = slot_order(&inputs, 32);
+            let mut degree = [0usize; BANKS];
+            for s in 0..32 {
+                let plain: Vec<u32> = columns.iter().map(|c| c[s]).collect();
+                ascending += slot_cost(&plain).0;
+                // Every lane has as many entries as slots: none pads.
+                let read: Vec<u32> = (0..WARP)
+                    .map(|l| columns[l][order[s][l].expect("no padding")])
+                    .collect();
+                ordered += slot_cost(&read).0;
+                for k in read {
+                    degree[k as usize % BANKS] += 1;
+                }
+            }
+            for l in 0..WARP {
+                let mut taken: Vec<usize> = order.iter().map(|row| row[l].unwrap()).collect();
+                taken.sort_unstable();
+                assert_eq!(taken, (0..32).collect::<Vec<_>>(), "lane {l}");
+            }
+            bound += degree.into_iter().max().unwrap().max(32);
+        }
+        // Per slot: about 3.4 wavefronts in input order, 1.6 here, at least 1.36.
+        let per_slot = |w: usize| w as f64 / (20.0 * 32.0);
+        assert!(per_slot(ascending) > 3.0, "{}", per_slot(ascending));
+        assert!(per_slot(ordered) < 1.8, "{}", per_slot(ordered));
+        assert!(ordered >= bound);
+    }
+
+    #[test]
+    fn lanes_with_room_pad_instead_of_adding_a_conflict() {
+        // Lane 0 must read inputs 0 and 64 (bank 0); lane 1 may read input 32 (bank 0) at
+        // either slot: it waits until lane 0's second slot... which is bank 0 too, so it
+        // takes slot 1 (forced) and costs 2 there, never 3.
+        let (a, b) = (vec![0u32, 64], vec![32u32]);
+        let order = slot_order(&[&a, &b], 2);
+        assert_eq!(order[0], vec![Some(0), None]);
+        assert_eq!(order[1], vec![Some(1), Some(0)]);
+        // A broadcast is free: lane 1 reads input 0 with lane 0.
+        let c = vec![0u32];
+        let order = slot_order(&[&a, &c], 2);
+        assert_eq!(order[0], vec![Some(0), Some(0)]);
+        assert_eq!(slot_cost(&[0, 0, 32, 64]), (3, 3));
+        assert_eq!(slot_cost(&[5, 5, 7]), (1, 1));
+        assert_eq!(slot_cost(&[]), (1, 0));
+    }
+
+    fn arbitrary_chain() -> impl Strategy<Value = Vec<Csr>> {
+        (1usize..70, 1usize..5).prop_flat_map(|(n0, depth)| {
+            proptest::collection::vec(1usize..70, depth).prop_flat_map(move |widths| {
+                let mut dims = vec![n0];
+                dims.extend(widths);
+                let layers: Vec<_> = dims
+                    .windows(2)
+                    .map(|d| {
+                        let (r, c) = (d[0], d[1]);
+                        proptest::collection::vec(
+                            (0..r as u32, 0..c as u32, -4i32..=4),
+                            0..(r * c).min(300),
+                        )
+                        .prop_map(move |t| {
+                            let mut t: Vec<(u32, u32, f32)> = t
+                                .into_iter()
+                                .map(|(i, j, v)| (i, j, v as f32 / 2.0))
+                                .collect();
+                            t.sort_by_key(|&(i, j, _)| (i, j));
+                            t.dedup_by_key(|&mut (i, j, _)| (i, j));
+                            Csr::from_triplets(r, c, &t).unwrap()
+                        })
+                    })
+                    .collect();
+                layers
+            })
+        })
+    }
+
+    proptest! {
+        /// Every stored entry is found where the kernel looks, in both formats, and
+        /// nothing else is nonzero.
+        #[test]
+        fn layouts_hold_exactly_the_layers(layers in arbitrary_chain()) {
+            let chain = chain_of(layers.clone());
+            for choice in [FormatChoice::Auto, FormatChoice::Dense, FormatChoice::Ell] {
+                let layout = Layout::build(&chain, choice).unwrap();
+                prop_assert_eq!(layout.layers.len(), layers.len());
+                prop_assert_eq!(layout.descriptors().len(), DESC_WORDS * layers.len());
+                for (l, w) in layers.iter().enumerate().skip(1) {
+                    let ll = layout.layers[l];
+                    let mut seen = vec![0f32; w.nrows() * w.ncols()];
+                    match ll.format {
+                        Format::Dense => {
+                            let d = layout.dense_of(l);
+                            prop_assert_eq!(d.len(), round_up(w.nrows(), 4) * round_up(w.ncols(), 32));
+                            for k in 0..round_up(w.nrows(), 4) {
+                                for c in 0..ll.dense_stride {
+                                    let v = d[k * ll.dense_stride + c];
+                                    if k < w.nrows() && c < w.ncols() {
+                                        seen[k * w.ncols() + c] = v;
+                                    } else {
+                                        prop_assert_eq!(v, 0.0);
+                                    }
+                                }
+                            }
+                        }
+                        Format::Ell => {
+                            let starts = layout.starts_of(l);
+                            let e = layout.ell_of(l);
+                            let columns = w.transpose();
+                            prop_assert_eq!(starts.len(), ll.groups() + 1);
+                            let mut wavefronts = 0;
+                            for g in 0..ll.groups() {
+                                let slots = (starts[g + 1] - starts[g]) as usize;
+                                for lane in 0..WARP {
+                                    let c = g * WARP + lane;
+                                    let (inputs, values) = if c < w.ncols() {
+                                        columns.row(c)
+                                    } else {
+                                        (&[][..], &[][..])
+                                    };
+                                    prop_assert!(inputs.len() <= slots);
+                                    // The lane's slots hold its column's entries, each once,
+                                    // in some order; the rest weigh +0 and read an input
+                                    // the layer has.
+                                    let mut got: Vec<[u32; 2]> = (0..slots)
+                                        .map(|s| e[(starts[g] as usize + s) * WARP + lane])
+                                        .collect();
+                                    for (&k, &v) in inputs.iter().zip(values) {
+                                        let at = got.iter().position(|&x| x == [k, v.to_bits()]);
+                                        prop_assert!(at.is_some(), "column {} lacks input {}", c, k);
+                                        got.swap_remove(at.unwrap_or(0));
+                                        seen[k as usize * w.ncols() + c] = v;
+                                    }
+                                    for [k, v] in got {
+                                        prop_assert_eq!(v, 0.0f32.to_bits());
+                                        prop_assert!((k as usize) < w.nrows().max(1));
+                                    }
+                                }
+                                for s in 0..slots {
+                                    let at = (starts[g] as usize + s) * WARP;
+                                    let read: Vec<u32> = e[at..at + WARP].iter().map(|x| x[0]).collect();
+                                    wavefronts += slot_cost(&read).0;
+                                }
+                            }
+                            prop_assert_eq!(wavefronts, ll.wavefronts);
+                        }
+                        Format::Input => prop_assert!(false, "layer {} laid out as input", l),
+                    }
+                    let mut expected = vec![0f32; w.nrows() * w.ncols()];
+                    for (k, c, v) in w.triplets() {
+                        expected[k as usize * w.ncols() + c as usize] = v;
+                    }
+                    prop_assert_eq!(seen, expected);
+                }
+                let w1 = &layers[0];
+                let rebuilt: Vec<(u32, u32, f32)> = (0..w1.nrows())
+                    .flat_map(|k| layout.first.row(k).map(move |(c, v)| (k as u32, c, v)))
+                    .collect();
+                // ELL skips stored +0.0 weights (they add nothing); CSR keeps them.
+                let expected: Vec<(u32, u32, f32)> = w1
+                    .triplets()
+                    .filter(|&(_, _, v)| layout.first.ell_width == 0 || v.to_bits() != 0)
+                    .collect();
+                prop_assert_eq!(rebuilt, expected);
+                prop_assert_eq!(layout.layers[0].dense_stride, layout.first.ell_width);
+            }
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! BlockDepend (Di et al., "Optimizing Deep Learning Inference Efficiency through Block
+//! Dependency Analysis"): where a consumer block depends on one producer block only
+//! (*one-to-one block dependency*), fuse the two through shared memory; where blocks are
+//! independent, run them side by side. In sparse DNN inference row `r` of `Y_{l+1}`
+//! depends on row `r` of `Y_l` only, so a thread block that owns a tile of rows can carry
+//! it through many layers on chip, never writing the layers between to global memory and
+//! never returning to the host.
+//!
+//! The method (`kernels-cu/blockdepend.cu`, docs/blockdepend.md):
+//!
+//! 1. **Prepare** (untimed): compress the network exactly and prove which layers keep an
+//!    all-at-bound row at the bound ([`Chain`], `spdnn-compress`); lay the layers out for
+//!    the kernel, each dense or sliced ELL by a cost model ([`Layout`]); cut the chain into
+//!    launches and place each launch's tiles in shared or global memory from the device's
+//!    limits ([`plan`]); upload everything (resident).
+//! 2. **Run** (timed): one launch of the persistent kernel per segment. Its blocks (as
+//!    many as fit on the device) take tiles of rows from a device-side queue, read the
+//!    first layer straight from the sparse input rows, keep the tile on chip across the
+//!    segment's layers, drop rows that are all zero (never categories) or all at the bound
+//!    past the proved suffix (categories), and append the rest to the next segment's list,
+//!    or write one state per row and the final values of the rows still live.
+//! 3. **Results**: a row is a category iff its state is not zero; final values come back
+//!    in the compressed width and are expanded through the class map.
+//!
+//! The CPU emulation ([`emulate`]) repeats the kernel's algorithm step for step for the
+//! tests.
+
+mod chain;
+mod device;
+pub mod emulate;
+pub mod layout;
+pub mod plan;
+
+use spdnn_cuda::memory::MemoryModel;
+use spdnn_cuda::method::{self, DeviceRun, KernelMethod, LayerChain, MethodOptions};
+use spdnn_cuda::rows::{GpuInference, RunSpec};
+use spdnn_cuda::{CudaError, Define, Gpu, KernelDecl, KernelSource};
+use spdnn_formats::{Csr, SparseMatrix};
+
+pub use chain::{Chain, Compression, Expansion, Retire};
+pub use layout::{Format, FormatChoice, LayerLayout, Layout};
+pub use plan::{Limits, Placement, PlacementChoice, Segment};
+
+/// A row that ended all zero: not a category (`BD_STATE_ZERO`).
+pub const STATE_ZERO: u8 = 0;
+/// A row still live after the last layer: a category, its values in the output buffer
+/// (`BD_STATE_LIVE`).
+pub const STATE_LIVE: u8 = 1;
+/// A row that finished all at the bound: a category whose values are all the bound
+/// (`BD_STATE_BOUND`).
+pub const STATE_BOUND: u8 = 2;
+
+/// The constants `blockdepend.cu` shares with Rust.
+pub const DEFINES: &[Define] = &[
+    Define::new("BD_THREADS", plan::THREADS as u64),
+    Define::new("BD_THREADS_WIDE", plan::THREADS_WIDE as u64),
+    Define::new("BD_ROWS", layout::ROWS_PER_ITEM as u64),
+    Define::new("BD_MAX_TILE", plan::MAX_TILE as u64),
+    Define::new("BD_DESC_WORDS", layout::DESC_WORDS as u64),
+    Define::new("BD_FORMAT_DENSE", 1),
+    Define::new("BD_FORMAT_ELL", 2),
+    Define::new("BD_TILE_WAVES", plan::TILE_WAVES as u64),
+    Define::new("BD_SCATTER_BATCH", emulate::SCATTER_BATCH as u64),
+    Define::new("BD_STATE_ZERO", STATE_ZERO as u64),
+    Define::new("BD_STATE_LIVE", STATE_LIVE as u64),
+    Define::new("BD_STATE_BOUND", STATE_BOUND as u64),
+];
+
+/// `kernels-cu/blockdepend.cu`, compiled with [`DEFINES`].
+pub const BLOCKDEPEND: KernelSource = KernelSource::new(
+    "blockdepend.cu",
+    include_str!("../../../kernels-cu/blockdepend.cu"),
+)
+.with_defines(&[DEFINES]);
+
+/// `bd_chain_shared`: the persistent fused kernel with its tiles in shared memory, blocks of
+/// [`plan::THREADS`] (narrow tiles, several blocks an SM); grid = the blocks that fit on the
+/// device; dynamic shared: two buffers of tile × stride floats.
+pub const CHAIN_SHARED: KernelDecl =
+    KernelDecl::new(&BLOCKDEPEND, "bd_chain_shared", plan::THREADS as u32).with_shared_array(4);
+/// `bd_chain_shared_wide`: the same with blocks of [`plan::THREADS_WIDE`] (wide tiles, one
+/// block an SM).
+pub const CHAIN_SHARED_WIDE: KernelDecl = KernelDecl::new(
+    &BLOCKDEPEND,
+    "bd_chain_shared_wide",
+    plan::THREADS_WIDE as u32,
+)
+.with_shared_array(4);
+/// `bd_chain_split`: the layer's input rows in shared memory (dynamic: one buffer of tile ×
+/// stride floats), its outputs in a per-block scratch area of global memory, copied back
+/// after each layer; blocks of [`plan::THREADS`].
+pub const CHAIN_SPLIT: KernelDecl =
+    KernelDecl::new(&BLOCKDEPEND, "bd_chain_split", plan::THREADS as u32).with_shared_array(4);
+/// `bd_chain_split_wide`: the same with blocks of [`plan::THREADS_WIDE`].
+pub const CHAIN_SPLIT_WIDE: KernelDecl = KernelDecl::new(
+    &BLOCKDEPEND,
+    "bd_chain_split_wide",
+    plan::THREADS_WIDE as u32,
+)
+.with_shared_array(4);
+/// `bd_chain_global`: the same with its tiles in a per-block scratch area of global memory.
+pub const CHAIN_GLOBAL: KernelDecl =
+    KernelDecl::new(&BLOCKDEPEND, "bd_chain_global", plan::THREADS as u32);
+
+/// Every kernel this crate declares, checked against the source by the kernel-table test.
+pub const KERNELS: &[KernelDecl] = &[
+    CHAIN_SHARED,
+    CHAIN_SHARED_WIDE,
+    CHAIN_SPLIT,
+    CHAIN_SPLIT_WIDE,
+    CHAIN_GLOBAL,
+];
+
+/// Tuning of a BlockDepend run. The defaults compress, retire, and take every size from
+/// the device and the model.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BlockDependOptions {
+    /// Run the exactly compressed network (identity when it has no classes).
+    pub compress: bool,
+    /// Finish rows all at the bound past the proved suffix (rows of zeros always finish).
+    pub retire: bool,
+    /// Most rows per tile, `1..=128` (default: as many as fit the block's shared memory,
+    /// at most 128; 32 for tiles in global memory).
+    pub tile_rows: Option<usize>,
+    /// Layer counts after which a new launch re-packs the surviving rows, strictly
+    /// increasing (default: 2, 4, 8, …).
+    pub cuts: Option<Vec<usize>>,
+    /// Where tiles live (default: per launch, by the model).
+    pub placement: PlacementChoice,
+    /// How the layers after the first are stored (default: per layer, by the model).
+    pub format: FormatChoice,
+}
+
+impl Default for BlockDependOptions {
+    fn default() -> Self {
+        Self {
+            compress: true,
+            retire: true,
+            tile_rows: None,
+            cuts: None,
+            placement: PlacementChoice::Auto,
+            format: FormatChoice::Auto,
+        }
+    }
+}
+
+impl MethodOptions for BlockDependOptions {
+    fn validate(&self) -> Result<(), String> {
+        if let Some(t) = self.tile_rows
+            && !(1..=plan::MAX_TILE).contains(&t)
+        {
+            return Err(format!(
+                "the tile must hold 1 to {} rows, got {t}",
+                plan::MAX_TILE
+            ));
+        }
+        if let Some(cuts) = &self.cuts {
+            if cuts.first() == Some(&0) {
+                return Err("a cut must come after at least one layer".into());
+            }
+            if let Some(pair) = cuts.windows(2).find(|p| p[1] <= p[0]) {
+                return Err(format!(
+                    "cuts must increase strictly, got {} after {}",
+                    pair[1], pair[0]
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// BlockDepend as a method of the registry.
+pub struct BlockDepend;
+
+impl KernelMethod for BlockDepend {
+    const NAME: &'static str = "blockdepend";
+    const DESCRIPTION: &'static str = "BlockDepend: the layer chain fused in persistent kernels, tiles of rows on chip, \
+         over the exactly compressed network with finished rows retired";
+    type Options = BlockDependOptions;
+
+    /// Per row: the state, the final values, and two carried rows between launches; per
+    /// layer: its laid-out weights; fixed: the tiles placed in global memory (at most a
+    /// quarter of what is free when `prepare` sizes them). The compressed widths and the
+    /// layout come out of `prepare`'s compression, which the model does not repeat: with
+    /// compression the widths and layers are estimated at an eighth of the network's (the
+    /// generated networks compress 16×), without it bounded by the network's. An
+    /// estimate; resident only.
+    fn memory(chain: &LayerChain<'_>, options: &BlockDependOptions) -> MemoryModel {
+        let widest = spdnn_cuda::memory::widest(chain);
+        let out = chain.layers.last().map_or(0, SparseMatrix::ncols);
+        let shrink = if options.compress { 8 } else { 1 };
+        MemoryModel {
+            per_row: 1 + 4 * out.div_ceil(shrink) + 2 * 4 + 2 * 4 * widest.div_ceil(shrink),
+            layers: chain
+                .layers
+                .iter()
+                .map(|w| (8 * w.nnz() + 4 * (w.nrows() + 1)).div_ceil(shrink))
+                .collect(),
+            fixed: 0,
+            streaming: false,
+            exact: false,
+        }
+    }
+
+    fn prepare<'g>(
+        gpu: &'g Gpu,
+        chain: &LayerChain<'_>,
+        rows: usize,
+        options: &BlockDependOptions,
+    ) -> Result<Box<dyn DeviceRun + 'g>, CudaError> {
+        Ok(Box::new(device::BdRun::prepare(gpu, chain, rows, options)?))
+    }
+}
+
+/// Runs BlockDepend on `input` (rows × N) through `layers`: preparation, `spec.warmup`
+/// untimed and `spec.repetitions` timed runs, then one profiled run (one stage per launch).
+pub fn infer(
+    gpu: &Gpu,
+    layers: &[Csr],
+    input: &Csr,
+    bias: f32,
+    upper: f32,
+    options: &BlockDependOptions,
+    spec: &RunSpec,
+) -> Result<GpuInference, CudaError> {
+    method::run::<BlockDepend>(
+        gpu,
+        &LayerChain::new(layers, bias, upper),
+        input,
+        options,
+        spec,
+    )
+}
+
+/// The final values of every row (`rows × width`) from the per-row states and the output
+/// buffer the kernel wrote (values of live rows; anything elsewhere): live rows as
+/// written, rows finished at the bound all `upper`, zero rows zero.
+pub fn final_values(states: &[u8], output: &[f32], upper: f32) -> Vec<f32> {
+    let rows = states.len();
+    let width = output.len().checked_div(rows).unwrap_or(0);
+    let mut values = vec![0.0f32; rows * width];
+    for (r, &state) in states.iter().enumerate() {
+        let row = &mut values[r * width..(r + 1) * width];
+        match state {
+            STATE_LIVE => row.copy_from_slice(&output[r * width..(r + 1) * width]),
+            STATE_BOUND => row.fill(upper),
+            _ => {}
+        }
+    }
+    values
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate() {
+        let o = BlockDependOptions::default();
+        assert!(o.compress && o.retire);
+        assert_eq!(o.validate(), Ok(()));
+        let json = serde_json::to_string(&o).unwrap();
+        assert_eq!(
+            json,
+            r#"{"compress":true,"retire":true,"tile_rows":null,"cuts":null,"placement":"auto","format":"auto"}"#
+        );
+    }
+
+    #[test]
+    fn bad_options_are_errors_naming_the_parameter() {
+        let bad = |o: BlockDependOptions| o.validate().unwrap_err();
+        for t in [0, plan::MAX_TILE + 1] {
+            let e = bad(BlockDependOptions {
+                tile_rows: Some(t),
+                ..Default::default()
+            });
+            assert!(e.contains("tile"), "{e}");
+        }
+        for cuts in [vec![0, 3], vec![4, 2], vec![3, 3]] {
+            let e = bad(BlockDependOptions {
+                cuts: Some(cuts),
+                ..Default::default()
+            });
+            assert!(e.contains("cut"), "{e}");
+        }
+        let ok = BlockDependOptions {
+            tile_rows: Some(plan::MAX_TILE),
+            cuts: Some(vec![1, 2, 50]),
+            ..Default::default()
+        };
+        assert_eq!(ok.validate(), Ok(()));
+    }
+
+    #[test]
+    fn final_values_follow_the_states() {
+        let states = [STATE_ZERO, STATE_LIVE, STATE_BOUND];
+        let out = [9.0, 9.0, 1.5, 2.5, 7.0, 7.0];
+        assert_eq!(
+            final_values(&states, &out, 32.0),
+            vec![0.0, 0.0, 1.5, 2.5, 32.0, 32.0]
+        );
+        assert!(final_values(&[], &[], 1.0).is_empty());
+    }
+
+    #[test]
+    fn the_kernel_source_names_every_definition() {
+        for d in DEFINES {
+            assert!(
+                BLOCKDEPEND.source.contains(&format!("#ifndef {}", d.name)),
+                "blockdepend.cu does not require {}",
+                d.name
+            );
+        }
+    }
+}

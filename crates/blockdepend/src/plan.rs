@@ -1,0 +1,571 @@
+//! How the chain is cut into launches, and where each launch keeps its tiles.
+//!
+//! A **segment** is one launch of the persistent kernel over layers `first..end`: its
+//! blocks take tiles of rows from a device-side queue (an atomic counter), carry each tile
+//! through every layer of the segment without leaving the block, drop rows as they finish,
+//! and at the end append the rows still alive to the next segment's list (their values in
+//! global memory), or write the final values after the last layer. Cutting the chain
+//! re-packs the survivors into full tiles: rows die at different layers, and a tile that
+//! has lost most of its rows still pays for every layer at nearly its full cost.
+//!
+//! **Where the tile lives.** [`Placement::Shared`]: two buffers of `tile × stride` floats
+//! in shared memory (the layer's input and output), `stride` the segment's widest layer
+//! rounded up to 32; the weights stream from L2. [`Placement::Split`]: the input buffer in
+//! shared memory, the output in a per-block scratch area of global memory, copied back
+//! after each layer: twice the rows a tile where rows are wide (an uncompressed 16384-wide
+//! row is 64 KB a buffer). [`Placement::Global`]: both buffers in scratch (the "cut in
+//! global memory"), the only choice when not one row fits shared memory.
+//!
+//! **The model** (docs/blockdepend.md), per row and layer, the bytes moved through L2:
+//! shared: the layer's weights over the tile's rows (each tile reads the whole layer);
+//! split: the same over its larger tile, plus each output written and read back (8 bytes);
+//! global: the weights over the global tile, plus the row's activations as the layer reads
+//! them (dense: the whole input row once per group of 32 outputs; ELL: the 32-byte sectors
+//! its gathers touch, [`LayerLayout::sectors`]) and its outputs written. The cheapest wins,
+//! shared before split before global on a tie.
+
+use serde::Serialize;
+
+use crate::layout::{Format, LayerLayout, Layout, SECTOR_FLOATS, VECTOR, WARP, round_up};
+
+/// Most rows a tile holds (`BD_MAX_TILE`): the kernel's per-tile bookkeeping arrays.
+pub const MAX_TILE: usize = 128;
+/// Threads per block of the fused kernel for narrow tiles, several blocks an SM
+/// (`BD_THREADS`).
+pub const THREADS: usize = 256;
+/// Threads per block for wide tiles, one block an SM (`BD_THREADS_WIDE`): as many warps as
+/// [`TARGET_BLOCKS_PER_SM`] narrow blocks, within the registers of an SM at 80 a thread.
+pub const THREADS_WIDE: usize = TARGET_BLOCKS_PER_SM * THREADS;
+/// Tiles per block a segment aims at (the device-side tile size is
+/// `⌈rows / (blocks · TILE_WAVES)⌉`, at most the segment's tile): enough tiles to balance
+/// rows that die at different layers over the blocks, few enough to share each weight read
+/// among many rows.
+pub const TILE_WAVES: usize = 2;
+/// Rows per tile of a global-memory segment unless asked otherwise.
+pub const GLOBAL_TILE: usize = 32;
+
+/// Where a segment keeps its tiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// Shared memory (the fused chain proper).
+    Shared,
+    /// The layer's input rows in shared memory, its outputs in a per-block scratch area of
+    /// global memory, copied back after each layer.
+    Split,
+    /// A per-block scratch area in global memory.
+    Global,
+}
+
+impl Placement {
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Shared => "shared",
+            Placement::Split => "split",
+            Placement::Global => "global",
+        }
+    }
+
+    /// Tile buffers (of `tile × stride` floats) a block keeps in shared memory.
+    pub fn shared_buffers(self) -> usize {
+        match self {
+            Placement::Shared => 2,
+            Placement::Split => 1,
+            Placement::Global => 0,
+        }
+    }
+}
+
+/// Which placements a run may use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlacementChoice {
+    /// Per segment, by the model (shared whenever a row fits and the model agrees).
+    #[default]
+    Auto,
+    /// Shared memory for every segment; an error when a tile does not fit.
+    Shared,
+    /// Inputs in shared memory and outputs in global memory for every segment; an error
+    /// when a tile does not fit.
+    Split,
+    /// Global memory for every segment.
+    Global,
+}
+
+/// Blocks per SM a shared-memory tile aims at: three blocks of [`THREADS`] threads hide
+/// the latency of the weight loads (the kernel's registers allow three, see
+/// docs/blockdepend.md), as long as each tile keeps at least [`OCCUPANCY_ROWS`] rows.
+pub const TARGET_BLOCKS_PER_SM: usize = 3;
+/// Fewest rows a tile keeps for the sake of more blocks per SM: two work items of rows,
+/// so that each weight read still serves 16 rows.
+pub const OCCUPANCY_ROWS: usize = 16;
+
+/// What the device allows a block of the fused kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Limits {
+    /// Shared memory a block may use with the opt-in, bytes (static included).
+    pub shared_per_block: usize,
+    /// Shared memory of an SM, bytes.
+    pub shared_per_sm: usize,
+    /// Shared memory the system reserves per block, bytes.
+    pub reserved_per_block: usize,
+    /// The kernel's static shared memory, bytes.
+    pub static_shared: usize,
+}
+
+impl Limits {
+    /// An H100 / H200 (sm_90) with the kernel's static shared memory `static_shared`:
+    /// 227 KiB a block, 228 KiB an SM, 1 KiB reserved per block.
+    pub const fn hopper(static_shared: usize) -> Self {
+        Self {
+            shared_per_block: 227 * 1024,
+            shared_per_sm: 228 * 1024,
+            reserved_per_block: 1024,
+            static_shared,
+        }
+    }
+
+    /// Most rows of `stride` floats a tile in shared memory holds (two buffers) with
+    /// `blocks` blocks on an SM, at most [`MAX_TILE`].
+    pub fn tile_at(&self, stride: usize, blocks: usize) -> usize {
+        self.rows_at(2 * stride, blocks)
+    }
+
+    /// Most rows of `floats` floats each that fit a block's shared memory with `blocks`
+    /// blocks on an SM, at most [`MAX_TILE`].
+    fn rows_at(&self, floats: usize, blocks: usize) -> usize {
+        let per_block = (self.shared_per_sm / blocks.max(1))
+            .saturating_sub(self.reserved_per_block)
+            .min(self.shared_per_block)
+            .saturating_sub(self.static_shared);
+        (per_block / (4 * floats.max(1))).min(MAX_TILE)
+    }
+
+    /// Rows a tile in shared memory holds, and its threads: the most rows that let
+    /// [`TARGET_BLOCKS_PER_SM`] blocks of [`THREADS`] share an SM when that leaves at least
+    /// [`OCCUPANCY_ROWS`] rows; else one block of [`THREADS_WIDE`] an SM with as many rows as
+    /// fit (the same warps an SM, more rows a tile). 0 rows when not one fits a block.
+    pub fn shared_tile(&self, stride: usize) -> (usize, usize) {
+        self.tile_of(2 * stride)
+    }
+
+    /// [`Limits::shared_tile`] for a split tile (one buffer of `stride` floats a row in
+    /// shared memory).
+    pub fn split_tile(&self, stride: usize) -> (usize, usize) {
+        self.tile_of(stride)
+    }
+
+    fn tile_of(&self, floats: usize) -> (usize, usize) {
+        let narrow = self.rows_at(floats, TARGET_BLOCKS_PER_SM);
+        if narrow >= OCCUPANCY_ROWS {
+            (narrow, THREADS)
+        } else {
+            (self.rows_at(floats, 1), THREADS_WIDE)
+        }
+    }
+}
+
+/// The model's numbers for one segment: bytes moved through L2 per row and layer.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SegmentModel {
+    /// With the tile in shared memory (`None`: not one row fits).
+    pub shared_bytes: Option<f64>,
+    /// With the inputs in shared memory and the outputs in global memory (`None`: not one
+    /// row fits).
+    pub split_bytes: Option<f64>,
+    /// With the tile in global memory.
+    pub global_bytes: f64,
+}
+
+/// One launch of the fused kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Segment {
+    /// Its first layer (0-based).
+    pub first: usize,
+    /// One past its last layer.
+    pub end: usize,
+    /// Floats per tile row: the widest activation it holds, rounded up to 32.
+    pub stride: usize,
+    /// Floats per carried row it reads (0: it reads the sparse input).
+    pub carry_in: usize,
+    /// Floats per carried row it writes (0: it is the last and writes the final values).
+    pub carry_out: usize,
+    /// Where its tiles live.
+    pub placement: Placement,
+    /// Most rows per tile.
+    pub tile: usize,
+    /// Threads per block ([`THREADS`] or [`THREADS_WIDE`]).
+    pub threads: usize,
+    /// The model's numbers.
+    pub model: SegmentModel,
+}
+
+impl Segment {
+    /// `first+1-end` (1-based, inclusive), as stages and reports name it.
+    pub fn label(&self) -> String {
+        if self.end == self.first + 1 {
+            format!("{}", self.first + 1)
+        } else {
+            format!("{}-{}", self.first + 1, self.end)
+        }
+    }
+
+    /// Floats of one block's tile buffers (two of `tile × stride`).
+    pub fn tile_floats(&self) -> usize {
+        2 * self.tile * self.stride
+    }
+
+    /// Floats of dynamic shared memory a block takes (its buffers in shared memory).
+    pub fn shared_floats(&self) -> usize {
+        self.placement.shared_buffers() * self.tile * self.stride
+    }
+
+    /// Floats of global scratch a block takes (its buffers in global memory).
+    pub fn scratch_floats(&self) -> usize {
+        self.tile_floats() - self.shared_floats()
+    }
+}
+
+/// The chain's cuts: the layer counts after which a new launch starts. `requested` must be
+/// strictly increasing within `1..layers`; by default the powers of two below `layers`
+/// (2, 4, 8, …): a launch covers at most as many layers as came before it, so there are
+/// `⌈log2 L⌉` launches, and the survivors are re-packed while rows still die quickly.
+pub fn cut_points(layers: usize, requested: Option<&[usize]>) -> Result<Vec<usize>, String> {
+    match requested {
+        Some(cuts) => {
+            for pair in cuts.windows(2) {
+                if pair[1] <= pair[0] {
+                    return Err(format!(
+                        "cuts must increase strictly, got {} after {}",
+                        pair[1], pair[0]
+                    ));
+                }
+            }
+            if let Some(&bad) = cuts.iter().find(|&&c| c == 0 || c >= layers) {
+                return Err(format!(
+                    "a cut after {bad} layers is outside 1..{} of a {layers}-layer network",
+                    layers.saturating_sub(1)
+                ));
+            }
+            Ok(cuts.to_vec())
+        }
+        None => Ok(std::iter::successors(Some(2usize), |c| c.checked_mul(2))
+            .take_while(|&c| c < layers)
+            .collect()),
+    }
+}
+
+/// Bytes one row costs in global memory per layer beyond the weights: the activations the
+/// layer reads (dense: the input row once per group of 32 outputs; ELL: the 32-byte
+/// sectors its gathers touch) and the outputs it writes.
+fn activation_reads(layer: &LayerLayout) -> f64 {
+    let reads = match layer.format {
+        Format::Input => 0.0,
+        Format::Dense => 4.0 * (round_up(layer.in_width, VECTOR) * layer.groups()) as f64,
+        Format::Ell => (4 * SECTOR_FLOATS * layer.sectors) as f64,
+    };
+    reads + 4.0 * round_up(layer.out_width, WARP) as f64
+}
+
+/// Bytes one row of a split tile moves per layer beyond the weights: each output written
+/// to the scratch and read back.
+fn split_round_trip(layer: &LayerLayout) -> f64 {
+    match layer.format {
+        Format::Input => 0.0,
+        _ => 8.0 * round_up(layer.out_width, WARP) as f64,
+    }
+}
+
+/// The segments of `layout` cut after `cuts` layers, each placed as `choice` allows, with
+/// `tile_rows` rows per tile when given (else the most that fit shared memory, or
+/// [`GLOBAL_TILE`] in global memory). Errors when [`PlacementChoice::Shared`] is asked for
+/// and a tile does not fit.
+pub fn plan(
+    layout: &Layout,
+    limits: &Limits,
+    cuts: &[usize],
+    choice: PlacementChoice,
+    tile_rows: Option<usize>,
+) -> Result<Vec<Segment>, String> {
+    let layers = &layout.layers;
+    let mut bounds = vec![0];
+    bounds.extend_from_slice(cuts);
+    bounds.push(layers.len());
+    let mut segments = Vec::with_capacity(bounds.len() - 1);
+    for pair in bounds.windows(2) {
+        let (first, end) = (pair[0], pair[1]);
+        let carry_in = if first == 0 {
+            0
+        } else {
+            round_up(layers[first - 1].out_width, WARP)
+        };
+        let carry_out = if end == layers.len() {
+            0
+        } else {
+            round_up(layers[end - 1].out_width, WARP)
+        };
+        let widest = layers[first..end]
+            .iter()
+            .map(|l| l.out_width)
+            .max()
+            .unwrap_or(1);
+        let stride = round_up(widest, WARP).max(carry_in);
+        let (fits, shared_threads) = limits.shared_tile(stride);
+        let shared_tile = tile_rows.map_or(fits, |t| if t <= fits { t } else { 0 });
+        let (split_fits, split_threads) = limits.split_tile(stride);
+        let split_tile = tile_rows.map_or(split_fits, |t| if t <= split_fits { t } else { 0 });
+        let global_tile = tile_rows.unwrap_or(GLOBAL_TILE).min(MAX_TILE);
+        let count = (end - first) as f64;
+        let weights: f64 = layers[first..end].iter().map(|l| l.bytes as f64).sum();
+        let activations: f64 = layers[first..end].iter().map(activation_reads).sum();
+        let round_trips: f64 = layers[first..end].iter().map(split_round_trip).sum();
+        let model = SegmentModel {
+            shared_bytes: (shared_tile > 0).then(|| weights / shared_tile as f64 / count),
+            split_bytes: (split_tile > 0)
+                .then(|| (weights / split_tile as f64 + round_trips) / count),
+            global_bytes: (weights / global_tile as f64 + activations) / count,
+        };
+        let refuse = |buffers: usize| {
+            let what = if buffers == 2 {
+                "two buffers"
+            } else {
+                "one buffer"
+            };
+            format!(
+                "layers {}-{}: a tile of {} rows × {stride} floats ({what} in shared memory) \
+                 does not fit the {} bytes of shared memory a block may use",
+                first + 1,
+                end,
+                tile_rows.unwrap_or(1),
+                limits.shared_per_block.saturating_sub(limits.static_shared),
+            )
+        };
+        let placement = match choice {
+            PlacementChoice::Shared if shared_tile == 0 => return Err(refuse(2)),
+            PlacementChoice::Split if split_tile == 0 => return Err(refuse(1)),
+            PlacementChoice::Shared => Placement::Shared,
+            PlacementChoice::Split => Placement::Split,
+            PlacementChoice::Global => Placement::Global,
+            PlacementChoice::Auto => {
+                let mut best = (Placement::Global, model.global_bytes);
+                for (placement, bytes) in [
+                    (Placement::Split, model.split_bytes),
+                    (Placement::Shared, model.shared_bytes),
+                ] {
+                    if let Some(bytes) = bytes
+                        && bytes <= best.1
+                    {
+                        best = (placement, bytes);
+                    }
+                }
+                best.0
+            }
+        };
+        segments.push(Segment {
+            first,
+            end,
+            stride,
+            carry_in,
+            carry_out,
+            placement,
+            tile: match placement {
+                Placement::Shared => shared_tile,
+                Placement::Split => split_tile,
+                Placement::Global => global_tile,
+            },
+            threads: match placement {
+                Placement::Shared => shared_threads,
+                Placement::Split => split_threads,
+                Placement::Global => THREADS,
+            },
+            model,
+        });
+    }
+    Ok(segments)
+}
+
+/// The path a run takes, for reports: the fused chain in shared memory, the same with its
+/// outputs through global memory (split), tiles in global memory, or a mix of them (each
+/// placement named once, in the order of its first launch).
+pub fn path(segments: &[Segment]) -> String {
+    let mut used: Vec<Placement> = Vec::new();
+    for s in segments {
+        if !used.contains(&s.placement) {
+            used.push(s.placement);
+        }
+    }
+    match used.as_slice() {
+        [Placement::Shared] => "fused chain (tiles in shared memory)".into(),
+        [Placement::Split] => "fused chain, outputs through global memory (split tiles)".into(),
+        [Placement::Global] => "tiles in global memory".into(),
+        _ => format!(
+            "mixed: {} tiles",
+            used.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// Rows per tile of a segment launched on `blocks` blocks over `rows` rows: what the kernel
+/// computes on the device from the row count it reads there.
+pub fn device_tile(rows: usize, blocks: usize, tile: usize) -> usize {
+    rows.div_ceil(blocks.max(1) * TILE_WAVES)
+        .clamp(1, tile.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Chain, FormatChoice};
+    use spdnn_formats::Csr;
+
+    const H200: Limits = Limits::hopper(1200);
+
+    fn layout(widths: &[usize]) -> Layout {
+        let layers: Vec<Csr> = widths
+            .windows(2)
+            .map(|d| {
+                let t: Vec<(u32, u32, f32)> = (0..d[1] as u32)
+                    .map(|c| (c % d[0] as u32, c, 1.0))
+                    .collect();
+                Csr::from_triplets(d[0], d[1], &t).unwrap()
+            })
+            .collect();
+        Layout::build(
+            &Chain::from_parts(layers, None).unwrap(),
+            FormatChoice::Auto,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn default_cuts_are_the_powers_of_two() {
+        assert_eq!(cut_points(1, None).unwrap(), Vec::<usize>::new());
+        assert_eq!(cut_points(2, None).unwrap(), Vec::<usize>::new());
+        assert_eq!(cut_points(3, None).unwrap(), vec![2]);
+        assert_eq!(cut_points(120, None).unwrap(), vec![2, 4, 8, 16, 32, 64]);
+        assert_eq!(cut_points(1920, None).unwrap().len(), 10);
+        assert_eq!(cut_points(5, Some(&[1, 3])).unwrap(), vec![1, 3]);
+        assert!(cut_points(5, Some(&[3, 3])).is_err());
+        assert!(cut_points(5, Some(&[0])).is_err());
+        assert!(cut_points(5, Some(&[5])).is_err());
+    }
+
+    #[test]
+    fn segments_cover_the_chain_with_their_widths() {
+        let l = layout(&[100, 64, 40, 64, 33, 7]);
+        let s = plan(&l, &H200, &[2, 3], PlacementChoice::Auto, None).unwrap();
+        assert_eq!(s.len(), 3);
+        assert_eq!(
+            (s[0].first, s[0].end, s[0].carry_in, s[0].carry_out),
+            (0, 2, 0, 64)
+        );
+        assert_eq!(
+            (s[1].first, s[1].end, s[1].carry_in, s[1].carry_out),
+            (2, 3, 64, 64)
+        );
+        assert_eq!(
+            (s[2].first, s[2].end, s[2].carry_in, s[2].carry_out),
+            (3, 5, 64, 0)
+        );
+        assert_eq!(s.iter().map(|s| s.stride).collect::<Vec<_>>(), [64, 64, 64]);
+        assert!(s.iter().all(|s| s.placement == Placement::Shared));
+        assert!(s.iter().all(|s| s.tile == MAX_TILE));
+        assert_eq!(
+            (s[0].label(), s[1].label()),
+            ("1-2".to_string(), "3".to_string())
+        );
+    }
+
+    #[test]
+    fn wide_tiles_go_to_global_memory() {
+        // 60000 floats a row: not one row of two buffers fits 227 KiB.
+        let l = layout(&[10, 60000, 60000]);
+        let s = plan(&l, &H200, &[], PlacementChoice::Auto, None).unwrap();
+        assert_eq!(s[0].placement, Placement::Global);
+        assert_eq!(s[0].tile, GLOBAL_TILE);
+        assert!(s[0].model.shared_bytes.is_none());
+        assert!(plan(&l, &H200, &[], PlacementChoice::Shared, None).is_err());
+        // 4096 floats a row: 7 rows fit one wide block an SM.
+        assert_eq!(H200.shared_tile(4096), (7, THREADS_WIDE));
+        assert_eq!(H200.tile_at(4096, 3), 2);
+        // 64 floats a row: 128 rows, three blocks an SM.
+        assert_eq!(H200.shared_tile(64), (MAX_TILE, THREADS));
+        // 256 floats: 36 rows keep three blocks an SM; 1024 floats: 9 rows for three
+        // blocks are too few, one wide block takes 28.
+        assert_eq!(H200.shared_tile(256), (36, THREADS));
+        assert_eq!(H200.shared_tile(1024), (28, THREADS_WIDE));
+        assert_eq!(H200.shared_tile(512), (18, THREADS));
+        let l = layout(&[10, 64, 64]);
+        let s = plan(&l, &H200, &[], PlacementChoice::Global, Some(5)).unwrap();
+        assert_eq!((s[0].placement, s[0].tile), (Placement::Global, 5));
+        let s = plan(&l, &H200, &[], PlacementChoice::Shared, Some(3)).unwrap();
+        assert_eq!((s[0].placement, s[0].tile), (Placement::Shared, 3));
+        // A requested tile that does not fit shared memory goes global under Auto.
+        let l = layout(&[10, 4096, 4096]);
+        let s = plan(&l, &H200, &[], PlacementChoice::Auto, Some(100)).unwrap();
+        assert_eq!((s[0].placement, s[0].tile), (Placement::Global, 100));
+    }
+
+    #[test]
+    fn random_wide_rows_split_their_tiles() {
+        // Random fan-in-32 layers (nothing to compress): sliced ELL; a slot touches 27.9
+        // (4096) and 30.9 (16384) sectors and costs 1.62 and 1.87 shared-memory wavefronts.
+        for (n, split, two) in [(4096, 14, 7), (16384, 3, 1)] {
+            let net = spdnn_sdgc::generator::random_network(n, 3, 32, 1).unwrap();
+            let chain = Chain::from_parts(net.layers().to_vec(), None).unwrap();
+            let l = Layout::build(&chain, FormatChoice::Auto).unwrap();
+            let ell = l.layers[1];
+            assert_eq!((ell.format, ell.slots), (Format::Ell, 32 * n / WARP));
+            let per_slot = |x: usize| x as f64 / ell.slots as f64;
+            assert!(per_slot(ell.sectors) > 25.0, "{}", per_slot(ell.sectors));
+            assert!(
+                per_slot(ell.wavefronts) < 2.0,
+                "{}",
+                per_slot(ell.wavefronts)
+            );
+            assert_eq!(H200.shared_tile(n), (two, THREADS_WIDE));
+            assert_eq!(H200.split_tile(n), (split, THREADS_WIDE));
+            let s = plan(&l, &H200, &[], PlacementChoice::Auto, None).unwrap();
+            assert_eq!(
+                (s[0].placement, s[0].tile, s[0].threads),
+                (Placement::Split, split, THREADS_WIDE)
+            );
+            let m = s[0].model;
+            // Weights over twice the rows, plus 8 bytes an output, beat two buffers; the
+            // gathers of global tiles touch a 32-byte sector per weight.
+            assert!(m.split_bytes.unwrap() < m.shared_bytes.unwrap(), "{m:?}");
+            assert!(m.global_bytes > 4.0 * m.split_bytes.unwrap(), "{m:?}");
+            assert_eq!(s[0].shared_floats(), split * n);
+            assert_eq!(s[0].scratch_floats(), split * n);
+            assert_eq!(
+                path(&s),
+                "fused chain, outputs through global memory (split tiles)"
+            );
+        }
+        // Narrow rows keep both buffers in shared memory: the round trip costs more than
+        // it saves.
+        let l = layout(&[64, 64, 64, 64]);
+        let s = plan(&l, &H200, &[], PlacementChoice::Auto, None).unwrap();
+        assert_eq!(s[0].placement, Placement::Shared);
+        assert_eq!(path(&s), "fused chain (tiles in shared memory)");
+        let split = plan(&l, &H200, &[1], PlacementChoice::Split, None).unwrap();
+        assert!(split.iter().all(|s| s.placement == Placement::Split));
+        assert_eq!(
+            (split[0].shared_floats(), split[0].scratch_floats()),
+            (128 * 64, 128 * 64)
+        );
+        let mut mixed = s.clone();
+        mixed.extend(plan(&l, &H200, &[], PlacementChoice::Global, None).unwrap());
+        mixed.extend(split);
+        assert_eq!(path(&mixed), "mixed: shared, global, split tiles");
+    }
+
+    #[test]
+    fn device_tiles_spread_the_rows() {
+        assert_eq!(device_tile(60000, 396, 128), 76);
+        assert_eq!(device_tile(60000, 10, 128), 128);
+        assert_eq!(device_tile(5, 396, 128), 1);
+        assert_eq!(device_tile(0, 396, 128), 1);
+    }
+}

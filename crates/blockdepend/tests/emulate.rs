@@ -1,0 +1,407 @@
+//! The kernel's algorithm, emulated on the CPU (`spdnn_blockdepend::emulate`), against the
+//! CPU reference: random exact, grouped and general networks, saturating ones (retired
+//! rows), generated challenge networks and the official N = 1024 network, under every
+//! option (compression, retirement, formats, placements, tiles, cuts) and device shape
+//! (shared memory, blocks). No GPU needed.
+
+use proptest::prelude::*;
+use spdnn_blockdepend::emulate::{EmulatedRun, run};
+use spdnn_blockdepend::{
+    BlockDependOptions, FormatChoice, Limits, Placement, PlacementChoice, STATE_BOUND,
+};
+use spdnn_formats::{Csr, SparseMatrix};
+use spdnn_gputest::{Problem, exact_problem, general_problem, grouped_problem, reference};
+
+/// An H200-like block: 227 KiB of shared memory with the opt-in.
+const BIG: Limits = Limits::hopper(1168);
+
+/// A block with room for 3 rows of 32 floats (two buffers): small tiles.
+const SMALL: Limits = Limits {
+    shared_per_block: 1168 + 2 * 4 * 32 * 3,
+    shared_per_sm: 228 * 1024,
+    reserved_per_block: 0,
+    static_shared: 1168,
+};
+
+/// A block with no room for a row: every launch in global memory.
+const NONE: Limits = Limits {
+    shared_per_block: 1168 + 100,
+    shared_per_sm: 228 * 1024,
+    reserved_per_block: 0,
+    static_shared: 1168,
+};
+
+#[derive(Debug, Clone)]
+struct Knobs {
+    options: BlockDependOptions,
+    limits: Limits,
+    blocks: usize,
+}
+
+fn knobs(layers: usize) -> impl Strategy<Value = Knobs> {
+    let cuts =
+        proptest::collection::vec(proptest::bool::ANY, layers.saturating_sub(1)).prop_map(|keep| {
+            let cuts: Vec<usize> = keep
+                .iter()
+                .enumerate()
+                .filter(|(_, k)| **k)
+                .map(|(i, _)| i + 1)
+                .collect();
+            cuts
+        });
+    (
+        proptest::bool::ANY,
+        proptest::bool::ANY,
+        prop_oneof![
+            Just(FormatChoice::Auto),
+            Just(FormatChoice::Dense),
+            Just(FormatChoice::Ell)
+        ],
+        prop_oneof![
+            3 => Just(PlacementChoice::Auto),
+            1 => Just(PlacementChoice::Global)
+        ],
+        prop_oneof![Just(None), (1usize..=9).prop_map(Some)],
+        prop_oneof![Just(None), cuts.prop_map(Some)],
+        prop_oneof![Just(BIG), Just(SMALL), Just(NONE)],
+        1usize..=6,
+    )
+        .prop_map(
+            |(compress, retire, format, placement, tile_rows, cuts, limits, blocks)| Knobs {
+                options: BlockDependOptions {
+                    compress,
+                    retire,
+                    tile_rows,
+                    cuts,
+                    placement,
+                    format,
+                },
+                limits,
+                blocks,
+            },
+        )
+}
+
+fn with_knobs(problem: impl Strategy<Value = Problem>) -> impl Strategy<Value = (Problem, Knobs)> {
+    problem.prop_flat_map(|p| {
+        let layers = p.layers.len();
+        (Just(p), knobs(layers))
+    })
+}
+
+fn emulate<'p>(p: &'p Problem, k: &Knobs) -> Result<EmulatedRun<'p>, String> {
+    run(
+        &p.layers, &p.input, p.bias, p.upper, &k.options, &k.limits, k.blocks,
+    )
+}
+
+/// Categories equal; values bit for bit (`None`) or within `relative·max(|v|, 1)`.
+fn check(p: &Problem, k: &Knobs, relative: Option<f32>) -> Result<(), String> {
+    let result = emulate(p, k)?;
+    let expected = reference(p);
+    if result.categories() != expected.categories {
+        return Err(format!(
+            "categories differ: {:?} against {:?}",
+            result.categories(),
+            expected.categories
+        ));
+    }
+    let values = result.values(p.upper)?;
+    let want = expected.output.expect("the reference keeps its output");
+    if values.len() != want.len() {
+        return Err(format!("{} values, expected {}", values.len(), want.len()));
+    }
+    let n = want.ncols();
+    for (i, (&got, &want)) in values.iter().zip(want.iter()).enumerate() {
+        let ok = match relative {
+            None => got.to_bits() == want.to_bits() || (got == 0.0 && want == 0.0),
+            Some(rel) => (got - want).abs() <= rel * want.abs().max(1.0),
+        };
+        if !ok {
+            return Err(format!(
+                "row {} column {}: {got}, expected {want}",
+                i / n,
+                i % n
+            ));
+        }
+    }
+    if result.emulation.computed[0] != p.input.nrows() {
+        return Err("layer 1 must compute every row".into());
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(192))]
+
+    /// Exact problems (dyadic or integer values): bit for bit, compressed or not.
+    #[test]
+    fn exact_random_networks((p, k) in with_knobs(exact_problem(70, 120))) {
+        check(&p, &k, None).map_err(TestCaseError::fail)?;
+    }
+
+    /// Grouped layers (classes of 16 outputs): compression merges them, bit for bit.
+    #[test]
+    fn grouped_random_networks((p, k) in with_knobs(grouped_problem(4, 100))) {
+        check(&p, &k, None).map_err(TestCaseError::fail)?;
+    }
+
+    /// Arbitrary positive weights: within the GPU tests' tolerance.
+    #[test]
+    fn general_random_networks((p, k) in with_knobs(general_problem(70, 100))) {
+        check(&p, &k, Some(1e-5)).map_err(TestCaseError::fail)?;
+    }
+
+    /// Saturating networks (GLARE's case): rows retire at the bound, bit for bit, and
+    /// retiring changes nothing.
+    #[test]
+    fn saturating_networks_retire(
+        (p, k) in with_knobs(spdnn_gputest::saturating_problem(1, 60, 8, 100))
+    ) {
+        check(&p, &k, None).map_err(TestCaseError::fail)?;
+        let on = emulate(&p, &Knobs { options: BlockDependOptions { retire: true, ..k.options.clone() }, ..k.clone() })
+            .map_err(TestCaseError::fail)?;
+        let off = emulate(&p, &Knobs { options: BlockDependOptions { retire: false, ..k.options.clone() }, ..k.clone() })
+            .map_err(TestCaseError::fail)?;
+        prop_assert_eq!(on.categories(), off.categories());
+        prop_assert_eq!(on.values(p.upper).unwrap(), off.values(p.upper).unwrap());
+        prop_assert!(off.emulation.states.iter().all(|&s| s != STATE_BOUND));
+        let on_work: usize = on.emulation.computed.iter().sum();
+        let off_work: usize = off.emulation.computed.iter().sum();
+        prop_assert!(on_work <= off_work);
+    }
+}
+
+fn problem(layers: Vec<Csr>, input: Csr, bias: f32, upper: f32) -> Problem {
+    Problem {
+        layers,
+        input,
+        bias,
+        upper,
+    }
+}
+
+fn default_knobs() -> Knobs {
+    Knobs {
+        options: BlockDependOptions::default(),
+        limits: BIG,
+        blocks: 4,
+    }
+}
+
+#[test]
+fn all_saturating_rows_retire_after_the_first_layer() {
+    let p = spdnn_gputest::all_saturating_problem(64, 12, 50);
+    let result = emulate(&p, &default_knobs()).unwrap();
+    assert!(result.emulation.states.iter().all(|&s| s == STATE_BOUND));
+    assert_eq!(result.emulation.computed[0], 50);
+    assert!(result.emulation.computed[1..].iter().all(|&c| c == 0));
+    check(&p, &default_knobs(), None).unwrap();
+}
+
+#[test]
+fn edge_shapes_match_the_reference() {
+    let w = |n: usize, t: &[(u32, u32, f32)]| Csr::from_triplets(n, n, t).unwrap();
+    // One neuron, one row, one layer.
+    let p = problem(
+        vec![w(1, &[(0, 0, 2.0)])],
+        Csr::from_triplets(1, 1, &[(0, 0, 1.0)]).unwrap(),
+        -0.5,
+        32.0,
+    );
+    check(&p, &default_knobs(), None).unwrap();
+    // Rows of zeros, rows that die in layer 2, an input row with no entries.
+    let layers = vec![
+        w(3, &[(0, 0, 1.0), (1, 1, 1.0), (2, 2, 1.0)]),
+        w(3, &[(0, 0, 0.25), (1, 1, 4.0), (2, 2, 1.0)]),
+        w(3, &[(0, 1, 1.0), (1, 2, 1.0), (2, 0, 1.0)]),
+    ];
+    let input = Csr::from_triplets(
+        5,
+        3,
+        &[
+            (0, 0, 1.0),
+            (1, 1, 1.0),
+            (2, 2, 1.0),
+            (4, 0, 1.0),
+            (4, 2, 1.0),
+        ],
+    )
+    .unwrap();
+    let p = problem(layers, input, -0.5, 2.0);
+    for blocks in [1, 2, 7] {
+        for tile_rows in [None, Some(1), Some(2), Some(4)] {
+            for cuts in [None, Some(vec![1]), Some(vec![2]), Some(vec![1, 2])] {
+                let k = Knobs {
+                    options: BlockDependOptions {
+                        tile_rows,
+                        cuts: cuts.clone(),
+                        ..BlockDependOptions::default()
+                    },
+                    limits: BIG,
+                    blocks,
+                };
+                check(&p, &k, None).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn wide_layers_run_in_global_memory_and_agree() {
+    // 60000 wide: not one row fits 227 KiB; two sparse layers.
+    let n = 60_000usize;
+    let t1: Vec<(u32, u32, f32)> = (0..n as u32)
+        .map(|i| (i, (i * 7) % n as u32, 1.5))
+        .collect();
+    let t2: Vec<(u32, u32, f32)> = (0..n as u32)
+        .map(|i| (i, (i + 1) % n as u32, 1.0))
+        .collect();
+    let layers = vec![
+        Csr::from_triplets(n, n, &t1).unwrap(),
+        Csr::from_triplets(n, n, &{
+            let mut t = t2;
+            t.sort_by_key(|&(i, j, _)| (i, j));
+            t
+        })
+        .unwrap(),
+    ];
+    let input = Csr::from_triplets(3, n, &[(0, 5, 1.0), (1, 59_999, 1.0), (2, 17, 0.5)]).unwrap();
+    let p = problem(layers, input, -0.25, 32.0);
+    let k = default_knobs();
+    let result = emulate(&p, &k).unwrap();
+    assert!(
+        result
+            .segments
+            .iter()
+            .all(|s| s.placement == Placement::Global)
+    );
+    check(&p, &k, None).unwrap();
+}
+
+#[test]
+fn random_wide_networks_split_their_tiles_and_agree() {
+    // The general-network benchmark's kind of network (random inputs and weights, nothing
+    // to compress), 2048 wide: a split tile holds 28 rows where two buffers hold 14.
+    let n = 2048;
+    let network = spdnn_sdgc::generator::random_network(n, 4, 32, 3).unwrap();
+    let input = spdnn_sdgc::images::synthetic(150, n, 3).unwrap().features;
+    let p = problem(network.layers().to_vec(), input, -0.35, 32.0);
+    let k = default_knobs();
+    let result = emulate(&p, &k).unwrap();
+    for s in &result.segments {
+        assert_eq!((s.placement, s.tile), (Placement::Split, 28), "{s:?}");
+        let model = s.model;
+        assert!(model.split_bytes < model.shared_bytes, "{model:?}");
+    }
+    // Rows live through every layer (the weights keep them alive), all computed.
+    assert!(result.emulation.computed.iter().all(|&rows| rows > 100));
+    // The slots' order is not the inputs' order: sums differ from the reference's in the
+    // last bits, and four random layers let that grow a little.
+    check(&p, &k, Some(1e-4)).unwrap();
+    for placement in [PlacementChoice::Shared, PlacementChoice::Global] {
+        let forced = Knobs {
+            options: BlockDependOptions {
+                placement,
+                ..BlockDependOptions::default()
+            },
+            ..default_knobs()
+        };
+        check(&p, &forced, Some(1e-4)).unwrap_or_else(|e| panic!("{placement:?}: {e}"));
+    }
+    // Split forced where not one row fits a block: an error naming the buffer.
+    let none = Knobs {
+        options: BlockDependOptions {
+            placement: PlacementChoice::Split,
+            ..BlockDependOptions::default()
+        },
+        limits: NONE,
+        blocks: 2,
+    };
+    let error = emulate(&p, &none).unwrap_err();
+    assert!(error.contains("one buffer"), "{error}");
+}
+
+#[test]
+fn generated_challenge_networks_match() {
+    for (n, l, rows) in [(1024, 30, 300), (4096, 12, 60)] {
+        let p = spdnn_gputest::challenge_problem(n, l, rows, 5);
+        for compress in [true, false] {
+            let k = Knobs {
+                options: BlockDependOptions {
+                    compress,
+                    ..BlockDependOptions::default()
+                },
+                ..default_knobs()
+            };
+            check(&p, &k, Some(1e-5))
+                .unwrap_or_else(|e| panic!("{n}-{l} compress {compress}: {e}"));
+        }
+    }
+}
+
+#[test]
+fn the_compressed_official_network_gives_the_official_truth() {
+    let Some((p, truth)) = spdnn_gputest::official_1024_subset() else {
+        return;
+    };
+    let result = emulate(&p, &default_knobs()).unwrap();
+    assert_eq!(result.categories(), truth);
+    let widths: Vec<usize> = result.layout.layers.iter().map(|l| l.out_width).collect();
+    assert!(widths.iter().all(|&w| w == 64 || w == 32), "{widths:?}");
+    check(&p, &default_knobs(), Some(1e-5)).unwrap();
+    // Most rows are finished long before layer 120.
+    let computed = &result.emulation.computed;
+    assert_eq!(computed[0], p.input.nrows());
+    assert_eq!(computed[119], 0, "{computed:?}");
+    let _ = p.input.nnz();
+}
+
+#[test]
+fn bad_options_are_errors() {
+    let p = spdnn_gputest::challenge_problem(1024, 3, 4, 1);
+    let bad = |options: BlockDependOptions| {
+        emulate(
+            &p,
+            &Knobs {
+                options,
+                ..default_knobs()
+            },
+        )
+    };
+    assert!(
+        bad(BlockDependOptions {
+            tile_rows: Some(0),
+            ..Default::default()
+        })
+        .is_err()
+    );
+    assert!(
+        bad(BlockDependOptions {
+            cuts: Some(vec![3]),
+            ..Default::default()
+        })
+        .is_err()
+    );
+    assert!(
+        bad(BlockDependOptions {
+            cuts: Some(vec![2, 1]),
+            ..Default::default()
+        })
+        .is_err()
+    );
+    let e = emulate(
+        &p,
+        &Knobs {
+            options: BlockDependOptions {
+                placement: PlacementChoice::Shared,
+                compress: false,
+                ..Default::default()
+            },
+            limits: NONE,
+            blocks: 2,
+        },
+    )
+    .unwrap_err();
+    assert!(e.contains("shared memory"), "{e}");
+}

@@ -1,0 +1,373 @@
+//! BlockDepend against the CPU reference. These need a CUDA GPU: run with
+//! `--include-ignored` on the GPU machine (`crates/blockdepend/device.sh`).
+
+use proptest::prelude::*;
+use spdnn_blockdepend::{BlockDependOptions, FormatChoice, PlacementChoice, infer};
+use spdnn_cuda::Gpu;
+use spdnn_cuda::rows::{GpuInference, RunSpec};
+use spdnn_formats::Csr;
+use spdnn_gputest::{
+    Problem, Tolerance, check_challenge, check_compressed, check_exact_random,
+    check_general_random, check_grouped_random, check_official_1024, check_rectangular_random,
+    compare,
+};
+
+const SPEC: RunSpec = RunSpec {
+    warmup: 1,
+    repetitions: 2,
+    keep_output: true,
+    batch: None,
+};
+
+fn run_with(
+    options: BlockDependOptions,
+) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+}
+
+fn options(f: impl FnOnce(&mut BlockDependOptions)) -> BlockDependOptions {
+    let mut o = BlockDependOptions::default();
+    f(&mut o);
+    o
+}
+
+/// The option sets every random suite runs: the defaults, no compression, tiles in global
+/// memory, split tiles, small tiles with a launch after every layer, and each format forced.
+fn variants() -> Vec<(&'static str, BlockDependOptions)> {
+    vec![
+        ("defaults", BlockDependOptions::default()),
+        ("uncompressed", options(|o| o.compress = false)),
+        ("no retirement", options(|o| o.retire = false)),
+        (
+            "global tiles",
+            options(|o| o.placement = PlacementChoice::Global),
+        ),
+        (
+            "split tiles",
+            options(|o| o.placement = PlacementChoice::Split),
+        ),
+        (
+            "tiles of 3, cut after every layer",
+            options(|o| {
+                o.tile_rows = Some(3);
+                o.cuts = Some((1..12).collect());
+            }),
+        ),
+        ("dense", options(|o| o.format = FormatChoice::Dense)),
+        ("ell", options(|o| o.format = FormatChoice::Ell)),
+    ]
+}
+
+/// Cuts after every layer the network has (the random suites vary their depth).
+fn run_variant(
+    options: BlockDependOptions,
+) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    move |gpu, p| {
+        let mut o = options.clone();
+        if let Some(cuts) = &mut o.cuts {
+            cuts.retain(|&c| c < p.layers.len());
+        }
+        infer(gpu, &p.layers, &p.input, p.bias, p.upper, &o, &SPEC)
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn exact_random_networks() {
+    for (name, o) in variants() {
+        eprintln!("exact random: {name}");
+        check_exact_random(&run_variant(o));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn general_random_networks() {
+    for (name, o) in variants() {
+        eprintln!("general random: {name}");
+        check_general_random(&run_variant(o));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn grouped_random_networks() {
+    for (name, o) in variants() {
+        eprintln!("grouped random: {name}");
+        check_grouped_random(&run_variant(o));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn rectangular_random_networks() {
+    check_rectangular_random(&run_with(BlockDependOptions::default()));
+    check_rectangular_random(&run_with(options(|o| {
+        o.placement = PlacementChoice::Global;
+    })));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn compressed_networks() {
+    // Already compressed by the caller: compressing again finds nothing more.
+    check_compressed(&run_with(BlockDependOptions::default()));
+    check_compressed(&run_with(options(|o| o.compress = false)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn saturating_networks_retire_rows() {
+    let gpu = spdnn_gputest::gpu();
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::default());
+    let outcome = runner.run(&spdnn_gputest::saturating_problem(1, 90, 8, 200), |p| {
+        for (name, o) in [
+            ("retire", BlockDependOptions::default()),
+            ("no retirement", options(|o| o.retire = false)),
+        ] {
+            let result = run_with(o)(&gpu, &p).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            compare(&p, &result, Tolerance::Exact)
+                .map_err(|e| TestCaseError::fail(format!("{name}: {e}")))?;
+        }
+        Ok(())
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
+    for (n, l, rows) in [(64, 6, 300), (96, 40, 70), (300, 30, 33)] {
+        let p = spdnn_gputest::all_saturating_problem(n, l, rows);
+        let result = run_with(BlockDependOptions::default())(&gpu, &p).unwrap();
+        compare(&p, &result, Tolerance::Exact).unwrap();
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn generated_challenge_networks() {
+    let defaults = run_with(BlockDependOptions::default());
+    check_challenge(&defaults, 1024, 120, 3000);
+    check_challenge(&defaults, 4096, 24, 500);
+    check_challenge(&defaults, 16384, 12, 64);
+    check_challenge(&run_with(options(|o| o.compress = false)), 1024, 30, 500);
+    check_challenge(&run_with(options(|o| o.compress = false)), 4096, 12, 100);
+    check_challenge(
+        &run_with(options(|o| o.placement = PlacementChoice::Global)),
+        1024,
+        40,
+        700,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn official_1024_network() {
+    check_official_1024(&run_with(BlockDependOptions::default()));
+    check_official_1024(&run_with(options(|o| o.compress = false)));
+    check_official_1024(&run_with(options(|o| o.retire = false)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tiles_straddle_the_end_of_the_input() {
+    let gpu = spdnn_gputest::gpu();
+    for rows in [1, 2, 7, 129, 1001] {
+        let p = spdnn_gputest::challenge_problem(1024, 30, rows, 3);
+        for tile_rows in [None, Some(1), Some(4), Some(128)] {
+            // Each case is named before it runs (seen with --nocapture, e.g. under a
+            // sanitizer that stops the process).
+            eprintln!("tiles_straddle: {rows} rows, tile {tile_rows:?}");
+            let o = options(|o| o.tile_rows = tile_rows);
+            let result = run_with(o)(&gpu, &p)
+                .unwrap_or_else(|e| panic!("{rows} rows, tile {tile_rows:?}: {e}"));
+            compare(&p, &result, Tolerance::Relative(1e-5))
+                .unwrap_or_else(|e| panic!("{rows} rows, tile {tile_rows:?}: {e}"));
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn random_wide_networks_split_their_tiles() {
+    // The general-network benchmark's kind of network, 4096 wide and uncompressible: the
+    // model splits the tiles (14 rows with the inputs in shared memory instead of 7 with
+    // both buffers there); two buffers and global tiles must agree.
+    let n = 4096;
+    let network = spdnn_sdgc::generator::random_network(n, 4, 32, 7).unwrap();
+    let input = spdnn_sdgc::images::synthetic(300, n, 7).unwrap().features;
+    let p = Problem {
+        layers: network.layers().to_vec(),
+        input,
+        bias: -0.35,
+        upper: 32.0,
+    };
+    let gpu = spdnn_gputest::gpu();
+    for (placement, path) in [
+        (PlacementChoice::Auto, "split"),
+        (PlacementChoice::Split, "split"),
+        (PlacementChoice::Shared, "shared"),
+        (PlacementChoice::Global, "global"),
+    ] {
+        let result = run_with(options(|o| o.placement = placement))(&gpu, &p)
+            .unwrap_or_else(|e| panic!("{placement:?}: {e}"));
+        assert!(
+            result
+                .details
+                .iter()
+                .any(|(k, v)| k == "path" && v.contains(path)),
+            "{placement:?}: {:?}",
+            result.details
+        );
+        // Slot order and layer 1's atomics differ from the reference's order; four random
+        // layers grow the last bits a little.
+        compare(&p, &result, Tolerance::Relative(1e-4))
+            .unwrap_or_else(|e| panic!("{placement:?}: {e}"));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn wide_chains_run_in_global_memory() {
+    // 60000 neurons without classes: not one row fits a block's shared memory.
+    let n = 60_000usize;
+    let layer = |shift: u32, value: f32| {
+        let mut t: Vec<(u32, u32, f32)> = (0..n as u32)
+            .flat_map(|i| {
+                [
+                    (i, (i + shift) % n as u32, value),
+                    (i, (i * 7 + 1) % n as u32, 0.5),
+                ]
+            })
+            .collect();
+        t.sort_by_key(|&(i, j, _)| (i, j));
+        t.dedup_by_key(|&mut (i, j, _)| (i, j));
+        Csr::from_triplets(n, n, &t).unwrap()
+    };
+    let layers = vec![layer(1, 1.0), layer(5, 0.75), layer(11, 1.25)];
+    let input = Csr::from_triplets(
+        5,
+        n,
+        &[
+            (0, 3, 1.0),
+            (0, 40_000, 1.0),
+            (1, 59_999, 1.0),
+            (3, 17, 0.5),
+            (4, 0, 2.0),
+        ],
+    )
+    .unwrap();
+    let p = Problem {
+        layers,
+        input,
+        bias: -0.25,
+        upper: 32.0,
+    };
+    let gpu = spdnn_gputest::gpu();
+    for o in [
+        BlockDependOptions::default(),
+        options(|o| o.cuts = Some(vec![1, 2])),
+    ] {
+        let result = run_with(o)(&gpu, &p).unwrap();
+        assert!(
+            result
+                .details
+                .iter()
+                .any(|(k, v)| k == "path" && v.contains("global")),
+            "{:?}",
+            result.details
+        );
+        compare(&p, &result, Tolerance::Exact).unwrap();
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn batches_reuse_the_prepared_run() {
+    // 2000 rows in batches of 700, 700 and 600: every batch reloads the same buffers.
+    let gpu = spdnn_gputest::gpu();
+    let p = spdnn_gputest::challenge_problem(1024, 40, 2000, 4);
+    let spec = RunSpec {
+        batch: Some(700),
+        ..SPEC
+    };
+    let o = BlockDependOptions::default();
+    let result = infer(&gpu, &p.layers, &p.input, p.bias, p.upper, &o, &spec).unwrap();
+    compare(&p, &result, Tolerance::Relative(1e-5)).unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn compression_on_and_off_agree() {
+    let gpu = spdnn_gputest::gpu();
+    let p = spdnn_gputest::challenge_problem(1024, 60, 2000, 9);
+    let on = run_with(BlockDependOptions::default())(&gpu, &p).unwrap();
+    let off = run_with(options(|o| o.compress = false))(&gpu, &p).unwrap();
+    assert_eq!(on.categories, off.categories);
+    assert_eq!(on.output, off.output);
+    let details = |r: &GpuInference, key: &str| {
+        r.details
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    assert!(details(&on, "compression").contains("widths"));
+    assert_eq!(details(&off, "compression"), "off");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_options_and_problems_are_errors() {
+    let gpu = spdnn_gputest::gpu();
+    let p = spdnn_gputest::challenge_problem(1024, 3, 8, 1);
+    let run = |o: BlockDependOptions| infer(&gpu, &p.layers, &p.input, p.bias, p.upper, &o, &SPEC);
+    assert!(run(options(|o| o.tile_rows = Some(0))).is_err());
+    assert!(run(options(|o| o.tile_rows = Some(129))).is_err());
+    assert!(run(options(|o| o.cuts = Some(vec![3]))).is_err());
+    assert!(run(options(|o| o.cuts = Some(vec![2, 1]))).is_err());
+    // Uncompressed 60000 wide rows cannot live in shared memory (compressed, this layer
+    // of empty columns would shrink to two classes and fit).
+    let n = 60_000;
+    let w = Csr::from_triplets(n, n, &[(0, 1, 1.0)]).unwrap();
+    let x = Csr::from_triplets(1, n, &[(0, 0, 1.0)]).unwrap();
+    let shared = options(|o| {
+        o.placement = PlacementChoice::Shared;
+        o.compress = false;
+    });
+    let e = infer(
+        &gpu,
+        std::slice::from_ref(&w),
+        &x,
+        -0.3,
+        32.0,
+        &shared,
+        &SPEC,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("shared memory"), "{e}");
+    // Positive bias, wrong widths.
+    assert!(
+        infer(
+            &gpu,
+            std::slice::from_ref(&w),
+            &x,
+            0.3,
+            32.0,
+            &BlockDependOptions::default(),
+            &SPEC
+        )
+        .is_err()
+    );
+    let narrow = Csr::from_triplets(1, 5, &[(0, 0, 1.0)]).unwrap();
+    assert!(
+        infer(
+            &gpu,
+            &[w],
+            &narrow,
+            -0.3,
+            32.0,
+            &BlockDependOptions::default(),
+            &SPEC
+        )
+        .is_err()
+    );
+}
