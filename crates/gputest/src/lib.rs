@@ -7,6 +7,8 @@
 //! must equal the reference exactly. *General* ones use arbitrary floats and are
 //! compared within a relative tolerance.
 
+pub mod biased;
+
 use std::path::PathBuf;
 
 use ndarray::Array2;
@@ -78,7 +80,10 @@ pub fn compare(problem: &Problem, gpu: &GpuInference, tolerance: Tolerance) -> R
     let (Some(values), Some(reference_values)) = (&gpu.output, &expected.output) else {
         return Ok(());
     };
-    let n = problem.input.ncols();
+    let n = problem
+        .layers
+        .last()
+        .map_or(problem.input.ncols(), SparseMatrix::ncols);
     compare_values(values, reference_values, n, tolerance)
 }
 
@@ -168,6 +173,102 @@ pub fn exact_problem(max_n: usize, max_rows: usize) -> impl Strategy<Value = Pro
         bias,
         upper,
     })
+}
+
+/// Exact random problems whose layers chain widths of their own (`N_{l-1} × N_l`, each
+/// width in 1..=`max_width`, 1–4 layers; dyadic values of both signs), as compressed or
+/// general networks have.
+pub fn rectangular_problem(max_width: usize, max_rows: usize) -> impl Strategy<Value = Problem> {
+    (
+        proptest::collection::vec(1..=max_width, 2..=5),
+        1..=max_rows,
+        0.05f64..0.6,
+    )
+        .prop_flat_map(|(widths, rows, density)| {
+            let weight = (-8i32..=8).prop_map(|k| k as f32 / 4.0);
+            let layers: Vec<_> = widths
+                .windows(2)
+                .map(|pair| sparse_matrix(pair[0], pair[1], density, weight.clone()))
+                .collect();
+            (
+                layers,
+                sparse_matrix(
+                    rows,
+                    widths[0],
+                    0.5,
+                    (1i32..=8).prop_map(|k| k as f32 / 2.0),
+                ),
+                (1i32..=8).prop_map(|k| -(k as f32) / 4.0),
+                prop_oneof![Just(32.0f32), Just(4.0)],
+            )
+                .prop_map(|(layers, input, bias, upper)| Problem {
+                    layers,
+                    input,
+                    bias,
+                    upper,
+                })
+        })
+}
+
+/// A layer whose outputs come in classes of identical columns (same inputs, same
+/// weights): `n` outputs, each a copy of one of `distinct` random dyadic columns.
+fn classed_layer(n: usize, distinct: usize) -> impl Strategy<Value = Csr> {
+    let weight = (-8i32..=8).prop_map(|k| k as f32 / 4.0);
+    (
+        proptest::collection::vec(sparse_matrix(n, 1, 0.3, weight), distinct),
+        proptest::collection::vec(0..distinct, n),
+    )
+        .prop_map(move |(columns, class_of)| {
+            let mut triplets = Vec::new();
+            for (output, &class) in class_of.iter().enumerate() {
+                for (input, _, value) in columns[class].triplets() {
+                    triplets.push((input, output as u32, value));
+                }
+            }
+            Csr::from_triplets(n, n, &triplets).expect("valid triplets")
+        })
+}
+
+/// Exact random problems whose layers have classes of identical outputs (N up to
+/// `max_n`, 1–4 layers, dyadic values): what compression shrinks.
+pub fn classed_problem(max_n: usize, max_rows: usize) -> impl Strategy<Value = Problem> {
+    (2..=max_n, 1..=4usize, 1..=max_rows).prop_flat_map(|(n, depth, rows)| {
+        (
+            proptest::collection::vec(
+                (1..=n.div_ceil(2)).prop_flat_map(move |d| classed_layer(n, d)),
+                depth,
+            ),
+            sparse_matrix(rows, n, 0.5, (1i32..=8).prop_map(|k| k as f32 / 2.0)),
+            (1i32..=8).prop_map(|k| -(k as f32) / 4.0),
+            prop_oneof![Just(32.0f32), Just(4.0)],
+        )
+            .prop_map(|(layers, input, bias, upper)| Problem {
+                layers,
+                input,
+                bias,
+                upper,
+            })
+    })
+}
+
+/// `problem` with its layers compressed (`spdnn-compress`: identical outputs kept once,
+/// their inputs merged), and the number of layers whose width shrank.
+pub fn compressed(problem: &Problem) -> (Problem, usize) {
+    let compressed = spdnn_compress::compress(&problem.layers).expect("compression");
+    let shrunk = compressed
+        .summary()
+        .layers
+        .iter()
+        .filter(|l| l.classes < l.width)
+        .count();
+    let layers = compressed.into_layers();
+    (
+        Problem {
+            layers,
+            ..problem.clone()
+        },
+        shrunk,
+    )
 }
 
 /// A layer whose outputs come in groups of 16 sharing one input set (the structure XY
@@ -318,9 +419,9 @@ fn run_checked(
     compare(problem, &result, tolerance)
 }
 
-fn run_proptest(
-    strategy: impl Strategy<Value = Problem>,
-    check: impl Fn(&Problem) -> Result<(), String>,
+fn run_proptest<P: std::fmt::Debug>(
+    strategy: impl Strategy<Value = P>,
+    check: impl Fn(&P) -> Result<(), String>,
 ) {
     let mut runner =
         proptest::test_runner::TestRunner::new(proptest::test_runner::Config::default());
@@ -355,6 +456,54 @@ pub fn check_general_random(runner: Runner<'_>) {
     run_proptest(general_problem(80, 300), |p| {
         run_checked(&gpu, runner, p, Tolerance::Relative(1e-5))
     });
+}
+
+/// Exact random problems with rectangular layers (widths up to 80, up to 300 rows) must
+/// equal the reference bit for bit.
+pub fn check_rectangular_random(runner: Runner<'_>) {
+    let gpu = gpu();
+    run_proptest(rectangular_problem(80, 300), |p| {
+        run_checked(&gpu, runner, p, Tolerance::Exact)
+    });
+}
+
+/// Compressed networks: the generated 1024-120 (2000 rows) and 4096-24 (300 rows), the
+/// official 1024-120 and exact random problems with classes of identical outputs,
+/// compressed; the method on the compressed layers must
+/// match the reference on them (values) and on the original layers (categories).
+pub fn check_compressed(runner: Runner<'_>) {
+    let gpu = gpu();
+    for (neurons, layers, rows) in [(1024, 120, 2000), (4096, 24, 300)] {
+        let original = challenge_problem(neurons, layers, rows, 11);
+        let (problem, shrunk) = compressed(&original);
+        assert!(shrunk > 0, "{neurons}-{layers} did not compress");
+        if let Err(e) = run_checked(&gpu, runner, &problem, Tolerance::Relative(1e-5)) {
+            panic!("compressed {neurons}-{layers}: {e}");
+        }
+        let result = runner(&gpu, &problem).expect("the method runs");
+        assert_eq!(
+            result.categories,
+            reference(&original).categories,
+            "compressed {neurons}-{layers}: categories differ from the uncompressed reference"
+        );
+    }
+    run_proptest(classed_problem(80, 300), |p| {
+        let (problem, _) = compressed(p);
+        run_checked(&gpu, runner, &problem, Tolerance::Exact)?;
+        let result = runner(&gpu, &problem).map_err(|e| e.to_string())?;
+        if result.categories != reference(p).categories {
+            return Err("categories differ from the uncompressed reference".into());
+        }
+        Ok(())
+    });
+    if let Some((official, truth)) = official_1024_subset() {
+        let (problem, _) = compressed(&official);
+        let result = runner(&gpu, &problem).expect("the method runs");
+        assert_eq!(
+            result.categories, truth,
+            "compressed official 1024-120: categories differ from the official truth"
+        );
+    }
 }
 
 /// The generated `neurons`-`layers` challenge network over `rows` synthetic rows.
@@ -483,5 +632,44 @@ pub fn check_glare(runner: Runner<'_>) {
             "all-saturating {neurons}-{layers}: no access skipped ({:?})",
             result.accesses
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::strategy::ValueTree;
+
+    use super::*;
+
+    #[test]
+    fn compressed_classed_problems_keep_the_reference_categories() {
+        let mut shrunk_any = false;
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        for _ in 0..32 {
+            let p = classed_problem(40, 60)
+                .new_tree(&mut runner)
+                .expect("a problem")
+                .current();
+            let (compressed, shrunk) = compressed(&p);
+            shrunk_any |= shrunk > 0;
+            assert_eq!(reference(&compressed).categories, reference(&p).categories);
+        }
+        assert!(shrunk_any, "no classed problem compressed");
+    }
+
+    #[test]
+    fn rectangular_problems_chain() {
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        for _ in 0..32 {
+            let p = rectangular_problem(30, 20)
+                .new_tree(&mut runner)
+                .expect("a problem")
+                .current();
+            assert_eq!(p.layers[0].nrows(), p.input.ncols());
+            for pair in p.layers.windows(2) {
+                assert_eq!(pair[1].nrows(), pair[0].ncols());
+            }
+            let _ = reference(&p);
+        }
     }
 }

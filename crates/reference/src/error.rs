@@ -17,6 +17,9 @@ pub enum ReferenceError {
         expected: usize,
         found: usize,
     },
+    /// Per-neuron biases that do not fit the layers (count, lengths, a value not finite).
+    #[error("invalid biases: {0}")]
+    Biases(String),
     /// A segment length of the statistics is 0 (`index` is 0-based in the options' list).
     #[error("segment length {index} of the statistics options is 0")]
     ZeroSegmentLength { index: usize },

@@ -90,6 +90,91 @@ pub fn infer<T: Element>(
     options: &Options,
 ) -> Result<Inference<T>, ReferenceError> {
     check_arguments(layers, input, activation, options)?;
+    run_layers(
+        layers,
+        input,
+        Biases::One(activation.bias),
+        activation.upper_bound,
+        options,
+    )
+}
+
+/// [`infer`] with a bias per output neuron: `biases[l][k]` is added to output `k` of layer
+/// `l` where it is structurally nonzero, then the result is clipped to `[0, upper_bound]`.
+/// A positive bias follows the same rule: an output that no nonzero input reaches stays 0
+/// (plain `ReLU(Y·W + b)` would give `min(b, U)` there). Errors as [`infer`] does, and when a
+/// layer's biases are not one finite value per output.
+pub fn infer_with_biases<T: Element>(
+    layers: &[Csr],
+    input: &Csr,
+    biases: &[Vec<f32>],
+    upper_bound: f32,
+    options: &Options,
+) -> Result<Inference<T>, ReferenceError> {
+    let activation = Activation {
+        bias: -1.0,
+        upper_bound,
+    };
+    check_arguments(layers, input, activation, options)?;
+    if biases.len() != layers.len() {
+        return Err(ReferenceError::Biases(format!(
+            "{} bias vectors for {} layers",
+            biases.len(),
+            layers.len()
+        )));
+    }
+    for (l, (b, w)) in biases.iter().zip(layers).enumerate() {
+        if b.len() != w.ncols() {
+            return Err(ReferenceError::Biases(format!(
+                "layer {} has {} outputs but {} biases",
+                l + 1,
+                w.ncols(),
+                b.len()
+            )));
+        }
+        if let Some(k) = b.iter().position(|v| !v.is_finite()) {
+            return Err(ReferenceError::Biases(format!(
+                "the bias of neuron {} of layer {} is {}, not finite",
+                k + 1,
+                l + 1,
+                b[k]
+            )));
+        }
+    }
+    run_layers(
+        layers,
+        input,
+        Biases::PerNeuron(biases),
+        upper_bound,
+        options,
+    )
+}
+
+/// The bias of every layer: one for all neurons, or one per output neuron.
+#[derive(Clone, Copy)]
+enum Biases<'a> {
+    One(f32),
+    PerNeuron(&'a [Vec<f32>]),
+}
+
+impl Biases<'_> {
+    /// Layer `l`'s bias of each of its `outputs` neurons.
+    fn of_layer<T: Element>(&self, l: usize, outputs: usize) -> Vec<T> {
+        match self {
+            Self::One(b) => vec![T::from_f32(*b); outputs],
+            Self::PerNeuron(all) => all[l].iter().map(|&b| T::from_f32(b)).collect(),
+        }
+    }
+}
+
+/// The layer loop of [`infer`] and [`infer_with_biases`], arguments checked.
+fn run_layers<T: Element>(
+    layers: &[Csr],
+    input: &Csr,
+    biases: Biases<'_>,
+    upper_bound: f32,
+    options: &Options,
+) -> Result<Inference<T>, ReferenceError> {
     let rows = input.nrows();
     let width = layers.last().map_or(input.ncols(), SparseMatrix::ncols);
     let lengths: &[usize] = if options.collect_stats {
@@ -100,14 +185,16 @@ pub fn infer<T: Element>(
     let mut pieces = vec![SparseRows::from_input(input)];
     let mut stats = Vec::new();
     for (l, weights) in layers.iter().enumerate() {
-        // The pull kernel reads the weights by output neuron; it serves only bias ≤ 0.
-        let transposed =
-            (activation.bias <= 0.0 && !pieces.is_empty()).then(|| weights.transpose());
+        let bias: Vec<T> = biases.of_layer(l, weights.ncols());
+        let positive = bias.iter().any(|&b| b > T::ZERO);
+        // The pull kernel reads the weights by output neuron; it serves only biases ≤ 0.
+        let transposed = (!positive && !pieces.is_empty()).then(|| weights.transpose());
         let step = Step {
             weights,
             transposed: transposed.as_ref(),
-            bias: T::from_f32(activation.bias),
-            upper_bound: T::from_f32(activation.upper_bound),
+            bias: &bias,
+            positive,
+            upper_bound: T::from_f32(upper_bound),
             lengths,
             collect_stats: options.collect_stats,
         };
@@ -165,6 +252,35 @@ pub fn categories_of<T: Element>(output: ArrayView2<'_, T>) -> Vec<u32> {
         .filter(|(_, row)| row.iter().fold(T::ZERO, |s, &v| s + v) != T::ZERO)
         .map(|(r, _)| r as u32 + 1)
         .collect()
+}
+
+/// The class each row of `scores` predicts: the index of its largest value, the lowest
+/// index among equal largest values; `None` when no value is above 0 (a row that is not a
+/// category predicts nothing). For a trained network `scores` is its last layer's output,
+/// clipped as every layer's is.
+pub fn predictions<T: Element>(scores: ArrayView2<'_, T>) -> Vec<Option<u32>> {
+    scores
+        .rows()
+        .into_iter()
+        .map(|row| {
+            let mut best: Option<(usize, T)> = None;
+            for (k, &v) in row.iter().enumerate() {
+                if v > T::ZERO && best.is_none_or(|(_, b)| v > b) {
+                    best = Some((k, v));
+                }
+            }
+            best.map(|(k, _)| k as u32)
+        })
+        .collect()
+}
+
+/// How many `predictions` equal their `labels` (a row without a prediction is wrong).
+pub fn correct(predictions: &[Option<u32>], labels: &[u8]) -> usize {
+    predictions
+        .iter()
+        .zip(labels)
+        .filter(|(p, l)| **p == Some(u32::from(**l)))
+        .count()
 }
 
 fn check_arguments(
@@ -357,9 +473,12 @@ struct GroupOutputs<'a, T> {
 /// One layer applied to some rows.
 struct Step<'a, T> {
     weights: &'a Csr,
-    /// `weights` transposed (row = output neuron), when the bias is ≤ 0.
+    /// `weights` transposed (row = output neuron), when every bias is ≤ 0.
     transposed: Option<&'a Csr>,
-    bias: T,
+    /// The bias of each output neuron.
+    bias: &'a [T],
+    /// Whether some bias is positive (then a structural zero differs from an entry of 0).
+    positive: bool,
     upper_bound: T,
     lengths: &'a [usize],
     collect_stats: bool,
@@ -406,7 +525,7 @@ impl<T: Element> Step<'_, T> {
         let rows = task
             .iter()
             .flat_map(|(p, range)| range.clone().map(move |r| (&pieces[*p], r)));
-        if self.bias > T::ZERO {
+        if self.positive {
             // Only a positive bias tells a structural zero from no entry at all.
             for (piece, r) in rows {
                 let (idx, val) = piece.row(r);
@@ -447,8 +566,8 @@ impl<T: Element> Step<'_, T> {
     /// `sum + bias` clipped to the bound, and whether it is above 0 (a NaN, reachable
     /// only through overflow, is not).
     #[inline(always)]
-    fn activate(&self, sum: T) -> (T, bool) {
-        let v = sum + self.bias;
+    fn activate(&self, sum: T, bias: T) -> (T, bool) {
+        let v = sum + bias;
         (
             if v > self.upper_bound {
                 self.upper_bound
@@ -462,8 +581,9 @@ impl<T: Element> Step<'_, T> {
     /// Appends the activations of output `k` of every row of the group, without branches.
     #[inline(always)]
     fn emit(&self, k: usize, sum: &[T; GROUP], out: &mut GroupOutputs<'_, T>) {
+        let bias = self.bias[k];
         for g in 0..GROUP {
-            let (v, keep) = self.activate(sum[g]);
+            let (v, keep) = self.activate(sum[g], bias);
             let slot = g * out.width + out.len[g];
             out.idx[slot] = k as u32;
             out.val[slot] = v;
@@ -491,7 +611,8 @@ impl<T: Element> Step<'_, T> {
             }
         }
         for_each_set_bit(touched, |k| {
-            let (v, keep) = self.activate(std::mem::replace(&mut sums[k][0], T::ZERO));
+            let (v, keep) =
+                self.activate(std::mem::replace(&mut sums[k][0], T::ZERO), self.bias[k]);
             if keep {
                 out.idx.push(k as u32);
                 out.val.push(v);
@@ -499,7 +620,7 @@ impl<T: Element> Step<'_, T> {
         });
     }
 
-    /// Up to [`GROUP`] rows at once, for a bias ≤ 0: an output whose sum is 0 stays 0
+    /// Up to [`GROUP`] rows at once, for biases ≤ 0: an output whose sum is 0 stays 0
     /// whether or not it is structurally nonzero, so each weight can update every row of
     /// the group, including rows whose input there is 0 (adding an exact 0). Uses the
     /// pull kernel when the group's inputs are dense, the push kernel otherwise; both sum

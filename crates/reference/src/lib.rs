@@ -23,6 +23,9 @@
 //! - a positive bias (outside the challenge) makes a structural zero differ from no
 //!   entry, so then each row runs alone with an exact "touched" mark per output.
 //!
+//! [`infer_with_biases`] takes a bias per output neuron of every layer (trained networks)
+//! under the same rule; [`predictions`] reads classes off the last layer's output.
+//!
 //! Every kernel adds the products of one output in increasing input order, so the bits
 //! of a row's result do not depend on the rows it was computed with, nor on the number
 //! of threads. A copy of the kernels compiled for AVX2 runs where the CPU has it (the same
@@ -36,5 +39,7 @@ mod stats;
 
 pub use element::Element;
 pub use error::ReferenceError;
-pub use infer::{Activation, Inference, Options, categories_of, infer};
+pub use infer::{
+    Activation, Inference, Options, categories_of, correct, infer, infer_with_biases, predictions,
+};
 pub use stats::{LayerStats, SegmentStats, input_stats};

@@ -30,6 +30,9 @@ pub enum WeightsOrigin {
     Official { path: String },
     /// The RadiX-Net generator with this seed.
     Generated { seed: u64 },
+    /// The random unstructured generator (`generator::random_network`) with this fan-in
+    /// and seed.
+    Random { seed: u64, fan_in: usize },
     /// Some other file given by the user.
     File { path: String },
 }
@@ -40,6 +43,7 @@ impl WeightsOrigin {
         match self {
             Self::Official { .. } => "official".into(),
             Self::Generated { seed } => format!("generated(seed {seed})"),
+            Self::Random { seed, fan_in } => format!("random(fan-in {fan_in}, seed {seed})"),
             Self::File { .. } => "file".into(),
         }
     }
@@ -55,8 +59,10 @@ pub struct Benchmark {
     /// Rows of the input actually run.
     pub rows: usize,
     /// Bias added to every structurally nonzero output (negative).
+    #[serde(serialize_with = "shortest_f32")]
     pub bias: f32,
     /// Activations are clipped to `[0, upper_bound]`.
+    #[serde(serialize_with = "shortest_f32")]
     pub upper_bound: f32,
     /// Where the weights came from.
     pub weights: WeightsOrigin,
@@ -108,6 +114,15 @@ impl Benchmark {
     }
 }
 
+/// Serialises an `f32` as its shortest decimal (-0.3, not -0.30000001192092896), also where
+/// the serialiser widens it to `f64` (`serde_json::to_value`); non-finite values as `null`.
+pub fn shortest_f32<S: serde::Serializer>(value: &f32, s: S) -> Result<S::Ok, S::Error> {
+    match value.to_string().parse::<f64>() {
+        Ok(wide) if wide.is_finite() => s.serialize_f64(wide),
+        _ => s.serialize_none(),
+    }
+}
+
 /// Checks `bias < 0` and `upper_bound > 0`, both finite.
 pub fn validate_activation(bias: f32, upper_bound: f32) -> Result<(), SdgcError> {
     if !(bias.is_finite() && bias < 0.0) {
@@ -126,6 +141,29 @@ pub fn validate_activation(bias: f32, upper_bound: f32) -> Result<(), SdgcError>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bias_serialises_as_given() {
+        let b = Benchmark::new(
+            1024,
+            120,
+            10,
+            None,
+            WeightsOrigin::Generated { seed: 0 },
+            InputOrigin::Mnist,
+        )
+        .unwrap();
+        let text = serde_json::to_string(&serde_json::to_value(&b).unwrap()).unwrap();
+        assert!(text.contains("\"bias\":-0.3,"), "{text}");
+        assert!(text.contains("\"upper_bound\":32.0"), "{text}");
+        let odd = Benchmark {
+            bias: -0.1234567,
+            ..b
+        };
+        let value = serde_json::to_value(&odd).unwrap();
+        assert_eq!(value["bias"].as_f64(), Some(-0.1234567));
+        assert_eq!(value["bias"].as_f64().unwrap() as f32, -0.1234567f32);
+    }
 
     #[test]
     fn official_sizes_get_their_bias() {
@@ -173,5 +211,18 @@ mod tests {
             )
             .is_ok()
         );
+    }
+
+    #[test]
+    fn labels_name_the_generator_and_its_parameters() {
+        assert_eq!(
+            WeightsOrigin::Generated { seed: 3 }.label(),
+            "generated(seed 3)"
+        );
+        let random = WeightsOrigin::Random {
+            seed: 3,
+            fan_in: 32,
+        };
+        assert_eq!(random.label(), "random(fan-in 32, seed 3)");
     }
 }

@@ -170,7 +170,7 @@ impl Drop for CacheWriter {
 /// Reads a cache file: checks the header, then hands out verified matrices.
 struct CacheReader {
     path: PathBuf,
-    input: BufReader<File>,
+    input: Box<dyn Read + Send>,
     /// Bytes not yet read.
     remaining: u64,
     records: u64,
@@ -182,9 +182,26 @@ impl CacheReader {
     fn open(path: &Path, kind: u32) -> Result<(Self, Vec<u8>), SdgcError> {
         let file = File::open(path).map_err(|e| SdgcError::io(path, e))?;
         let length = file.metadata().map_err(|e| SdgcError::io(path, e))?.len();
+        let input = Box::new(BufReader::with_capacity(1 << 16, file));
+        Self::start(path, input, length, kind)
+    }
+
+    /// [`open`](Self::open) over the bytes of a file; `path` names it in errors.
+    fn over_bytes(bytes: &[u8], path: &Path, kind: u32) -> Result<(Self, Vec<u8>), SdgcError> {
+        let input = Box::new(std::io::Cursor::new(bytes.to_vec()));
+        Self::start(path, input, bytes.len() as u64, kind)
+    }
+
+    /// Checks the header of `input` (`length` bytes) as [`open`](Self::open) does.
+    fn start(
+        path: &Path,
+        input: Box<dyn Read + Send>,
+        length: u64,
+        kind: u32,
+    ) -> Result<(Self, Vec<u8>), SdgcError> {
         let mut reader = Self {
             path: path.to_path_buf(),
-            input: BufReader::with_capacity(1 << 16, file),
+            input,
             remaining: length,
             records: 0,
         };
@@ -547,6 +564,16 @@ impl NetworkCacheReader {
     /// Opens a network cache, checking magic, version, kind and header.
     pub fn open(path: &Path) -> Result<Self, SdgcError> {
         let (inner, header) = CacheReader::open(path, KIND_NETWORK)?;
+        Self::with_header(inner, header, path)
+    }
+
+    /// [`open`](Self::open) over the bytes of a cache file; `path` names it in errors.
+    pub fn over_bytes(bytes: &[u8], path: &Path) -> Result<Self, SdgcError> {
+        let (inner, header) = CacheReader::over_bytes(bytes, path, KIND_NETWORK)?;
+        Self::with_header(inner, header, path)
+    }
+
+    fn with_header(inner: CacheReader, header: Vec<u8>, path: &Path) -> Result<Self, SdgcError> {
         let mut cursor = HeaderCursor { bytes: &header };
         let (neurons, layers) = match (cursor.u64(), cursor.u64(), cursor.bytes.is_empty()) {
             (Some(n), Some(l), true) if n >= 1 && n <= u64::from(u32::MAX) && l >= 1 => {
@@ -648,8 +675,15 @@ pub(crate) fn read_layers(
     Network::new(reader.neurons(), read)
 }
 
-/// Writes `network` as a cache file.
+/// Writes `network` as a cache file. A network with per-neuron biases is refused (the cache
+/// holds the challenge's networks; `.safetensors` holds trained ones).
 pub fn write_network(path: &Path, network: &Network) -> Result<(), SdgcError> {
+    if network.biases().is_some() {
+        return Err(SdgcError::invalid(
+            path,
+            "the cache does not hold per-neuron biases: write the network as .safetensors",
+        ));
+    }
     let mut writer = NetworkCacheWriter::create(path, network.neurons(), network.num_layers())?;
     for layer in network.layers() {
         writer.push_layer(layer)?;
@@ -660,7 +694,23 @@ pub fn write_network(path: &Path, network: &Network) -> Result<(), SdgcError> {
 /// Reads a network cache: all its layers (`None`, checking that nothing follows), or the
 /// first `layers` (an error when it holds fewer).
 pub fn read_network(path: &Path, layers: Option<usize>) -> Result<Network, SdgcError> {
-    let mut reader = NetworkCacheReader::open(path)?;
+    read_network_from(NetworkCacheReader::open(path)?, path, layers)
+}
+
+/// [`read_network`] of the bytes of a cache file; `path` names it in errors.
+pub fn parse_network(
+    bytes: &[u8],
+    path: &Path,
+    layers: Option<usize>,
+) -> Result<Network, SdgcError> {
+    read_network_from(NetworkCacheReader::over_bytes(bytes, path)?, path, layers)
+}
+
+fn read_network_from(
+    mut reader: NetworkCacheReader,
+    path: &Path,
+    layers: Option<usize>,
+) -> Result<Network, SdgcError> {
     let wanted = layers.unwrap_or(reader.layers());
     let network = read_layers(&mut reader, wanted, &mut |_| {})?;
     if layers.is_none() && reader.next_layer()?.is_some() {
@@ -701,7 +751,21 @@ pub fn write_input(path: &Path, input: &Input) -> Result<(), SdgcError> {
 
 /// Reads an input cache: its rows and where they came from.
 pub fn read_input(path: &Path) -> Result<Input, SdgcError> {
-    let (mut reader, header) = CacheReader::open(path, KIND_INPUT)?;
+    let (reader, header) = CacheReader::open(path, KIND_INPUT)?;
+    read_input_from(reader, header, path)
+}
+
+/// [`read_input`] of the bytes of a cache file; `path` names it in errors.
+pub fn parse_input(bytes: &[u8], path: &Path) -> Result<Input, SdgcError> {
+    let (reader, header) = CacheReader::over_bytes(bytes, path, KIND_INPUT)?;
+    read_input_from(reader, header, path)
+}
+
+fn read_input_from(
+    mut reader: CacheReader,
+    header: Vec<u8>,
+    path: &Path,
+) -> Result<Input, SdgcError> {
     let bad = || SdgcError::invalid(path, "corrupt cache: bad input header");
     let mut cursor = HeaderCursor { bytes: &header };
     let rows = cursor

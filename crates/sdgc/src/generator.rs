@@ -24,6 +24,9 @@
 //! 3. A uniform `j` in `0..b` (`b = i + 1`) is drawn by Lemire's multiply-and-reject
 //!    method on `next_u64()`: `m = x·b` as a 128-bit product, `lo = m mod 2^64`; while
 //!    `lo < (2^64 − b) mod b`, draw a new `x`; then `j = m div 2^64`.
+//!
+//! Random unstructured networks (any `N`, `fan_in` random inputs per output, random real
+//! weights), the general-network benchmark: [`random_network`] (`generator/random.rs`).
 
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
@@ -31,6 +34,12 @@ use rayon::prelude::*;
 use spdnn_formats::Csr;
 
 use crate::{Network, SdgcError};
+
+mod random;
+pub use random::{
+    DEFAULT_FAN_IN, check_random, for_each_random_layer, random_layer, random_network,
+    random_weight_bound,
+};
 
 /// The value of every generated weight, 1/16.
 pub const WEIGHT: f32 = 0.0625;
@@ -172,12 +181,13 @@ pub fn for_each_layer<E: From<SdgcError>>(
 
 fn check_layers(neurons: usize, layers: usize) -> Result<(), SdgcError> {
     check_neurons(neurons)?;
+    crate::limits::check_neurons(neurons)?;
     if layers == 0 {
         return Err(SdgcError::Parameter(
             "a generated network needs at least one layer".into(),
         ));
     }
-    Ok(())
+    crate::limits::check_layers(layers)
 }
 
 #[cfg(test)]

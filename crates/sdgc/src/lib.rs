@@ -7,14 +7,18 @@
 //! - [`images`]: the challenge's inputs rebuilt from MNIST, and a synthetic fallback.
 //! - [`benchmark`]: benchmark descriptors (sizes, bias, bound, where the data came from).
 //! - [`paths`]: where the data lives on disk.
+//! - [`trained`]: trained networks (per-neuron biases) from `.safetensors` and bias files.
+//! - [`limits`]: the largest sizes accepted, checked before allocating.
 
 pub mod benchmark;
 pub mod cache;
 mod error;
 pub mod generator;
 pub mod images;
+pub mod limits;
 mod network;
 pub mod paths;
+pub mod trained;
 pub mod tsv;
 
 pub use error::SdgcError;

@@ -2,11 +2,16 @@ use spdnn_formats::{Csr, SparseMatrix};
 
 use crate::SdgcError;
 
-/// A sparse DNN: `layers[l]` is `N × N`, row = input neuron, column = output neuron.
+/// A sparse DNN: `layers[l]` is `N × N` (the challenge's networks, [`Network::new`]) or
+/// `N_{l-1} × N_l` (a compressed or a general network, [`Network::chain`]); row = input
+/// neuron, column = output neuron. A trained network also carries a bias per output neuron
+/// of every layer ([`Network::with_biases`]); the challenge's networks carry none (their
+/// one bias comes with the benchmark).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Network {
     neurons: usize,
     layers: Vec<Csr>,
+    biases: Option<Vec<Vec<f32>>>,
 }
 
 impl Network {
@@ -32,12 +37,92 @@ impl Network {
                 )));
             }
         }
-        Ok(Self { neurons, layers })
+        Ok(Self {
+            neurons,
+            layers,
+            biases: None,
+        })
     }
 
-    /// N, the number of neurons per layer.
+    /// A network of layers of any widths that chain (`layers[l]` has as many rows as
+    /// `layers[l-1]` has columns), with at least one layer and one input neuron.
+    pub fn chain(layers: Vec<Csr>) -> Result<Self, SdgcError> {
+        let Some(first) = layers.first() else {
+            return Err(SdgcError::Parameter(
+                "a network needs at least one layer".into(),
+            ));
+        };
+        let neurons = first.nrows();
+        if neurons == 0 {
+            return Err(SdgcError::Parameter(
+                "a network needs at least one neuron".into(),
+            ));
+        }
+        for (l, pair) in layers.windows(2).enumerate() {
+            if pair[1].nrows() != pair[0].ncols() {
+                return Err(SdgcError::Parameter(format!(
+                    "layer {} has {} rows, layer {} has {} columns",
+                    l + 2,
+                    pair[1].nrows(),
+                    l + 1,
+                    pair[0].ncols()
+                )));
+            }
+        }
+        Ok(Self {
+            neurons,
+            layers,
+            biases: None,
+        })
+    }
+
+    /// The network with a bias per output neuron of every layer: `biases[l]` has one finite
+    /// value per column of `layers[l]`. Errors name the layer whose biases do not fit.
+    pub fn with_biases(mut self, biases: Vec<Vec<f32>>) -> Result<Self, SdgcError> {
+        if biases.len() != self.layers.len() {
+            return Err(SdgcError::Parameter(format!(
+                "{} bias vectors for {} layers",
+                biases.len(),
+                self.layers.len()
+            )));
+        }
+        for (l, (b, w)) in biases.iter().zip(&self.layers).enumerate() {
+            if b.len() != w.ncols() {
+                return Err(SdgcError::Parameter(format!(
+                    "layer {} has {} outputs but {} biases",
+                    l + 1,
+                    w.ncols(),
+                    b.len()
+                )));
+            }
+            if let Some(k) = b.iter().position(|v| !v.is_finite()) {
+                return Err(SdgcError::Parameter(format!(
+                    "the bias of neuron {} of layer {} is {}, not finite",
+                    k + 1,
+                    l + 1,
+                    b[k]
+                )));
+            }
+        }
+        self.biases = Some(biases);
+        Ok(self)
+    }
+
+    /// The bias of every output neuron of every layer (`None`: the benchmark's one bias).
+    pub fn biases(&self) -> Option<&[Vec<f32>]> {
+        self.biases.as_deref()
+    }
+
+    /// N, the number of neurons per layer (the input width of a [`Network::chain`]).
     pub fn neurons(&self) -> usize {
         self.neurons
+    }
+
+    /// Whether every layer is `N × N`.
+    pub fn is_square(&self) -> bool {
+        self.layers
+            .iter()
+            .all(|w| w.nrows() == self.neurons && w.ncols() == self.neurons)
     }
 
     /// The weight matrices, first layer first.
@@ -64,6 +149,9 @@ impl Network {
             )));
         }
         self.layers.truncate(layers);
+        if let Some(biases) = self.biases.as_mut() {
+            biases.truncate(layers);
+        }
         Ok(self)
     }
 }

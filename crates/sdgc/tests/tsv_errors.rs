@@ -502,13 +502,23 @@ proptest! {
             prop_assert!(tsv::read_images(&path, 40, Some(30)).is_err());
             return Ok(());
         }
-        prop_assert_eq!(&tsv::read_images(&path, 40, Some(30)).unwrap(), &images);
         let last = images.triplets().map(|t| t.0 as usize + 1).max().unwrap_or(0);
+        // A TSV holds images up to its largest id (trailing empty images cannot be
+        // written); a MatrixMarket file as many as its size line says.
+        let held = if form == 2 { 30 } else { last };
         let natural = tsv::read_images(&path, 40, None).unwrap();
-        prop_assert_eq!(natural.nrows(), if form == 2 { 30 } else { last });
-        let head = tsv::read_images(&path, 40, Some(7)).unwrap();
-        prop_assert_eq!(head.nrows(), 7);
-        prop_assert_eq!(head.nnz(), images.row_offsets()[7] as usize);
+        prop_assert_eq!(natural.nrows(), held);
+        prop_assert_eq!(&tsv::read_images(&path, 40, Some(held)).unwrap(), &natural);
+        let padded: Vec<_> = natural.triplets().collect();
+        prop_assert_eq!(padded, images.triplets().collect::<Vec<_>>());
+        // More rows than the file holds are refused, never padded.
+        let error = tsv::read_images(&path, 40, Some(held + 1)).unwrap_err().to_string();
+        prop_assert!(error.contains("rows were asked for"), "{}", error);
+        if held >= 7 {
+            let head = tsv::read_images(&path, 40, Some(7)).unwrap();
+            prop_assert_eq!(head.nrows(), 7);
+            prop_assert_eq!(head.nnz(), images.row_offsets()[7] as usize);
+        }
     }
 
     #[test]
@@ -688,4 +698,78 @@ fn real_images_and_truth_read() {
         let truth = tsv::read_categories(&path).unwrap();
         assert_eq!((truth.len(), truth[0]), (19, 287));
     }
+}
+
+#[test]
+fn absurd_sizes_are_refused_before_allocating_naming_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    // An image id of 10^12, and one of 4·10^9 (which fits 32 bits but would need 16 GB
+    // of row offsets), without --rows.
+    for id in ["1000000000000", "4000000000"] {
+        let path = write(dir.path(), "i.tsv", &format!("1\t1\t1\n{id}\t2\t1\n"));
+        expect_line_error(tsv::read_images(&path, 4, None), &path, 2, "MAX_ROWS");
+        // With --rows, images past the rows asked for are skipped.
+        assert_eq!(tsv::read_images(&path, 4, Some(1)).unwrap().nrows(), 1);
+    }
+    let path = write(
+        dir.path(),
+        "i.mtx",
+        "%%MatrixMarket matrix coordinate pattern general\n1000000000000 4 1\n1 1\n",
+    );
+    expect_line_error(tsv::read_images(&path, 4, None), &path, 2, "16777216");
+    assert_eq!(tsv::read_images(&path, 4, Some(3)).unwrap().nrows(), 3);
+    // N and L far past the limits.
+    let layer = write(dir.path(), "n4.tsv", GOOD);
+    expect_file_error(tsv::read_layer(&layer, 1 << 30), &layer, "MAX_NEURONS");
+    expect_file_error(
+        tsv::read_images(&layer, 1 << 30, None),
+        &layer,
+        "MAX_NEURONS",
+    );
+    expect_file_error(
+        tsv::read_images(&layer, 4, Some(1 << 40)),
+        &layer,
+        "MAX_ROWS",
+    );
+    let error = tsv::read_network(dir.path(), Some(4), 1 << 40, &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("MAX_LAYERS") && error.contains("65536"),
+        "{error}"
+    );
+    let error = spdnn_sdgc::generator::network(1 << 30, 1, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("MAX_NEURONS"), "{error}");
+    let error = spdnn_sdgc::images::synthetic(1 << 40, 1024, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("MAX_ROWS"), "{error}");
+}
+
+#[test]
+fn more_rows_than_the_file_holds_are_refused_not_padded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "i.tsv", "1\t1\t1\n3\t2\t1\n");
+    assert_eq!(tsv::read_images(&path, 4, None).unwrap().nrows(), 3);
+    assert_eq!(tsv::read_images(&path, 4, Some(3)).unwrap().nrows(), 3);
+    assert_eq!(tsv::read_images(&path, 4, Some(2)).unwrap().nnz(), 1);
+    expect_file_error(
+        tsv::read_images(&path, 4, Some(4)),
+        &path,
+        "4 rows were asked for, but the file holds 3 images",
+    );
+    let path = write(
+        dir.path(),
+        "i.mtx",
+        "%%MatrixMarket matrix coordinate pattern general\n5 4 1\n1 1\n",
+    );
+    assert_eq!(tsv::read_images(&path, 4, Some(5)).unwrap().nrows(), 5);
+    expect_line_error(
+        tsv::read_images(&path, 4, Some(6)),
+        &path,
+        2,
+        "announces 5 images",
+    );
 }

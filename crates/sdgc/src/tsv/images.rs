@@ -5,8 +5,9 @@ use std::path::Path;
 use spdnn_formats::{Csr, SparseMatrix};
 
 use super::parse::{LineShape, parse_lines};
-use super::{check_index, concat, index_limit, matrix_error, read_text, write};
+use super::{check_index, concat, matrix_error, neuron_limit, read_text, write};
 use crate::SdgcError;
+use crate::limits::{MAX_ROWS, over_limit};
 
 const IMAGE_SHAPE: LineShape = LineShape {
     ints: 2,
@@ -34,51 +35,83 @@ const CATEGORY_SHAPE: LineShape = LineShape {
 /// `path` is the official `image<TAB>neuron<TAB>value` TSV (1-based; plain or gzip) or a
 /// MatrixMarket coordinate file (`pattern`, `real` or `integer`, `general`; row = image,
 /// column = feature). `rows = None` keeps every image: as many rows as the largest image
-/// id (TSV) or the size line says (MatrixMarket); `Some(r)` keeps images `1..=r` and gives
-/// exactly `r` rows. Errors name the line of a malformed entry, of an image wider than
-/// `neurons`, of a duplicate, and an empty TSV.
+/// id (TSV) or the size line says (MatrixMarket), at most
+/// [`MAX_ROWS`](crate::limits::MAX_ROWS); `Some(r)` keeps images `1..=r` and errors when
+/// the file holds fewer than `r` images (a TSV holds as many as its largest image id: it
+/// cannot express trailing empty images), so rows are never silently padded. Errors name
+/// the line of a malformed entry, of an image wider than `neurons`, of a duplicate, of an
+/// image id above the row limit, and an empty TSV.
 pub fn read_images(path: &Path, neurons: usize, rows: Option<usize>) -> Result<Csr, SdgcError> {
     let text = read_text(path)?;
-    let neuron_limit = index_limit(neurons, path)?;
+    parse_images(&text, path, neurons, rows)
+}
+
+/// [`read_images`] of a file's bytes (gzip is detected and decompressed); `path` names
+/// the file in errors.
+pub fn parse_images(
+    bytes: &[u8],
+    path: &Path,
+    neurons: usize,
+    rows: Option<usize>,
+) -> Result<Csr, SdgcError> {
+    let text = super::decompress(bytes, path)?;
+    let text = &text[..];
+    let neuron_limit = neuron_limit(neurons, path)?;
     if let Some(r) = rows {
-        index_limit(r.max(1), path)?;
+        crate::limits::check_rows(r).map_err(|e| SdgcError::invalid(path, e.to_string()))?;
     }
     if text.starts_with(b"%%MatrixMarket") {
-        return read_mtx_images(&text, path, neurons, rows);
+        return read_mtx_images(text, path, neurons, rows);
     }
     if text.iter().all(u8::is_ascii_whitespace) {
         return Err(SdgcError::invalid(path, "empty file: no images"));
     }
-    let keep = rows.map_or(u64::from(u32::MAX), |r| r as u64);
+    let keep = rows.map_or(MAX_ROWS as u64, |r| r as u64);
     let chunks = parse_lines(
-        &text,
+        text,
         1,
         path,
         &IMAGE_SHAPE,
         true,
-        |bytes| Vec::with_capacity(bytes / 12 + 1),
-        |acc: &mut Vec<(u32, u32, f32)>, _line, ([image, neuron], value)| {
+        |bytes| (Vec::with_capacity(bytes / 12 + 1), 0u64),
+        |acc: &mut (Vec<(u32, u32, f32)>, u64), _line, ([image, neuron], value)| {
             if image == 0 {
                 return Err("image index 0: indices are 1-based".into());
             }
             if neuron == 0 || neuron > neuron_limit {
                 return Err(wider_message(neuron, neuron_limit));
             }
+            acc.1 = acc.1.max(image);
             if image > keep {
                 if rows.is_none() {
-                    return Err(format!("image index {image} does not fit 32 bits"));
+                    return Err(format!(
+                        "image {image}: {}",
+                        over_limit("images", image, MAX_ROWS, "MAX_ROWS")
+                    ));
                 }
                 return Ok(());
             }
-            acc.push((image as u32 - 1, neuron as u32 - 1, value));
+            acc.0.push((image as u32 - 1, neuron as u32 - 1, value));
             Ok(())
         },
     )?;
-    let triplets = concat(chunks);
-    let nrows =
-        rows.unwrap_or_else(|| triplets.iter().map(|t| t.0 as usize + 1).max().unwrap_or(0));
+    let last = chunks.iter().map(|c| c.1).max().unwrap_or(0);
+    let triplets = concat(chunks.into_iter().map(|c| c.0).collect());
+    let nrows = match rows {
+        Some(r) if (r as u64) > last => {
+            return Err(SdgcError::invalid(
+                path,
+                format!(
+                    "{r} rows were asked for, but the file holds {last} images (its largest \
+                     image id)"
+                ),
+            ));
+        }
+        Some(r) => r,
+        None => last as usize,
+    };
     Csr::from_triplets(nrows, neurons, &triplets)
-        .map_err(|e| matrix_error(e, &text, path, &IMAGE_SHAPE))
+        .map_err(|e| matrix_error(e, text, path, &IMAGE_SHAPE))
 }
 
 fn wider_message(neuron: u64, limit: u64) -> String {
@@ -187,12 +220,27 @@ fn read_mtx_images(
             ),
         });
     }
-    if header.nrows > u64::from(u32::MAX) {
-        return Err(SdgcError::Parse {
-            path: path.to_path_buf(),
-            line: header.size_line,
-            message: format!("{} rows do not fit 32 bits", header.nrows),
-        });
+    let size_error = |message: String| SdgcError::Parse {
+        path: path.to_path_buf(),
+        line: header.size_line,
+        message,
+    };
+    match rows {
+        None if header.nrows > MAX_ROWS as u64 => {
+            return Err(size_error(over_limit(
+                "images",
+                header.nrows,
+                MAX_ROWS,
+                "MAX_ROWS",
+            )));
+        }
+        Some(r) if r as u64 > header.nrows => {
+            return Err(size_error(format!(
+                "{r} rows were asked for, but the size line announces {} images",
+                header.nrows
+            )));
+        }
+        _ => {}
     }
     let shape = if header.pattern {
         &MTX_PATTERN_SHAPE
@@ -303,11 +351,19 @@ pub fn write_images(path: &Path, images: &Csr) -> Result<(), SdgcError> {
 /// (TSV), or of a repeated id (MatrixMarket). An empty file means no categories.
 pub fn read_categories(path: &Path) -> Result<Vec<u32>, SdgcError> {
     let text = read_text(path)?;
+    parse_categories(&text, path)
+}
+
+/// [`read_categories`] of a file's bytes (gzip is detected and decompressed); `path`
+/// names the file in errors.
+pub fn parse_categories(bytes: &[u8], path: &Path) -> Result<Vec<u32>, SdgcError> {
+    let text = super::decompress(bytes, path)?;
+    let text = &text[..];
     if text.starts_with(b"%%MatrixMarket") {
-        return read_mtx_categories(&text, path);
+        return read_mtx_categories(text, path);
     }
     let chunks = parse_lines(
-        &text,
+        text,
         1,
         path,
         &CATEGORY_SHAPE,

@@ -25,7 +25,9 @@ use spdnn_formats::{Csr, FormatError};
 use crate::SdgcError;
 use parse::{LineShape, parse_lines};
 
-pub use images::{read_categories, read_images, write_categories, write_images};
+pub use images::{
+    parse_categories, parse_images, read_categories, read_images, write_categories, write_images,
+};
 pub use network::{read_network, write_network_dir};
 
 /// The official name of layer `layer` (1-based) of an `neurons`-neuron network:
@@ -46,7 +48,7 @@ const WEIGHT_SHAPE: LineShape = LineShape {
 /// above `neurons`, a NaN or infinite value, a duplicate entry (each naming the 1-based
 /// line) and on a text without entries.
 pub fn parse_layer(text: &[u8], neurons: usize, path: &Path) -> Result<Csr, SdgcError> {
-    let limit = index_limit(neurons, path)?;
+    let limit = neuron_limit(neurons, path)?;
     if text.iter().all(u8::is_ascii_whitespace) {
         return Err(SdgcError::invalid(path, "empty file: no weights"));
     }
@@ -84,15 +86,11 @@ pub fn write_layer(path: &Path, layer: &Csr) -> Result<(), SdgcError> {
     write::write_file(path, &write::layer_text(layer))
 }
 
-/// The largest 1-based index allowed, checked to fit `u32`.
-fn index_limit(size: usize, path: &Path) -> Result<u64, SdgcError> {
-    if size == 0 || size > u32::MAX as usize {
-        return Err(SdgcError::invalid(
-            path,
-            format!("unsupported size {size}: must be 1..=2^32-1"),
-        ));
-    }
-    Ok(size as u64)
+/// The largest 1-based neuron index allowed: `neurons`, checked against
+/// [`MAX_NEURONS`](crate::limits::MAX_NEURONS).
+fn neuron_limit(neurons: usize, path: &Path) -> Result<u64, SdgcError> {
+    crate::limits::check_neurons(neurons).map_err(|e| SdgcError::invalid(path, e.to_string()))?;
+    Ok(neurons as u64)
 }
 
 /// Checks a 1-based index against `1..=limit`.
@@ -159,6 +157,18 @@ fn matrix_error(error: FormatError, text: &[u8], path: &Path, shape: &LineShape)
 
 /// The two bytes every gzip stream starts with.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// `bytes` decompressed when they are gzip (detected by the magic), else as they are;
+/// errors name `path`. What every reader does with a file's bytes before parsing them.
+pub fn decompress<'a>(
+    bytes: &'a [u8],
+    path: &Path,
+) -> Result<std::borrow::Cow<'a, [u8]>, SdgcError> {
+    if !bytes.starts_with(&GZIP_MAGIC) {
+        return Ok(std::borrow::Cow::Borrowed(bytes));
+    }
+    gunzip_if_needed(bytes.to_vec(), path).map(std::borrow::Cow::Owned)
+}
 
 /// Reads a whole file, decompressing it when it is gzip.
 pub(crate) fn read_text(path: &Path) -> Result<Vec<u8>, SdgcError> {

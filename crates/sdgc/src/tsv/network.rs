@@ -44,6 +44,10 @@ pub fn read_network(
             "a network needs at least one layer".into(),
         ));
     }
+    crate::limits::check_layers(layers)?;
+    if let Some(n) = neurons {
+        crate::limits::check_neurons(n)?;
+    }
     if path.is_dir() {
         let (dir, neurons) = resolve_folder(path, neurons)?;
         let files = (1..=layers)
