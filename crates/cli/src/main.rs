@@ -5,17 +5,27 @@
 //! 2 for any error (bad input, missing file, missing GPU…).
 
 mod commands;
+mod figures;
 mod method_args;
 mod progress;
+mod results;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// `spdnn --version`: the package version and the commit built.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SPDNN_COMMIT"),
+    ")"
+);
+
 /// Sparse DNN inference (IEEE HPEC Sparse DNN Graph Challenge).
 #[derive(Parser)]
-#[command(name = "spdnn", version, about, long_about = None)]
+#[command(name = "spdnn", version = VERSION, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -29,13 +39,20 @@ enum Command {
     Images(commands::images::ImagesArgs),
     /// Run inference with one method and report categories, times and correctness.
     Infer(commands::infer::InferArgs),
-    /// Run benchmarks on every available method and write results/.
+    /// Run a trained network (a bias per neuron) over the MNIST test images: top-1 accuracy,
+    /// categories and times per method, checked against the CPU reference.
+    Classify(commands::classify::ClassifyArgs),
+    /// Run benchmarks on every available method and write results/ (JSON, Markdown, SVG).
     Bench(commands::bench::BenchArgs),
+    /// Run one method over the values of one parameter (e.g. SNICIT's threshold).
+    Sweep(commands::sweep::SweepArgs),
+    /// Draw the SVG figures of saved results files again.
+    Plot(commands::plot::PlotArgs),
     /// Download the official challenge files and MNIST.
     Fetch(commands::fetch::FetchArgs),
     /// Print the statistics of a network, an input, or a forward pass.
     Inspect(commands::inspect::InspectArgs),
-    /// List the inference methods this build knows.
+    /// List the inference methods, whether each needs a GPU and runs on this machine.
     Methods,
 }
 
@@ -72,7 +89,7 @@ pub enum PrecisionArg {
     F64,
 }
 
-impl From<PrecisionArg> for spdnn_engine::run::Precision {
+impl From<PrecisionArg> for spdnn_engine::Precision {
     fn from(p: PrecisionArg) -> Self {
         match p {
             PrecisionArg::F32 => Self::F32,
@@ -95,7 +112,12 @@ fn main() -> ExitCode {
         Command::Generate(args) => commands::generate::run(&args),
         Command::Images(args) => commands::images::run(&args),
         Command::Infer(args) => commands::infer::run(&args),
+        Command::Classify(args) => commands::classify::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
+        Command::Sweep(args) => {
+            commands::sweep::run(&args, &std::env::args_os().collect::<Vec<_>>())
+        }
+        Command::Plot(args) => commands::plot::run(&args),
         Command::Fetch(args) => commands::fetch::run(&args),
         Command::Inspect(args) => commands::inspect::run(&args),
         Command::Methods => commands::list_methods(),

@@ -16,6 +16,8 @@ pub enum WeightsSpec {
     Path(PathBuf),
     /// The RadiX-Net generator with this seed.
     Generated { seed: u64 },
+    /// The random unstructured generator with this fan-in and seed.
+    Random { seed: u64, fan_in: usize },
 }
 
 /// Loads `layers` layers of an `neurons`-neuron network.
@@ -35,6 +37,20 @@ pub fn load_network(
             let network = generator::network(neurons, layers, *seed)?;
             progress(layers);
             Ok((network, WeightsOrigin::Generated { seed: *seed }))
+        }
+        WeightsSpec::Random { seed, fan_in } => {
+            let Some(neurons) = neurons else {
+                bail!("a random network needs --neurons")
+            };
+            let network = generator::random_network(neurons, layers, *fan_in, *seed)?;
+            progress(layers);
+            Ok((
+                network,
+                WeightsOrigin::Random {
+                    seed: *seed,
+                    fan_in: *fan_in,
+                },
+            ))
         }
         WeightsSpec::Path(path) => {
             let network = tsv::read_network(path, neurons, layers, progress)

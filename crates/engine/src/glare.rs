@@ -1,25 +1,30 @@
-//! GLARE in the engine: the settings of the `+glare` methods, the activation profile the
-//! access model reads, and the choice of the segment length `m` for a run.
+//! GLARE as a modifier: the `+glare` variant of every kernel family that implements
+//! [`GlareKernel`], its settings, the activation profile the access model reads, and the
+//! choice of the segment length `m` for a run.
 //!
-//! `m` is either given by hand ([`GlareSettings::segment`], checked with
-//! [`Kernel::check_segment`]) or chosen by the paper's access model
-//! ([`spdnn_glare::model`]) from the CPU reference's statistics of the first
-//! [`GlareSettings::model_rows`] input rows ([`Profile`]). The profile depends only on the
-//! problem, so a caller running several GLARE methods on one problem computes it once and
-//! hands it over in [`RunConfig::glare_profile`]; without it each method computes its own.
+//! `m` is either given by hand ([`GlareSettings::segment`], checked against what the
+//! kernel accepts) or chosen by the paper's access model ([`spdnn_glare::model`], each
+//! kernel's row of it written beside the kernel) from the CPU reference's statistics of
+//! the first [`GlareSettings::model_rows`] input rows ([`Profile`]). The profile depends
+//! only on the problem, so the methods of one run share it through
+//! [`crate::method::SharedWork`].
 
-use std::sync::Arc;
+use std::any::TypeId;
+use std::marker::PhantomData;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use serde::Serialize;
-use spdnn_cuda::slab_weights::{DEFAULT_SHARED_BYTES, slab_width_for};
-use spdnn_glare::AccessCounts;
-use spdnn_glare::model::{Kernel, LayerProfile, Shape};
+use spdnn_cuda::method::MethodOptions;
+use spdnn_glare::model::{self, LayerProfile, Shape};
+use spdnn_glare::{Glare, GlareKernel};
 use spdnn_reference::{Activation, Inference, LayerStats, Options};
 
-use crate::method::Problem;
-use crate::run::{MethodOptions, RunConfig};
+use crate::gpu::{checked_options, open_gpu, reads, run_kernel};
+use crate::method::{
+    Candidate, ChosenBy, Details, GlareOutcome, Method, MethodOutput, Problem, RunConfig,
+};
+use crate::options::OptionSet;
 
 /// Suffix of the GLARE variant of a method's name (`bf` → `bf+glare`).
 pub const SUFFIX: &str = "+glare";
@@ -28,7 +33,7 @@ pub const SUFFIX: &str = "+glare";
 pub const DEFAULT_MODEL_ROWS: usize = 512;
 
 /// What the user chose for the `+glare` methods.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GlareSettings {
     /// Segment length `m` given by hand; `None` lets the access model choose.
     pub segment: Option<usize>,
@@ -48,83 +53,134 @@ impl Default for GlareSettings {
     }
 }
 
-impl GlareSettings {
-    /// Checks what does not depend on the kernel: `model_rows ≥ 1`, a given segment ≥ 1.
-    pub fn validate(&self) -> Result<()> {
+impl MethodOptions for GlareSettings {
+    /// What does not depend on the kernel: `model_rows ≥ 1`, a given segment ≥ 1.
+    fn validate(&self) -> Result<(), String> {
         if self.model_rows == 0 {
-            bail!("GLARE model rows must be at least 1, not 0");
+            return Err("GLARE model rows must be at least 1, not 0".into());
         }
         if self.segment == Some(0) {
-            bail!("the GLARE segment length must be at least 1, not 0");
+            return Err("the GLARE segment length must be at least 1, not 0".into());
         }
         Ok(())
     }
+}
 
-    /// [`Self::validate`], and for every kernel but SNIG (whose unit is its section, of
-    /// any width) a given segment must be a power of two.
-    pub fn validate_for(&self, kernel: Kernel) -> Result<()> {
-        self.validate()?;
+impl GlareSettings {
+    /// [`MethodOptions::validate`], and a given segment must be a power of two unless
+    /// `K` takes any length (SNIG: its section width).
+    pub fn validate_for<K: GlareKernel>(&self) -> Result<()> {
+        self.validate().map_err(anyhow::Error::msg)?;
         if let Some(m) = self.segment
-            && kernel != Kernel::Snig
+            && !K::ANY_LENGTH
             && !m.is_power_of_two()
         {
             bail!(
                 "{}{SUFFIX}: the GLARE segment length must be a power of two, not {m} \
-                 (only snig{SUFFIX} takes its section width, which may be any)",
-                kernel.method()
+                 (only a kernel whose unit is its section, snig{SUFFIX}, takes any width)",
+                K::NAME
             );
         }
         Ok(())
     }
 }
 
-/// The GLARE kernel behind a method name (`bf+glare` → BF); `None` for other methods.
-pub fn kernel_of(method: &str) -> Option<Kernel> {
-    let base = method.strip_suffix(SUFFIX)?;
-    Kernel::ALL.into_iter().find(|k| k.method() == base)
+/// The `+glare` variant of kernel family `K`.
+pub struct GlareRow<K> {
+    name: String,
+    description: String,
+    kernel: PhantomData<fn() -> K>,
 }
 
-/// The name of the GLARE variant of `method` (itself when it is one); `None` when the
-/// method has none.
-pub fn variant_of(method: &str) -> Option<String> {
-    if kernel_of(method).is_some() {
-        return Some(method.to_string());
-    }
-    Kernel::ALL
-        .into_iter()
-        .find(|k| k.method() == method)
-        .map(|k| format!("{}{SUFFIX}", k.method()))
-}
-
-/// The shape the access model sees for `kernel` on an `neurons`-neuron network:
-/// BF and SNIG use the default slab (section) width; the recorder starts after XY's
-/// deletion layer (`delete_at`, 0 when never) and after SNICIT's threshold layer.
-pub fn shape(kernel: Kernel, neurons: usize, options: &MethodOptions) -> Shape {
-    let (slab_width, first_layer) = match kernel {
-        Kernel::Bf | Kernel::Snig => (slab_width_for(neurons, DEFAULT_SHARED_BYTES), 0),
-        Kernel::Xy => (0, options.xy.delete_at.unwrap_or(0)),
-        Kernel::Snicit => (0, options.snicit.threshold),
-    };
-    Shape {
-        neurons,
-        slab_width,
-        first_layer,
+impl<K: GlareKernel> Default for GlareRow<K> {
+    fn default() -> Self {
+        Self {
+            name: format!("{}{SUFFIX}", K::NAME),
+            description: format!("GLARE on {}: {}", K::NAME, K::UNIT),
+            kernel: PhantomData,
+        }
     }
 }
 
-/// Checks a hand-given segment (if any) of the GLARE method `method` against an
-/// `neurons`-neuron network before anything runs; other methods pass.
-pub fn check_method(method: &str, neurons: usize, options: &MethodOptions) -> Result<()> {
-    let Some(kernel) = kernel_of(method) else {
-        return Ok(());
-    };
-    options.glare.validate_for(kernel)?;
-    if let Some(m) = options.glare.segment {
-        kernel
-            .check_segment(&shape(kernel, neurons, options), m)
-            .map_err(anyhow::Error::msg)?;
+impl<K: GlareKernel> GlareRow<K> {
+    /// `K`'s options and the checked settings; a hand-given segment is checked against
+    /// what `K` accepts on `neurons` neurons.
+    fn checked(&self, options: &OptionSet, neurons: usize) -> Result<(K::Options, GlareSettings)> {
+        let kernel_options = checked_options::<K>(options)?;
+        let settings: GlareSettings = options.get();
+        settings.validate_for::<K>()?;
+        if let Some(m) = settings.segment {
+            model::check_segment::<K>(&K::shape(&kernel_options, neurons), m)
+                .map_err(anyhow::Error::msg)?;
+        }
+        Ok((kernel_options, settings))
     }
-    Ok(())
+}
+
+impl<K: GlareKernel> Method for GlareRow<K> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn needs_gpu(&self) -> bool {
+        true
+    }
+
+    fn in_default_run(&self) -> bool {
+        false
+    }
+
+    fn reads(&self) -> Vec<TypeId> {
+        let mut types = reads::<K::Options>();
+        types.push(TypeId::of::<GlareSettings>());
+        types
+    }
+
+    fn check(&self, options: &OptionSet, neurons: usize) -> Result<()> {
+        self.checked(options, neurons).map(|_| ())
+    }
+
+    fn run(&self, problem: &Problem<'_>, config: &RunConfig) -> Result<MethodOutput> {
+        if problem.network.biases().is_some() {
+            anyhow::bail!(
+                "{}: GLARE's recorders and access model take one bias for all neurons, and this \
+                 network has a bias per neuron: run the method without GLARE",
+                self.name()
+            );
+        }
+        // A bad hand-given segment fails here, before a GPU is looked for.
+        let (options, settings) = self.checked(&config.options, widest(problem))?;
+        let gpu = open_gpu()?;
+        // The model runs on the CPU before any GPU work: not part of total_ms.
+        let choice = choose_segment::<K>(problem, config, &options, &settings)?;
+        let recorder = Glare {
+            segment: choice.segment,
+            census: settings.census,
+        };
+        let mut output =
+            run_kernel::<K>(&gpu, problem, config, &K::with_recorder(&options, recorder))?;
+        output.details.glare = Some(GlareOutcome {
+            reduction: overall_reduction(&output.details),
+            census: settings.census,
+            ..choice
+        });
+        Ok(output)
+    }
+}
+
+/// The widest layer of `problem`'s network (N for the challenge's square networks; the
+/// recorder's units are laid out over it, see each kernel's `GlareKernel::shape`).
+fn widest(problem: &Problem<'_>) -> usize {
+    problem
+        .network
+        .layers()
+        .iter()
+        .map(spdnn_formats::SparseMatrix::ncols)
+        .fold(problem.network.neurons(), usize::max)
 }
 
 /// The activations of the first rows of a problem as the access model sees them.
@@ -174,14 +230,6 @@ impl Profile {
             compute_ms: start.elapsed().as_secs_f64() * 1e3,
         })
     }
-
-    /// Whether this profile describes `problem` with `model_rows` (its rows, N and number
-    /// of layers agree; the data itself is the caller's promise).
-    pub fn fits(&self, problem: &Problem<'_>, model_rows: usize) -> bool {
-        self.rows == model_rows.min(problem.input.rows())
-            && self.neurons == problem.network.neurons()
-            && self.layers.len() == problem.network.num_layers() + 1
-    }
 }
 
 /// `p` = values at the bound / (live rows · N), `q` = rows all at the bound / live rows
@@ -203,168 +251,74 @@ fn layer_profile(stats: &LayerStats, neurons: usize) -> LayerProfile {
     }
 }
 
-/// How a run's segment length was chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ChosenBy {
-    /// By the access model from the statistics.
-    Model,
-    /// Given by hand (`--glare-segment`).
-    Option,
-}
-
-/// A run's segment length and how it was found.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SegmentChoice {
-    /// `m`.
-    pub segment: usize,
-    /// Model or option.
-    pub chosen_by: ChosenBy,
-    /// Rows the model's statistics were taken on (`None` when given by hand).
-    pub model_rows: Option<usize>,
-    /// `(m, expected accesses summed over the recorded layers)` of every candidate
-    /// (empty when given by hand).
-    pub expected: Vec<(usize, f64)>,
-    /// Time the statistics took, ms (0 when reused or given by hand).
-    pub profile_ms: f64,
-}
-
-/// Chooses `m` for `kernel` on `problem`: the hand-given segment when there is one
-/// (checked), else the access model's choice on the profile in `config` when it fits the
-/// problem, else on a profile computed here.
-pub fn choose_segment(
-    kernel: Kernel,
+/// Chooses `m` for `K` with `options` on `problem`: the hand-given segment when there is
+/// one (checked), else the access model's choice on the problem's profile (shared with
+/// the run's other methods through `config.shared`). The outcome's `census` and
+/// `reduction` are left for the caller.
+pub fn choose_segment<K: GlareKernel>(
     problem: &Problem<'_>,
     config: &RunConfig,
-) -> Result<SegmentChoice> {
-    let settings = &config.methods.glare;
-    settings.validate_for(kernel)?;
-    let shape = shape(kernel, problem.network.neurons(), &config.methods);
+    options: &K::Options,
+    settings: &GlareSettings,
+) -> Result<GlareOutcome> {
+    settings.validate_for::<K>()?;
+    let shape: Shape = K::shape(options, widest(problem));
     if let Some(m) = settings.segment {
-        kernel
-            .check_segment(&shape, m)
-            .map_err(anyhow::Error::msg)?;
-        return Ok(SegmentChoice {
+        model::check_segment::<K>(&shape, m).map_err(anyhow::Error::msg)?;
+        return Ok(GlareOutcome {
             segment: m,
             chosen_by: ChosenBy::Option,
             model_rows: None,
-            expected: Vec::new(),
+            model: Vec::new(),
+            census: settings.census,
             profile_ms: 0.0,
+            reduction: None,
         });
     }
-    let computed;
-    let (profile, profile_ms) = match &config.glare_profile {
-        Some(profile) if profile.fits(problem, settings.model_rows) => (profile.as_ref(), 0.0),
-        _ => {
-            computed = Profile::compute(problem, settings.model_rows)?;
-            (&computed, computed.compute_ms)
-        }
-    };
-    let Some(choice) = kernel.choose(&shape, &profile.layers) else {
-        bail!(
+    let key = format!("glare-profile/{}", settings.model_rows);
+    let (profile, computed) = config
+        .shared
+        .get_or_compute(&key, || Profile::compute(problem, settings.model_rows))?;
+    let choice = model::choose::<K>(&shape, &profile.layers).ok_or_else(|| {
+        anyhow!(
             "{}{SUFFIX} accepts no segment length for N = {}",
-            kernel.method(),
+            K::NAME,
             shape.neurons
-        );
-    };
-    Ok(SegmentChoice {
+        )
+    })?;
+    Ok(GlareOutcome {
         segment: choice.segment,
         chosen_by: ChosenBy::Model,
         model_rows: Some(profile.rows),
-        expected: choice.expected,
-        profile_ms,
-    })
-}
-
-/// Whether running `methods` with `settings` runs the access model: some GLARE method
-/// and no hand-given segment.
-pub fn needs_profile(methods: &[&str], settings: &GlareSettings) -> bool {
-    settings.segment.is_none() && methods.iter().any(|m| kernel_of(m).is_some())
-}
-
-/// Computes the profile that [`choose_segment`] would, when [`needs_profile`], for
-/// [`RunConfig::glare_profile`].
-pub fn shared_profile(
-    methods: &[&str],
-    problem: &Problem<'_>,
-    settings: &GlareSettings,
-) -> Result<Option<Arc<Profile>>> {
-    if !needs_profile(methods, settings) {
-        return Ok(None);
-    }
-    settings.validate()?;
-    Profile::compute(problem, settings.model_rows).map(|p| Some(Arc::new(p)))
-}
-
-/// Key of the GLARE facts in a run's details.
-pub(crate) const GLARE_KEY: &str = "glare";
-/// Key of the per-layer access counts in a run's details.
-pub(crate) const ACCESSES_KEY: &str = "accesses";
-
-/// The `glare` object of a run's details: `segment`, `chosen_by`, `model_rows`, `model`
-/// (`[{"m", "expected_accesses"}]`), `census`, `profile_ms`, and `reduction` (over all
-/// layers; null without census).
-pub(crate) fn choice_json(
-    choice: &SegmentChoice,
-    census: bool,
-    accesses: &[AccessCounts],
-) -> serde_json::Value {
-    let model: Vec<serde_json::Value> = choice
-        .expected
-        .iter()
-        .map(|&(m, expected)| serde_json::json!({ "m": m, "expected_accesses": expected }))
-        .collect();
-    serde_json::json!({
-        "segment": choice.segment,
-        "chosen_by": choice.chosen_by,
-        "model_rows": choice.model_rows,
-        "model": model,
-        "census": census,
-        "profile_ms": choice.profile_ms,
-        "reduction": overall_reduction(accesses),
-    })
-}
-
-/// One object per layer (1-based `layer`): the eight counts, `without_recorder`,
-/// `with_recorder`, `avoided` and `reduction`.
-pub(crate) fn accesses_json(accesses: &[AccessCounts]) -> serde_json::Value {
-    accesses
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            serde_json::json!({
-                "layer": i + 1,
-                "activation_reads": a.activation_reads,
-                "activation_reads_skipped": a.activation_reads_skipped,
-                "activation_writes": a.activation_writes,
-                "activation_writes_skipped": a.activation_writes_skipped,
-                "weight_reads": a.weight_reads,
-                "recorder_reads": a.recorder_reads,
-                "recorder_writes": a.recorder_writes,
-                "write_backs": a.write_backs,
-                "without_recorder": a.without_recorder(),
-                "with_recorder": a.with_recorder(),
-                "avoided": a.avoided(),
-                "reduction": a.reduction(),
+        model: choice
+            .expected
+            .into_iter()
+            .map(|(m, expected_accesses)| Candidate {
+                m,
+                expected_accesses,
             })
-        })
-        .collect()
+            .collect(),
+        census: settings.census,
+        profile_ms: if computed { profile.compute_ms } else { 0.0 },
+        reduction: None,
+    })
 }
 
-/// Σ avoided / Σ without recorder over the layers; `None` when nothing was counted.
-pub fn overall_reduction(accesses: &[AccessCounts]) -> Option<f64> {
-    let without: u64 = accesses.iter().map(AccessCounts::without_recorder).sum();
-    let avoided: i64 = accesses.iter().map(AccessCounts::avoided).sum();
+/// Σ avoided / Σ without recorder over the layers of a run's census; `None` when nothing
+/// was counted.
+pub fn overall_reduction(details: &Details) -> Option<f64> {
+    let without: u64 = details.accesses.iter().map(|a| a.without_recorder).sum();
+    let avoided: i64 = details.accesses.iter().map(|a| a.avoided).sum();
     (without > 0).then(|| avoided as f64 / without as f64)
 }
 
-/// What a terminal says about a GLARE run, read back from its details.
+/// What a terminal says about a GLARE run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
     /// `m`.
     pub segment: usize,
-    /// `"model"` or `"option"`.
-    pub chosen_by: String,
+    /// How `m` was chosen.
+    pub chosen_by: ChosenBy,
     /// Rows the model read.
     pub model_rows: Option<usize>,
     /// Σ avoided / Σ without recorder, when a census was taken.
@@ -375,35 +329,30 @@ pub struct Summary {
 
 impl Summary {
     /// The summary of a run's details; `None` for runs without GLARE.
-    pub fn from_details(details: &serde_json::Value) -> Option<Self> {
-        let glare = details.get(GLARE_KEY)?;
-        let recorded_layers =
-            details
-                .get(ACCESSES_KEY)
-                .and_then(|a| a.as_array())
-                .map_or(0, |layers| {
-                    layers
-                        .iter()
-                        .filter(|l| l.get("without_recorder").and_then(|v| v.as_u64()) > Some(0))
-                        .count()
-                });
+    pub fn of(details: &Details) -> Option<Self> {
+        let glare = details.glare.as_ref()?;
         Some(Self {
-            segment: glare.get("segment")?.as_u64()? as usize,
-            chosen_by: glare.get("chosen_by")?.as_str()?.to_string(),
-            model_rows: glare
-                .get("model_rows")
-                .and_then(|v| v.as_u64())
-                .map(|r| r as usize),
-            reduction: glare.get("reduction").and_then(|v| v.as_f64()),
-            recorded_layers,
+            segment: glare.segment,
+            chosen_by: glare.chosen_by,
+            model_rows: glare.model_rows,
+            reduction: glare.reduction,
+            recorded_layers: details
+                .accesses
+                .iter()
+                .filter(|a| a.without_recorder > 0)
+                .count(),
         })
     }
 
     /// One line: `m = M (model, R rows); X% fewer global accesses over K layers`.
     pub fn text(&self) -> String {
+        let chosen_by = match self.chosen_by {
+            ChosenBy::Model => "model",
+            ChosenBy::Option => "option",
+        };
         let how = match self.model_rows {
-            Some(rows) => format!("{}, {rows} rows", self.chosen_by),
-            None => self.chosen_by.clone(),
+            Some(rows) => format!("{chosen_by}, {rows} rows"),
+            None => chosen_by.to_string(),
         };
         let layers = match self.recorded_layers {
             1 => "1 layer".to_string(),
@@ -422,10 +371,20 @@ impl Summary {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use proptest::prelude::*;
+    use spdnn_bf::{Bf, BfOptions};
+    use spdnn_cuda::slab_weights::{DEFAULT_SHARED_BYTES, slab_width_for};
     use spdnn_formats::Csr;
+    use spdnn_glare::AccessCounts;
     use spdnn_sdgc::{Input, InputOrigin, Network};
+    use spdnn_snicit::{Snicit, SnicitOptions};
+    use spdnn_snig::{Snig, SnigOptions};
+    use spdnn_xy::{Xy, XyOptions};
 
     use super::*;
+    use crate::gpu::layer_accesses;
 
     const BIAS: f32 = -0.3;
     const BOUND: f32 = 32.0;
@@ -470,14 +429,30 @@ mod tests {
         (network, input)
     }
 
-    fn config(settings: GlareSettings) -> RunConfig {
-        RunConfig {
-            methods: MethodOptions {
-                glare: settings,
-                ..MethodOptions::default()
-            },
-            ..RunConfig::default()
+    fn settings(segment: Option<usize>, model_rows: usize) -> GlareSettings {
+        GlareSettings {
+            segment,
+            model_rows,
+            census: true,
         }
+    }
+
+    fn shape(n: usize, slab: usize, first: usize) -> Shape {
+        Shape {
+            neurons: n,
+            slab_width: slab,
+            first_layer: first,
+        }
+    }
+
+    fn flat(p: f64, q: f64, layers: usize) -> Vec<LayerProfile> {
+        vec![
+            LayerProfile {
+                value_at_bound: p,
+                row_at_bound: q,
+            };
+            layers + 1
+        ]
     }
 
     #[test]
@@ -489,13 +464,7 @@ mod tests {
             model_rows: 0,
             ..d.clone()
         };
-        assert!(
-            bad_rows
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("model rows")
-        );
+        assert!(bad_rows.validate().unwrap_err().contains("model rows"));
         let zero = GlareSettings {
             segment: Some(0),
             ..d.clone()
@@ -505,38 +474,140 @@ mod tests {
             segment: Some(10944),
             ..d
         };
-        odd.validate_for(Kernel::Snig).unwrap();
-        for kernel in [Kernel::Bf, Kernel::Xy, Kernel::Snicit] {
-            let message = odd.validate_for(kernel).unwrap_err().to_string();
+        odd.validate_for::<Snig>().unwrap();
+        for message in [
+            odd.validate_for::<Bf>().unwrap_err().to_string(),
+            odd.validate_for::<Xy>().unwrap_err().to_string(),
+            odd.validate_for::<Snicit>().unwrap_err().to_string(),
+        ] {
             assert!(message.contains("power of two"), "{message}");
         }
     }
 
     #[test]
-    fn names_map_to_kernels_and_variants() {
-        assert_eq!(kernel_of("bf+glare"), Some(Kernel::Bf));
-        assert_eq!(kernel_of("snicit+glare"), Some(Kernel::Snicit));
-        assert_eq!(kernel_of("bf"), None);
-        assert_eq!(kernel_of("cusparse+glare"), None);
-        assert_eq!(variant_of("xy").as_deref(), Some("xy+glare"));
-        assert_eq!(variant_of("snig+glare").as_deref(), Some("snig+glare"));
-        assert_eq!(variant_of("cpu"), None);
-        assert_eq!(variant_of("cusparse"), None);
+    fn shapes_follow_the_options() {
+        let bf = Bf::shape(&BfOptions::default(), 65536);
+        assert_eq!(bf.slab_width, slab_width_for(65536, DEFAULT_SHARED_BYTES));
+        assert_eq!(bf.first_layer, 0);
+        assert_eq!(Snig::shape(&SnigOptions::default(), 1024).slab_width, 1024);
+        let mut xy = XyOptions::default();
+        let mut snicit = SnicitOptions::default();
+        assert_eq!(Xy::shape(&xy, 1024).first_layer, 22);
+        assert_eq!(Snicit::shape(&snicit, 1024).first_layer, 30);
+        xy.delete_at = None;
+        snicit.threshold = 7;
+        assert_eq!(Xy::shape(&xy, 1024).first_layer, 0);
+        assert_eq!(Snicit::shape(&snicit, 1024).first_layer, 7);
+        // A hand-given slab width reaches the model.
+        let narrow = BfOptions {
+            slab_width: Some(512),
+            ..BfOptions::default()
+        };
+        assert_eq!(Bf::shape(&narrow, 1024).slab_width, 512);
     }
 
     #[test]
-    fn shapes_follow_the_options() {
-        let mut options = MethodOptions::default();
-        let bf = shape(Kernel::Bf, 65536, &options);
-        assert_eq!(bf.slab_width, slab_width_for(65536, DEFAULT_SHARED_BYTES));
-        assert_eq!(bf.first_layer, 0);
-        assert_eq!(shape(Kernel::Snig, 1024, &options).slab_width, 1024);
-        assert_eq!(shape(Kernel::Xy, 1024, &options).first_layer, 22);
-        assert_eq!(shape(Kernel::Snicit, 1024, &options).first_layer, 30);
-        options.xy.delete_at = None;
-        options.snicit.threshold = 7;
-        assert_eq!(shape(Kernel::Xy, 1024, &options).first_layer, 0);
-        assert_eq!(shape(Kernel::Snicit, 1024, &options).first_layer, 7);
+    fn candidates_follow_each_kernels_layout() {
+        assert_eq!(Bf::candidates(&shape(1024, 1024, 0)), vec![1024]);
+        assert_eq!(Bf::candidates(&shape(16384, 8192, 0)), vec![8192, 16384]);
+        assert_eq!(
+            Bf::candidates(&shape(65536, 10944, 0)),
+            vec![16384, 32768, 65536]
+        );
+        assert_eq!(Snig::candidates(&shape(65536, 10944, 0)), vec![10944]);
+        assert_eq!(Xy::candidates(&shape(64, 0, 0)), vec![16, 32, 64]);
+        assert_eq!(
+            Snicit::candidates(&shape(1024, 0, 0)),
+            vec![128, 256, 512, 1024]
+        );
+        assert_eq!(Snicit::candidates(&shape(65536, 0, 0)).first(), Some(&1024));
+        // N not a power of two: the last unit is partial.
+        assert_eq!(Xy::candidates(&shape(96, 0, 0)), vec![16, 32, 64, 128]);
+    }
+
+    #[test]
+    fn hand_given_segments_are_checked() {
+        assert!(model::check_segment::<Bf>(&shape(1024, 1024, 0), 1024).is_ok());
+        let err = model::check_segment::<Bf>(&shape(1024, 1024, 0), 512).unwrap_err();
+        assert!(err.contains("accepts 1024"), "{err}");
+        assert!(model::check_segment::<Xy>(&shape(1024, 0, 0), 48).is_err());
+    }
+
+    #[test]
+    fn saturated_rows_want_the_longest_units() {
+        // Every live value at the bound: only the recorder traffic n/m is left.
+        let profile = flat(1.0, 1.0, 10);
+        let s = shape(4096, 1024, 0);
+        assert_eq!(model::choose::<Bf>(&s, &profile).unwrap().segment, 4096);
+        assert_eq!(model::choose::<Xy>(&s, &profile).unwrap().segment, 4096);
+        assert_eq!(model::choose::<Snicit>(&s, &profile).unwrap().segment, 4096);
+    }
+
+    #[test]
+    fn bf_prefers_shorter_units_when_a_few_values_miss_the_bound() {
+        // p just below 1: long units are rarely all at the bound.
+        let profile = flat(0.9999, 0.0, 100);
+        let choice = model::choose::<Bf>(&shape(65536, 10944, 0), &profile).unwrap();
+        assert_eq!(choice.segment, 16384);
+        assert_eq!(choice.expected.len(), 3);
+        assert!(choice.expected[0].1 < choice.expected[2].1);
+    }
+
+    #[test]
+    fn layers_before_the_first_recorded_one_do_not_count() {
+        let mut profile = flat(1.0, 1.0, 30);
+        for layer in profile.iter_mut().take(22) {
+            layer.row_at_bound = 0.5;
+        }
+        let late = model::choose::<Xy>(&shape(1024, 0, 22), &profile).unwrap();
+        assert_eq!(late.segment, 1024);
+        let early = model::choose::<Xy>(&shape(1024, 0, 0), &profile).unwrap();
+        assert!(early.expected[0].1 > late.expected[0].1);
+    }
+
+    fn choice_is_a_best_candidate<K: GlareKernel>(
+        s: &Shape,
+        profile: &[LayerProfile],
+    ) -> Result<(), TestCaseError> {
+        let choice = model::choose::<K>(s, profile).unwrap();
+        prop_assert!(K::candidates(s).contains(&choice.segment));
+        let best = choice
+            .expected
+            .iter()
+            .map(|e| e.1)
+            .fold(f64::INFINITY, f64::min);
+        let chosen = choice
+            .expected
+            .iter()
+            .find(|e| e.0 == choice.segment)
+            .unwrap()
+            .1;
+        prop_assert!(chosen <= best);
+        prop_assert!(
+            choice
+                .expected
+                .iter()
+                .all(|e| e.1.is_finite() && e.1 >= 0.0)
+        );
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn the_choice_is_a_candidate_with_the_least_expected_accesses(
+            log_n in 5u32..17, p in 0.0f64..=1.0, q in 0.0f64..=1.0, layers in 1usize..40,
+            kernel in 0usize..4,
+        ) {
+            let n = 1usize << log_n;
+            let s = shape(n, (n / 4).max(32), 0);
+            let profile = flat(p, q, layers);
+            match kernel {
+                0 => choice_is_a_best_candidate::<Bf>(&s, &profile)?,
+                1 => choice_is_a_best_candidate::<Snig>(&s, &profile)?,
+                2 => choice_is_a_best_candidate::<Xy>(&s, &profile)?,
+                _ => choice_is_a_best_candidate::<Snicit>(&s, &profile)?,
+            }
+        }
     }
 
     #[test]
@@ -553,8 +624,6 @@ mod tests {
             assert_eq!(layer.value_at_bound, 5.0 / 8.0);
             assert_eq!(layer.row_at_bound, 0.5);
         }
-        assert!(profile.fits(&problem(&network, &input), 512));
-        assert!(!profile.fits(&problem(&network, &input), 2));
         // Only the first rows are read.
         let head = Profile::compute(&problem(&network, &input), 1).unwrap();
         assert_eq!(head.rows, 1);
@@ -578,112 +647,109 @@ mod tests {
         );
     }
 
+    fn model_choice<K: GlareKernel>(
+        p: &Problem<'_>,
+        config: &RunConfig,
+        options: &K::Options,
+        settings: &GlareSettings,
+    ) {
+        let choice = choose_segment::<K>(p, config, options, settings).unwrap();
+        let s = K::shape(options, 64);
+        assert_eq!(choice.chosen_by, ChosenBy::Model);
+        assert_eq!(choice.model_rows, Some(16));
+        assert!(K::candidates(&s).contains(&choice.segment), "{}", K::NAME);
+        let listed: Vec<usize> = choice.model.iter().map(|c| c.m).collect();
+        assert_eq!(listed, K::candidates(&s));
+    }
+
     #[test]
     fn the_model_chooses_a_candidate_on_a_generated_network() {
         let (network, input) = generated(64, 12, 40);
         let p = problem(&network, &input);
-        let mut settings = GlareSettings {
-            model_rows: 16,
-            ..GlareSettings::default()
+        let config = RunConfig::default();
+        let s = settings(None, 16);
+        let xy = XyOptions {
+            delete_at: Some(3),
+            ..XyOptions::default()
         };
-        for kernel in Kernel::ALL {
-            let mut config = config(settings.clone());
-            config.methods.xy.delete_at = Some(3);
-            config.methods.snicit.threshold = 3;
-            let choice = choose_segment(kernel, &p, &config).unwrap();
-            let s = shape(kernel, 64, &config.methods);
-            assert_eq!(choice.chosen_by, ChosenBy::Model);
-            assert_eq!(choice.model_rows, Some(16));
-            assert!(
-                kernel.candidates(&s).contains(&choice.segment),
-                "{kernel:?}"
-            );
-            let listed: Vec<usize> = choice.expected.iter().map(|e| e.0).collect();
-            assert_eq!(listed, kernel.candidates(&s));
-        }
+        let snicit = SnicitOptions {
+            threshold: 3,
+            ..SnicitOptions::default()
+        };
+        model_choice::<Bf>(&p, &config, &BfOptions::default(), &s);
+        model_choice::<Snig>(&p, &config, &SnigOptions::default(), &s);
+        model_choice::<Xy>(&p, &config, &xy, &s);
+        model_choice::<Snicit>(&p, &config, &snicit, &s);
         // More model rows than the input has: all of them.
-        settings.model_rows = 1000;
-        let choice = choose_segment(Kernel::Xy, &p, &config(settings)).unwrap();
-        assert_eq!(choice.model_rows, Some(40));
+        let all = choose_segment::<Xy>(&p, &RunConfig::default(), &xy, &settings(None, 1000));
+        assert_eq!(all.unwrap().model_rows, Some(40));
     }
 
     #[test]
     fn a_hand_given_segment_is_checked_not_modelled() {
         let (network, input) = generated(64, 4, 8);
         let p = problem(&network, &input);
-        let given = |m| {
-            config(GlareSettings {
-                segment: Some(m),
-                ..GlareSettings::default()
-            })
-        };
-        let choice = choose_segment(Kernel::Xy, &p, &given(32)).unwrap();
+        let config = RunConfig::default();
+        let given = |m| settings(Some(m), 512);
+        let choice = choose_segment::<Xy>(&p, &config, &XyOptions::default(), &given(32)).unwrap();
         assert_eq!(choice.segment, 32);
         assert_eq!(choice.chosen_by, ChosenBy::Option);
-        assert!(choice.expected.is_empty() && choice.model_rows.is_none());
+        assert!(choice.model.is_empty() && choice.model_rows.is_none());
         // BF on N = 64 takes one unit per row only.
-        let message = choose_segment(Kernel::Bf, &p, &given(32))
+        let message = choose_segment::<Bf>(&p, &config, &BfOptions::default(), &given(32))
             .unwrap_err()
             .to_string();
         assert!(message.contains("accepts 64"), "{message}");
-        assert!(choose_segment(Kernel::Snicit, &p, &given(48)).is_err());
-        assert!(check_method("bf+glare", 64, &given(32).methods).is_err());
-        assert!(check_method("bf+glare", 64, &given(64).methods).is_ok());
-        assert!(check_method("bf", 64, &given(32).methods).is_ok());
+        assert!(
+            choose_segment::<Snicit>(&p, &config, &SnicitOptions::default(), &given(48)).is_err()
+        );
+        let mut options = OptionSet::default();
+        options.set(given(32));
+        let bf = GlareRow::<Bf>::default();
+        assert!(bf.check(&options, 64).is_err());
+        options.set(given(64));
+        assert!(bf.check(&options, 64).is_ok());
+        assert!(bf.description().starts_with("GLARE on bf: "));
     }
 
     #[test]
-    fn a_shared_profile_is_used_when_it_fits() {
+    fn the_shared_profile_is_used_and_computed_once() {
         let (network, input) = generated(64, 6, 20);
         let p = problem(&network, &input);
-        let settings = GlareSettings {
-            model_rows: 10,
-            ..GlareSettings::default()
+        let config = RunConfig::default();
+        let xy = XyOptions {
+            delete_at: None,
+            ..XyOptions::default()
         };
-        assert!(
-            shared_profile(&["bf", "cpu"], &p, &settings)
-                .unwrap()
-                .is_none()
-        );
-        let shared = shared_profile(&["bf", "xy+glare"], &p, &settings)
-            .unwrap()
-            .unwrap();
-        assert_eq!(shared.rows, 10);
-        // A profile of saturated rows sends XY to the longest unit; a fitting one is used.
-        let mut fake = (*shared).clone();
+        // A profile of saturated rows sends XY to the longest unit.
+        let mut fake = Profile::compute(&p, 10).unwrap();
         for layer in &mut fake.layers {
             *layer = LayerProfile {
                 value_at_bound: 1.0,
                 row_at_bound: 1.0,
             };
         }
-        let mut config = config(settings.clone());
-        config.methods.xy.delete_at = None;
-        config.glare_profile = Some(Arc::new(fake.clone()));
-        let choice = choose_segment(Kernel::Xy, &p, &config).unwrap();
+        let (stored, computed) = config
+            .shared
+            .get_or_compute("glare-profile/10", || Ok(fake.clone()))
+            .unwrap();
+        assert!(computed && Arc::strong_count(&stored) >= 2);
+        let choice = choose_segment::<Xy>(&p, &config, &xy, &settings(None, 10)).unwrap();
         // Six layers of n/m recorder reads each, nothing else.
-        assert_eq!(choice.expected, vec![(16, 24.0), (32, 12.0), (64, 6.0)]);
+        let expected: Vec<(usize, f64)> = choice
+            .model
+            .iter()
+            .map(|c| (c.m, c.expected_accesses))
+            .collect();
+        assert_eq!(expected, vec![(16, 24.0), (32, 12.0), (64, 6.0)]);
         assert_eq!(choice.segment, 64);
         assert_eq!(choice.profile_ms, 0.0);
-        // One of other rows does not fit: the statistics are taken again.
-        fake.rows = 11;
-        config.glare_profile = Some(Arc::new(fake));
-        let own = choose_segment(Kernel::Xy, &p, &config).unwrap();
-        let fresh = choose_segment(
-            Kernel::Xy,
-            &p,
-            &RunConfig {
-                glare_profile: Some(shared),
-                ..config.clone()
-            },
-        )
-        .unwrap();
-        assert_eq!(own.expected, fresh.expected);
-        let given = GlareSettings {
-            segment: Some(64),
-            ..settings
-        };
-        assert!(shared_profile(&["xy+glare"], &p, &given).unwrap().is_none());
+        // Other model rows: the statistics are taken (once) for them.
+        let own = choose_segment::<Xy>(&p, &config, &xy, &settings(None, 11)).unwrap();
+        assert_eq!(own.model_rows, Some(11));
+        let again = choose_segment::<Xy>(&p, &config, &xy, &settings(None, 11)).unwrap();
+        assert_eq!(again.profile_ms, 0.0);
+        assert_eq!(own.model, again.model);
     }
 
     fn counts(reads: u64, skipped: u64, recorder: u64) -> AccessCounts {
@@ -696,17 +762,47 @@ mod tests {
         }
     }
 
-    #[test]
-    fn json_holds_the_choice_and_every_layers_counts() {
-        let choice = SegmentChoice {
+    fn details_with(outcome: GlareOutcome, accesses: &[AccessCounts]) -> Details {
+        let mut details = Details {
+            accesses: layer_accesses(accesses),
+            ..Details::default()
+        };
+        details.glare = Some(GlareOutcome {
+            reduction: overall_reduction(&details),
+            ..outcome
+        });
+        details
+    }
+
+    fn model_outcome() -> GlareOutcome {
+        GlareOutcome {
             segment: 256,
             chosen_by: ChosenBy::Model,
             model_rows: Some(512),
-            expected: vec![(128, 10.0), (256, 8.5)],
+            model: vec![
+                Candidate {
+                    m: 128,
+                    expected_accesses: 10.0,
+                },
+                Candidate {
+                    m: 256,
+                    expected_accesses: 8.5,
+                },
+            ],
+            census: true,
             profile_ms: 3.0,
-        };
-        let accesses = [AccessCounts::default(), counts(40, 60, 10)];
-        let glare = choice_json(&choice, true, &accesses);
+            reduction: None,
+        }
+    }
+
+    #[test]
+    fn json_holds_the_choice_and_every_layers_counts() {
+        let details = details_with(
+            model_outcome(),
+            &[AccessCounts::default(), counts(40, 60, 10)],
+        );
+        let value = serde_json::to_value(&details).unwrap();
+        let glare = &value["glare"];
         assert_eq!(glare["segment"], 256);
         assert_eq!(glare["chosen_by"], "model");
         assert_eq!(glare["model_rows"], 512);
@@ -715,8 +811,8 @@ mod tests {
             serde_json::json!({ "m": 256, "expected_accesses": 8.5 })
         );
         assert_eq!(glare["reduction"], 0.25);
-        let layers = accesses_json(&accesses);
-        assert_eq!(layers.as_array().unwrap().len(), 2);
+        let layers = value["accesses"].as_array().unwrap();
+        assert_eq!(layers.len(), 2);
         let second = &layers[1];
         assert_eq!(second["layer"], 2);
         for key in [
@@ -736,43 +832,53 @@ mod tests {
         assert_eq!(second["avoided"], 50);
         assert_eq!(second["reduction"], 0.25);
 
-        let given = SegmentChoice {
-            chosen_by: ChosenBy::Option,
-            model_rows: None,
-            expected: Vec::new(),
-            ..choice
-        };
-        let glare = choice_json(&given, false, &[]);
+        let given = details_with(
+            GlareOutcome {
+                chosen_by: ChosenBy::Option,
+                model_rows: None,
+                model: Vec::new(),
+                census: false,
+                ..model_outcome()
+            },
+            &[],
+        );
+        let glare = serde_json::to_value(&given).unwrap()["glare"].clone();
         assert_eq!(glare["chosen_by"], "option");
         assert!(glare["model_rows"].is_null() && glare["reduction"].is_null());
     }
 
     #[test]
     fn overall_reduction_sums_over_layers() {
-        let layers = [counts(40, 60, 10), counts(100, 0, 20)];
+        let of = |accesses: &[AccessCounts]| {
+            overall_reduction(&Details {
+                accesses: layer_accesses(accesses),
+                ..Details::default()
+            })
+        };
         // without: 200 + 200, avoided: 50 − 20.
-        assert_eq!(overall_reduction(&layers), Some(30.0 / 400.0));
-        assert_eq!(overall_reduction(&[AccessCounts::default()]), None);
-        assert_eq!(overall_reduction(&[]), None);
+        assert_eq!(
+            of(&[counts(40, 60, 10), counts(100, 0, 20)]),
+            Some(30.0 / 400.0)
+        );
+        assert_eq!(of(&[AccessCounts::default()]), None);
+        assert_eq!(of(&[]), None);
     }
 
     #[test]
     fn summaries_read_back_the_details() {
-        let details = serde_json::json!({
-            "glare": choice_json(
-                &SegmentChoice {
-                    segment: 1024,
-                    chosen_by: ChosenBy::Model,
-                    model_rows: Some(512),
-                    expected: vec![(1024, 1.0)],
-                    profile_ms: 0.0,
-                },
-                true,
-                &[AccessCounts::default(), counts(40, 60, 10)],
-            ),
-            "accesses": accesses_json(&[AccessCounts::default(), counts(40, 60, 10)]),
-        });
-        let summary = Summary::from_details(&details).unwrap();
+        let details = details_with(
+            GlareOutcome {
+                segment: 1024,
+                model: vec![Candidate {
+                    m: 1024,
+                    expected_accesses: 1.0,
+                }],
+                profile_ms: 0.0,
+                ..model_outcome()
+            },
+            &[AccessCounts::default(), counts(40, 60, 10)],
+        );
+        let summary = Summary::of(&details).unwrap();
         assert_eq!(summary.recorded_layers, 1);
         assert_eq!(
             summary.text(),
@@ -781,7 +887,7 @@ mod tests {
         let worse = Summary {
             reduction: Some(-0.05),
             model_rows: None,
-            chosen_by: "option".into(),
+            chosen_by: ChosenBy::Option,
             ..summary.clone()
         };
         assert!(
@@ -794,6 +900,40 @@ mod tests {
             ..summary
         };
         assert!(none.text().ends_with("no census"));
-        assert!(Summary::from_details(&serde_json::json!({ "gpu": "x" })).is_none());
+        assert!(Summary::of(&Details::default()).is_none());
+    }
+
+    #[test]
+    fn parameters_are_the_options_as_data() {
+        let mut options = SnicitOptions::default();
+        let value = serde_json::to_value(&options).unwrap();
+        for key in [
+            "threshold",
+            "samples",
+            "bins",
+            "epsilon",
+            "eta",
+            "refresh_interval",
+            "batch",
+            "pre_convergence",
+            "xy",
+        ] {
+            assert!(value.get(key).is_some(), "{key} missing from {value}");
+        }
+        // An f32 parameter prints as given (0.03, not 0.0299999…).
+        assert_eq!(value["epsilon"].to_string(), "0.03");
+        assert_eq!(value["batch"], "all");
+        assert_eq!(value["xy"]["delete_at"], 22);
+        assert_eq!(value["xy"]["row_major_layers"], "detect");
+        assert!(value["xy"].get("glare").is_none());
+        options.pre_convergence = spdnn_snicit::PreConvergence::Bf;
+        options.batch = Some(4096);
+        options.xy.delete_at = None;
+        let value = serde_json::to_value(&options).unwrap();
+        assert_eq!(value["pre_convergence"], "bf");
+        assert_eq!(value["batch"], 4096);
+        assert!(value.get("xy").is_none());
+        let xy = serde_json::to_value(&options.xy).unwrap();
+        assert_eq!(xy["delete_at"], "never");
     }
 }

@@ -2,20 +2,34 @@
 //! verification against a truth, and reports.
 //!
 //! `spdnn infer`, `spdnn bench` and `cargo xtask bench` all go through [`run::execute`].
+//!
+//! Modules, each depending only on those before it: [`method`] (the vocabulary: problem,
+//! run configuration, the [`Method`] trait, typed outputs) and [`options`] (the option
+//! groups of a run); [`cpu`], [`gpu`] (every kernel crate through one adapter), [`glare`]
+//! (the `+glare` modifier) and [`compress`] (the `+compress` modifier); [`registry`];
+//! [`report`] and [`run`]; [`data`].
 
+pub mod compress;
+pub mod cpu;
 pub mod data;
 pub mod glare;
-mod gpu_methods;
+pub mod gpu;
 pub mod method;
+pub mod options;
+pub mod registry;
 pub mod report;
 pub mod run;
 
 pub use glare::GlareSettings;
-pub use method::{Method, MethodOutput, Problem, Registry, Timing};
+pub use method::{Method, MethodOutput, Precision, Problem, RunConfig, SharedWork, Timing};
+pub use options::OptionSet;
+pub use registry::Registry;
 pub use report::RunReport;
-pub use run::{MethodOptions, RunConfig, Truth};
-/// The crates whose option types [`MethodOptions`] holds, and GLARE's model.
-pub use {spdnn_glare, spdnn_snicit, spdnn_xy};
+pub use run::Truth;
+/// The crates whose option types a run's [`OptionSet`] holds, and GLARE's model.
+pub use {
+    spdnn_adaptive, spdnn_blockdepend, spdnn_cuda, spdnn_glare, spdnn_hp, spdnn_snicit, spdnn_xy,
+};
 
 /// Whether a CUDA GPU can be used by this build on this machine (never panics).
 pub fn gpu_available() -> bool {

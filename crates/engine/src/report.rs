@@ -1,12 +1,13 @@
 //! Run reports: one JSON object per run, and tables for terminals and Markdown.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use spdnn_sdgc::benchmark::Benchmark;
 
-use crate::method::{MethodOutput, Timing};
+use crate::glare::Summary;
+use crate::method::{Details, MethodOutput, Timing};
 
 /// The outcome of comparing categories with a truth.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CategoryCheck {
     /// Whether the sets are equal.
     pub matched: bool,
@@ -40,8 +41,9 @@ impl CategoryCheck {
     }
 }
 
-/// Everything a run reports; `--json` prints this object.
-#[derive(Debug, Clone, Serialize)]
+/// Everything a run reports; `--json` prints this object (and `spdnn bench` writes a list
+/// of them, which reads back into this type).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunReport {
     /// Method name.
     pub method: String,
@@ -53,9 +55,11 @@ pub struct RunReport {
     pub layers: usize,
     /// Rows run.
     pub rows: usize,
-    /// Bias.
+    /// Bias (serialised as given: -0.3, not -0.30000001192092896).
+    #[serde(serialize_with = "spdnn_sdgc::benchmark::shortest_f32")]
     pub bias: f32,
     /// Upper bound.
+    #[serde(serialize_with = "spdnn_sdgc::benchmark::shortest_f32")]
     pub upper_bound: f32,
     /// Where the weights came from (label).
     pub weights: String,
@@ -78,7 +82,7 @@ pub struct RunReport {
     /// How times were taken.
     pub timing: Timing,
     /// Method-specific details.
-    pub details: serde_json::Value,
+    pub details: Details,
 }
 
 impl RunReport {
@@ -131,50 +135,22 @@ impl RunReport {
 impl RunReport {
     /// The stage times of one profiled run, in order (empty for one-stage methods).
     pub fn stages(&self) -> Vec<(String, f64)> {
-        stages(&self.details)
+        self.details
+            .stages
+            .iter()
+            .map(|s| (s.stage.clone(), s.ms))
+            .collect()
     }
 
     /// The per-layer times of one profiled run, ms (empty when not measured).
     pub fn layer_times(&self) -> Vec<f64> {
-        layer_times(&self.details)
+        self.details.layer_ms.clone()
     }
 
-    /// GLARE's segment and access reduction (see [`glare_summary`]).
-    pub fn glare(&self) -> Option<crate::glare::Summary> {
-        glare_summary(&self.details)
+    /// GLARE's segment and access reduction, for runs of a `+glare` method.
+    pub fn glare(&self) -> Option<Summary> {
+        Summary::of(&self.details)
     }
-}
-
-/// GLARE's segment, how it was chosen and the access reduction, for runs of a `+glare`
-/// method (`None` for other runs).
-pub fn glare_summary(details: &serde_json::Value) -> Option<crate::glare::Summary> {
-    crate::glare::Summary::from_details(details)
-}
-
-/// The stage times in a run's details (`stages_ms: [{"stage", "ms"}, …]`), in order.
-pub fn stages(details: &serde_json::Value) -> Vec<(String, f64)> {
-    let Some(list) = details
-        .get(crate::gpu_methods::STAGES_KEY)
-        .and_then(|v| v.as_array())
-    else {
-        return Vec::new();
-    };
-    list.iter()
-        .filter_map(|entry| {
-            let stage = entry.get("stage")?.as_str()?;
-            let ms = entry.get("ms")?.as_f64()?;
-            Some((stage.to_string(), ms))
-        })
-        .collect()
-}
-
-/// The per-layer times in a run's details (`layer_ms: [t, …]`).
-pub fn layer_times(details: &serde_json::Value) -> Vec<f64> {
-    details
-        .get(crate::gpu_methods::LAYER_MS_KEY)
-        .and_then(|v| v.as_array())
-        .map(|list| list.iter().filter_map(|v| v.as_f64()).collect())
-        .unwrap_or_default()
 }
 
 /// Width of the label column of `spdnn infer`'s text output.
@@ -411,9 +387,39 @@ mod tests {
 
     #[test]
     fn details_without_stages_give_nothing() {
-        let details = serde_json::json!({ "gpu": "x", "stages_ms": "junk" });
-        assert!(stages(&details).is_empty());
-        assert!(layer_times(&details).is_empty());
+        let report = RunReport::new(
+            "cpu",
+            &Benchmark::new(
+                64,
+                2,
+                3,
+                Some(-0.3),
+                spdnn_sdgc::benchmark::WeightsOrigin::Generated { seed: 0 },
+                spdnn_sdgc::InputOrigin::Synthetic { seed: 0 },
+            )
+            .unwrap(),
+            &MethodOutput {
+                categories: vec![1, 3],
+                infer_ms: vec![2.0],
+                total_ms: 2.0,
+                timing: Timing::WallClock,
+                details: Details::default(),
+            },
+            None,
+        );
+        assert!(report.stages().is_empty());
+        assert!(report.layer_times().is_empty());
+        assert!(report.glare().is_none());
+        let value = serde_json::to_value(&report).unwrap();
+        assert_eq!(value["bias"], serde_json::json!(-0.3), "the bias as given");
+        assert!(
+            serde_json::to_string(&value)
+                .unwrap()
+                .contains("\"bias\":-0.3,")
+        );
+        let back: RunReport = serde_json::from_value(value).unwrap();
+        assert_eq!((back.categories, back.rows, back.layers), (2, 3, 2));
+        assert_eq!(back.bias, -0.3);
     }
 
     #[test]

@@ -1,132 +1,13 @@
 //! A run: a method on a benchmark, timed, checked against a truth.
 
-use anyhow::{Result, bail};
-use serde::Serialize;
+use anyhow::Result;
 use spdnn_sdgc::benchmark::Benchmark;
 
-use crate::glare::GlareSettings;
-use crate::method::{Method, Problem};
+use spdnn_adaptive::ranks::{Ranks, gather_f64, gather_u32, merge_categories, slab};
+use spdnn_sdgc::Input;
+
+use crate::method::{Method, Problem, RunConfig};
 use crate::report::{CategoryCheck, RunReport};
-
-/// Floating-point precision of the CPU reference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Precision {
-    /// Single precision (as the GPU methods and the papers).
-    #[default]
-    F32,
-    /// Double precision.
-    F64,
-}
-
-/// How a run is repeated.
-#[derive(Debug, Clone)]
-pub struct RunConfig {
-    /// Untimed runs before the timed ones.
-    pub warmup: usize,
-    /// Timed runs; the report gives the median.
-    pub repetitions: usize,
-    /// Precision of the CPU reference.
-    pub precision: Precision,
-    /// Parameters of the methods that have some (each method reads its own).
-    pub methods: MethodOptions,
-    /// The GLARE access model's statistics of this run's problem, computed once by a
-    /// caller that runs several `+glare` methods on it ([`crate::glare::shared_profile`]);
-    /// `None`, or one that does not fit the problem: each such method computes its own.
-    pub glare_profile: Option<std::sync::Arc<crate::glare::Profile>>,
-}
-
-impl Default for RunConfig {
-    fn default() -> Self {
-        Self {
-            warmup: 1,
-            repetitions: 3,
-            precision: Precision::F32,
-            methods: MethodOptions::default(),
-            glare_profile: None,
-        }
-    }
-}
-
-/// The parameters of the methods that take some, one field per method.
-///
-/// The default is each crate's default, with the XY preprocessing cache under
-/// `data_dir()/cache/xy` (`$SPDNN_DATA` honoured) for `xy` and for SNICIT's XY stage.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MethodOptions {
-    /// `xy`.
-    pub xy: spdnn_xy::XyOptions,
-    /// `snicit` (its `xy` field tunes the pre-convergence layers when they run XY).
-    pub snicit: spdnn_snicit::SnicitOptions,
-    /// The `+glare` methods (on top of their plain method's options above).
-    pub glare: GlareSettings,
-}
-
-impl Default for MethodOptions {
-    fn default() -> Self {
-        let xy = spdnn_xy::XyOptions {
-            cache_dir: Some(default_xy_cache_dir()),
-            ..spdnn_xy::XyOptions::default()
-        };
-        Self {
-            snicit: spdnn_snicit::SnicitOptions {
-                xy: xy.clone(),
-                ..spdnn_snicit::SnicitOptions::default()
-            },
-            xy,
-            glare: GlareSettings::default(),
-        }
-    }
-}
-
-impl MethodOptions {
-    /// Checks every method's parameters (see [`validate_xy`], [`validate_snicit`],
-    /// [`GlareSettings::validate`]; the kernel-specific GLARE checks are
-    /// [`GlareSettings::validate_for`] and [`crate::glare::check_method`]).
-    pub fn validate(&self) -> Result<()> {
-        validate_xy(&self.xy)?;
-        validate_snicit(&self.snicit)?;
-        self.glare.validate()
-    }
-}
-
-/// Where preprocessed XY networks are cached by default: `data_dir()/cache/xy`.
-pub fn default_xy_cache_dir() -> std::path::PathBuf {
-    spdnn_sdgc::paths::data_dir().join("cache").join("xy")
-}
-
-/// XY's parameters: `delete_at`, when given, is at least 1 (`row_major_layers` may be 0:
-/// the input is then transposed and every layer runs neuron-major).
-pub fn validate_xy(options: &spdnn_xy::XyOptions) -> Result<()> {
-    if options.delete_at == Some(0) {
-        bail!("XY delete-at must be a layer ≥ 1 (or never), not 0");
-    }
-    Ok(())
-}
-
-/// SNICIT's parameters: t, s, n, the refresh interval and the batch at least 1; ε and η
-/// finite and ≥ 0; XY's options valid. A threshold t ≥ L is allowed: the pre-convergence
-/// spMM then runs through every layer.
-pub fn validate_snicit(options: &spdnn_snicit::SnicitOptions) -> Result<()> {
-    let counts = [
-        ("threshold layer t", options.threshold),
-        ("samples s", options.samples),
-        ("bins n", options.bins),
-        ("refresh interval", options.refresh_interval),
-        ("batch", options.batch.unwrap_or(1)),
-    ];
-    for (what, value) in counts {
-        if value == 0 {
-            bail!("SNICIT {what} must be at least 1, not 0");
-        }
-    }
-    for (what, value) in [("epsilon ε", options.epsilon), ("eta η", options.eta)] {
-        if !value.is_finite() || value < 0.0 {
-            bail!("SNICIT {what} must be a finite number ≥ 0, not {value}");
-        }
-    }
-    validate_xy(&options.xy)
-}
 
 /// The categories a run must produce, and where they came from.
 #[derive(Debug, Clone)]
@@ -192,42 +73,195 @@ pub fn execute(
     })
 }
 
+/// Runs `method` on this rank's slab of `problem`'s rows ([`spdnn_adaptive::ranks::slab`])
+/// and gathers the outcome at rank 0, which merges the categories (in global rows), takes
+/// the slowest rank's time of each pass, checks `truth` and returns the execution; the
+/// other ranks return `None`. A rank that fails makes every rank return the error (every
+/// rank takes part in every gather, so none waits for a rank that gave up).
+pub fn execute_ranked(
+    method: &dyn Method,
+    benchmark: &Benchmark,
+    problem: &Problem<'_>,
+    config: &RunConfig,
+    truth: Option<&Truth>,
+    ranks: &dyn Ranks,
+) -> Result<Option<Execution>> {
+    let rows = problem.input.rows();
+    let range = slab(rows, ranks.rank(), ranks.size());
+    let slab_input = Input {
+        features: problem.input.features.rows_slice(range),
+        origin: problem.input.origin.clone(),
+    };
+    let part = Problem {
+        input: &slab_input,
+        ..*problem
+    };
+    let outcome = method.run(&part, config);
+    let status = match &outcome {
+        Ok(_) => Vec::new(),
+        Err(e) => format!("rank {}: {e:#}", ranks.rank()).into_bytes(),
+    };
+    let (categories, times) = match &outcome {
+        Ok(o) => {
+            let mut times = o.infer_ms.clone();
+            times.push(o.total_ms);
+            (o.categories.clone(), times)
+        }
+        Err(_) => (Vec::new(), Vec::new()),
+    };
+    let statuses = ranks.gather(&status);
+    let all_categories = gather_u32(ranks, &categories);
+    let all_times = gather_f64(ranks, &times);
+    let mut output = outcome?;
+    let (Some(statuses), Some(all_categories), Some(all_times)) =
+        (statuses, all_categories, all_times)
+    else {
+        return Ok(None);
+    };
+    let failures: Vec<String> = statuses
+        .iter()
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect();
+    if !failures.is_empty() {
+        anyhow::bail!("{}", failures.join("; "));
+    }
+    output.categories = merge_categories(rows, &all_categories);
+    let passes = output.infer_ms.len();
+    output.infer_ms = (0..passes)
+        .map(|i| {
+            all_times
+                .iter()
+                .filter_map(|t| t.get(i).copied())
+                .fold(0.0, f64::max)
+        })
+        .collect();
+    output.total_ms = all_times
+        .iter()
+        .filter_map(|t| t.last().copied())
+        .fold(0.0, f64::max);
+    output
+        .details
+        .found
+        .insert("ranks".into(), serde_json::json!(ranks.size()));
+    let check = truth.map(|t| {
+        let found: Vec<u32> = output
+            .categories
+            .iter()
+            .copied()
+            .filter(|&r| (r as usize) <= t.rows)
+            .collect();
+        CategoryCheck::compare(&found, &t.categories, &t.source)
+    });
+    let report = RunReport::new(method.name(), benchmark, &output, check);
+    Ok(Some(Execution {
+        report,
+        categories: output.categories,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::glare::GlareSettings;
+    use crate::options::OptionSet;
+    use spdnn_cuda::method::MethodOptions;
+    use spdnn_snicit::SnicitOptions;
+    use spdnn_xy::XyOptions;
 
     #[test]
     fn default_options_are_valid_and_cache_under_the_data_dir() {
-        let options = MethodOptions::default();
+        let options = OptionSet::default();
         options.validate().unwrap();
         let dir = spdnn_sdgc::paths::data_dir().join("cache").join("xy");
-        assert_eq!(options.xy.cache_dir.as_deref(), Some(dir.as_path()));
-        assert_eq!(options.snicit.xy.cache_dir.as_deref(), Some(dir.as_path()));
-        assert_eq!(options.xy.delete_at, Some(22));
-        assert_eq!(options.snicit.threshold, 30);
-        assert_eq!(options.glare, GlareSettings::default());
-        assert!(options.xy.glare.is_none() && options.snicit.glare.is_none());
-        assert!(options.snicit.xy.glare.is_none());
-        assert_eq!(RunConfig::default().methods, options);
-        assert!(RunConfig::default().glare_profile.is_none());
+        let xy: XyOptions = options.get();
+        let snicit: SnicitOptions = options.get();
+        assert_eq!(xy.cache_dir.as_deref(), Some(dir.as_path()));
+        assert_eq!(snicit.xy.cache_dir.as_deref(), Some(dir.as_path()));
+        assert_eq!(xy.delete_at, Some(22));
+        assert_eq!(snicit.threshold, 30);
+        assert_eq!(options.get::<GlareSettings>(), GlareSettings::default());
+        assert!(xy.glare.is_none() && snicit.glare.is_none());
+        assert!(snicit.xy.glare.is_none());
+        assert_eq!(RunConfig::default().options, options);
+    }
+
+    #[test]
+    fn ranks_in_threads_give_the_categories_of_one_process() {
+        use spdnn_adaptive::ranks::{InProcess, Single};
+        let network = spdnn_sdgc::generator::network(256, 6, 0).unwrap();
+        let input = spdnn_sdgc::images::synthetic(203, 256, 3).unwrap();
+        let problem = Problem {
+            network: &network,
+            input: &input,
+            bias: -0.1,
+            upper_bound: 32.0,
+        };
+        let config = RunConfig {
+            warmup: 0,
+            repetitions: 2,
+            ..RunConfig::default()
+        };
+        let benchmark = Benchmark::new(
+            256,
+            6,
+            input.rows(),
+            Some(-0.1),
+            spdnn_sdgc::benchmark::WeightsOrigin::Generated { seed: 0 },
+            input.origin.clone(),
+        )
+        .unwrap();
+        let cpu = crate::cpu::CpuReference;
+        let one = execute(&cpu, &benchmark, &problem, &config, None).unwrap();
+        let single = execute_ranked(&cpu, &benchmark, &problem, &config, None, &Single)
+            .unwrap()
+            .unwrap();
+        assert_eq!(single.categories, one.categories);
+        assert!(!one.categories.is_empty());
+        let truth = Truth {
+            categories: one.categories.clone(),
+            source: "one process".into(),
+            rows: input.rows(),
+        };
+        for size in [2, 3, 4] {
+            let group = InProcess::group(size);
+            let results: Vec<Option<Execution>> = std::thread::scope(|s| {
+                let handles: Vec<_> = group
+                    .iter()
+                    .map(|ranks| {
+                        let (problem, config, benchmark, truth, cpu) =
+                            (&problem, &config, &benchmark, &truth, &cpu);
+                        s.spawn(move || {
+                            execute_ranked(cpu, benchmark, problem, config, Some(truth), ranks)
+                                .unwrap()
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let root = results[0].as_ref().unwrap();
+            assert_eq!(root.categories, one.categories, "{size} ranks");
+            assert_eq!(root.report.matched, Some(true));
+            assert_eq!(root.report.rows, input.rows());
+            assert!(results[1..].iter().all(Option::is_none));
+        }
     }
 
     #[test]
     fn zero_counts_are_rejected() {
-        let base = MethodOptions::default();
-        let cases: [fn(&mut MethodOptions); 9] = [
-            |o| o.snicit.threshold = 0,
-            |o| o.snicit.samples = 0,
-            |o| o.snicit.bins = 0,
-            |o| o.snicit.refresh_interval = 0,
-            |o| o.snicit.batch = Some(0),
-            |o| o.snicit.xy.delete_at = Some(0),
-            |o| o.xy.delete_at = Some(0),
-            |o| o.glare.model_rows = 0,
-            |o| o.glare.segment = Some(0),
+        let cases: [fn(&mut OptionSet); 9] = [
+            |o| o.edit::<SnicitOptions>(|s| s.threshold = 0),
+            |o| o.edit::<SnicitOptions>(|s| s.samples = 0),
+            |o| o.edit::<SnicitOptions>(|s| s.bins = 0),
+            |o| o.edit::<SnicitOptions>(|s| s.refresh_interval = 0),
+            |o| o.edit::<SnicitOptions>(|s| s.batch = Some(0)),
+            |o| o.edit::<SnicitOptions>(|s| s.xy.delete_at = Some(0)),
+            |o| o.edit::<XyOptions>(|x| x.delete_at = Some(0)),
+            |o| o.edit::<GlareSettings>(|g| g.model_rows = 0),
+            |o| o.edit::<GlareSettings>(|g| g.segment = Some(0)),
         ];
         for (i, change) in cases.iter().enumerate() {
-            let mut options = base.clone();
+            let mut options = OptionSet::default();
             change(&mut options);
             assert!(options.validate().is_err(), "case {i} was accepted");
         }
@@ -236,25 +270,31 @@ mod tests {
     #[test]
     fn bad_epsilon_and_eta_are_rejected() {
         for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.01] {
-            let mut options = MethodOptions::default();
-            options.snicit.epsilon = bad;
-            let message = options.validate().unwrap_err().to_string();
+            let options = SnicitOptions {
+                epsilon: bad,
+                ..SnicitOptions::default()
+            };
+            let message = options.validate().unwrap_err();
             assert!(message.contains("epsilon"), "{message}");
-            let mut options = MethodOptions::default();
-            options.snicit.eta = bad;
+            let options = SnicitOptions {
+                eta: bad,
+                ..SnicitOptions::default()
+            };
             assert!(options.validate().is_err());
         }
     }
 
     #[test]
     fn edge_values_are_accepted() {
-        let mut options = MethodOptions::default();
-        options.snicit.threshold = 100_000; // ≥ L: pre-convergence all the way
-        options.snicit.epsilon = 0.0;
-        options.snicit.eta = 0.0;
-        options.snicit.batch = Some(1);
-        options.snicit.xy.delete_at = None;
-        options.xy.row_major_layers = Some(1);
+        let mut options = OptionSet::default();
+        options.edit::<SnicitOptions>(|s| {
+            s.threshold = 100_000; // ≥ L: pre-convergence all the way
+            s.epsilon = 0.0;
+            s.eta = 0.0;
+            s.batch = Some(1);
+            s.xy.delete_at = None;
+        });
+        options.edit::<XyOptions>(|x| x.row_major_layers = Some(1));
         options.validate().unwrap();
     }
 }

@@ -1,22 +1,25 @@
 //! `spdnn bench`: every available method on the chosen benchmarks; a table, JSON and Markdown.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use serde::Serialize;
+use spdnn_engine::compress::Compression;
 use spdnn_engine::data::{InputSpec, WeightsSpec, load_network, load_truth, official_files};
-use spdnn_engine::glare;
 use spdnn_engine::report::{markdown_table, terminal_table};
-use spdnn_engine::run::{Precision, execute};
-use spdnn_engine::{MethodOptions, Problem, Registry, RunConfig, RunReport, Truth};
+use spdnn_engine::run::execute;
+use spdnn_engine::{
+    OptionSet, Precision, Problem, Registry, RunConfig, RunReport, SharedWork, Truth,
+};
 use spdnn_reference::{Activation, Inference, Options};
 use spdnn_sdgc::benchmark::{Benchmark, OFFICIAL_ROWS};
-use spdnn_sdgc::{Input, InputOrigin, Network, paths};
+use spdnn_sdgc::{Input, InputOrigin, Network, generator, paths};
 
 use crate::method_args::MethodArgs;
 use crate::{Outcome, progress};
+
+pub mod reuse;
 
 /// Work (rows·N·L) above which the CPU runs only a slice of the rows: 4× the 1024-120 benchmark.
 const CPU_WORK_LIMIT: u64 = 4 * 60_000 * 1024 * 120;
@@ -49,12 +52,25 @@ pub struct BenchArgs {
     /// Seed of the generated networks.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// The generated network: RadiX-Net (the challenge's topology), or random unstructured
+    /// (--fan-in random inputs per output, random real weights; the official networks are
+    /// then not run).
+    #[arg(long, value_enum, default_value_t = NetworkArg::Radix)]
+    network: NetworkArg,
+    /// Inputs per output neuron of --network random [default: 32].
+    #[arg(long)]
+    fan_in: Option<usize>,
     /// Skip the official N-L networks even when their files are at hand.
     #[arg(long)]
     no_official: bool,
-    /// Rows the CPU runs (and checks) at most; default: all when cheap, else a slice.
+    /// Rows the CPU method runs at most, and the rows the uncompressed f64 oracle checks;
+    /// default: all when cheap, else a slice.
     #[arg(long)]
     cpu_rows: Option<usize>,
+    /// Take the truth of generated networks from the uncompressed oracle on the CPU slice
+    /// only, instead of the compressed oracle on every row (cross-checked on the slice).
+    #[arg(long)]
+    no_compressed_truth: bool,
     /// Folder for <date>-<host>.json and .md.
     #[arg(long, default_value = "results")]
     out: PathBuf,
@@ -63,6 +79,31 @@ pub struct BenchArgs {
     json: bool,
     #[command(flatten)]
     method_options: MethodArgs,
+}
+
+/// Which generated network `spdnn bench` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum NetworkArg {
+    /// RadiX-Net, the challenge's topology (`spdnn generate`).
+    Radix,
+    /// Random unstructured (`spdnn generate --random`).
+    Random,
+}
+
+impl BenchArgs {
+    /// The generated network's spec; an error for --fan-in without --network random.
+    fn weights_spec(&self) -> Result<WeightsSpec> {
+        match (self.network, self.fan_in) {
+            (NetworkArg::Radix, None) => Ok(WeightsSpec::Generated { seed: self.seed }),
+            (NetworkArg::Radix, Some(_)) => {
+                anyhow::bail!("--fan-in applies to --network random only")
+            }
+            (NetworkArg::Random, fan_in) => Ok(WeightsSpec::Random {
+                seed: self.seed,
+                fan_in: fan_in.unwrap_or(generator::DEFAULT_FAN_IN),
+            }),
+        }
+    }
 }
 
 /// The results document written to `results/`.
@@ -76,18 +117,25 @@ struct ResultsFile {
     notes: Vec<String>,
 }
 
-/// One benchmark to run: its network, input and truth.
+/// One benchmark to run: its network, input and truth, and the work its methods share.
 struct Case {
     benchmark: Benchmark,
     network: Network,
     input: Input,
     truth: Truth,
+    shared: SharedWork,
 }
 
 /// Runs every case on every chosen method.
 pub fn run(args: &BenchArgs) -> Result<Outcome> {
+    let weights = args.weights_spec()?;
+    if let WeightsSpec::Random { fan_in, .. } = weights {
+        for &neurons in &args.neurons {
+            generator::check_random(neurons, fan_in)?;
+        }
+    }
     let registry = Registry::default();
-    let named: Vec<&'static str> = if args.methods.is_empty() {
+    let named: Vec<&str> = if args.methods.is_empty() {
         registry
             .all()
             .filter(|m| m.in_default_run())
@@ -106,14 +154,15 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
         .map(|name| registry.get(name))
         .collect::<Result<_>>()?;
     let method_options = args.method_options.options()?;
-    warnings.extend(args.method_options.unused_warnings(&names));
+    warnings.extend(args.method_options.unused_warnings(&registry, &names));
     for warning in warnings {
         eprintln!("{warning}");
     }
-    // A hand-given GLARE segment is checked for every N before anything runs.
+    // Options a method cannot run with (a GLARE segment the kernel cannot use) are
+    // found for every N before anything runs.
     for &neurons in &args.neurons {
-        for name in &names {
-            glare::check_method(name, neurons, &method_options)?;
+        for method in &methods {
+            method.check(&method_options, neurons)?;
         }
     }
     let show = progress::enabled(args.json);
@@ -124,19 +173,19 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
     for &neurons in &args.neurons {
         for &layers in &args.layers {
             let mut cases = vec![generated_case(
-                args, neurons, layers, &data_dir, show, &mut notes,
+                args, &weights, neurons, layers, &data_dir, show, &mut notes,
             )?];
             if !args.no_official
+                && args.network == NetworkArg::Radix
                 && let Some(case) =
                     official_case(args, neurons, layers, &data_dir, show, &mut notes)?
             {
                 cases.push(case);
             }
             for case in &cases {
-                let profile = glare_profile(case, &names, &method_options, show)?;
                 for &method in &methods {
-                    let report = run_case(method, case, args, &method_options, &profile, show)
-                        .with_context(|| {
+                    let report =
+                        run_case(method, case, args, &method_options, show).with_context(|| {
                             format!("{} on {}", method.name(), case.benchmark.name())
                         })?;
                     if !args.json {
@@ -149,6 +198,9 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
                         );
                         if let Some(glare) = report.glare() {
                             eprintln!("{:<14} {}", "", glare.text());
+                        }
+                        if let Some(choice) = phase_choice(&report) {
+                            eprintln!("{:<14} {choice}", "");
                         }
                     }
                     reports.push(report);
@@ -168,6 +220,10 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
         notes,
     };
     let (json_path, md_path) = write_results(&args.out, &results)?;
+    // The results are on disk before the figures: a figure that fails costs no results.
+    let figures = crate::figures::write_beside(&json_path, &results.reports)
+        .map_err(|e| eprintln!("warning: figures not written: {e:#}"))
+        .unwrap_or_default();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&results)?);
     } else {
@@ -176,10 +232,17 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
         for line in glare_lines(&results.reports) {
             println!("{line}");
         }
+        for line in blockdepend_lines(&results.reports) {
+            println!("{line}");
+        }
         for note in &results.notes {
             println!("note: {note}");
         }
         println!("wrote {} and {}", json_path.display(), md_path.display());
+        if !figures.is_empty() {
+            let names: Vec<String> = figures.iter().map(|p| p.display().to_string()).collect();
+            println!("figures: {}", names.join(", "));
+        }
     }
     let all_matched = results.reports.iter().all(|r| r.matched != Some(false));
     Ok(if all_matched {
@@ -198,6 +261,7 @@ fn cpu_rows(args: &BenchArgs, neurons: usize, layers: usize) -> usize {
 /// The generated N-L network with the MNIST (or synthetic) input; truth from the CPU in f64.
 fn generated_case(
     args: &BenchArgs,
+    weights: &WeightsSpec,
     neurons: usize,
     layers: usize,
     data_dir: &Path,
@@ -205,12 +269,7 @@ fn generated_case(
     notes: &mut Vec<String>,
 ) -> Result<Case> {
     let spinner = progress::spinner(show, &format!("generating {neurons}-{layers}"));
-    let (network, weights) = load_network(
-        &WeightsSpec::Generated { seed: args.seed },
-        Some(neurons),
-        layers,
-        &mut |_| {},
-    )?;
+    let (network, weights) = load_network(weights, Some(neurons), layers, &mut |_| {})?;
     spinner.finish_and_clear();
     let input = super::load_input_shown(
         &InputSpec::MnistOrSynthetic,
@@ -233,12 +292,46 @@ fn generated_case(
         input.origin.clone(),
     )?;
     let check_rows = cpu_rows(args, neurons, layers);
+    let shared = SharedWork::default();
     let spinner = progress::spinner(show, &format!("truth {neurons}-{layers}"));
-    let truth = reference_truth(&network, &input, &benchmark, check_rows)?;
+    let slice = reference_truth(&network, &input, &benchmark, check_rows)?;
+    let mut truth = slice.clone();
+    if check_rows < input.rows() && !args.no_compressed_truth {
+        let problem = Problem {
+            network: &network,
+            input: &input,
+            bias: benchmark.bias,
+            upper_bound: benchmark.upper_bound,
+        };
+        let compression = Compression::shared(&problem, &shared)?;
+        if !compression.report.identity {
+            let full = reference_truth(&compression.network, &input, &benchmark, input.rows())?;
+            if full.restricted(check_rows).categories != slice.categories {
+                anyhow::bail!(
+                    "{neurons}-{layers}: the oracle on the compressed network disagrees with the \
+                     uncompressed one on the first {check_rows} rows"
+                );
+            }
+            truth = Truth {
+                source: format!(
+                    "cpu reference f64 on the compressed network (agrees with the original on \
+                     the first {check_rows} rows)"
+                ),
+                ..full
+            };
+        }
+    }
     spinner.finish_and_clear();
-    if check_rows < input.rows() {
+    if truth.rows < input.rows() {
         notes.push(format!(
-            "{neurons}-{layers}: truth from the CPU reference (f64) on the first {check_rows} rows only"
+            "{neurons}-{layers}: truth from the CPU reference (f64) on the first {} rows only",
+            truth.rows
+        ));
+    } else if check_rows < input.rows() {
+        notes.push(format!(
+            "{neurons}-{layers}: truth on all {} rows from the CPU reference (f64) on the \
+             compressed network; it agrees with the original network on the first {check_rows}",
+            input.rows()
         ));
     }
     Ok(Case {
@@ -246,6 +339,7 @@ fn generated_case(
         network,
         input,
         truth,
+        shared,
     })
 }
 
@@ -292,6 +386,7 @@ fn official_case(
         network,
         input,
         truth,
+        shared: SharedWork::default(),
     }))
 }
 
@@ -318,29 +413,6 @@ fn reference_truth(
     })
 }
 
-/// The GLARE access model's statistics of a case, computed once for all the `+glare`
-/// methods that will run on it (none when no model runs).
-fn glare_profile(
-    case: &Case,
-    names: &[&str],
-    method_options: &MethodOptions,
-    show: bool,
-) -> Result<Option<Arc<glare::Profile>>> {
-    if !glare::needs_profile(names, &method_options.glare) {
-        return Ok(None);
-    }
-    let problem = Problem {
-        network: &case.network,
-        input: &case.input,
-        bias: case.benchmark.bias,
-        upper_bound: case.benchmark.upper_bound,
-    };
-    let spinner = progress::spinner(show, &format!("GLARE model {}", case.benchmark.name()));
-    let profile = glare::shared_profile(names, &problem, &method_options.glare)?;
-    spinner.finish_and_clear();
-    Ok(profile)
-}
-
 /// One line per GLARE run: its method, benchmark, segment and access reduction.
 fn glare_lines(reports: &[RunReport]) -> Vec<String> {
     reports
@@ -357,13 +429,40 @@ fn glare_lines(reports: &[RunReport]) -> Vec<String> {
         .collect()
 }
 
+/// The per-phase choice of a BlockDepend run (any report that names its `path` and
+/// `launches`): the path, each launch as `layers:placement×tile@grid x threads`, and the
+/// rows each later launch took over.
+fn phase_choice(report: &RunReport) -> Option<String> {
+    let text = |key: &str| report.details.found.get(key).and_then(|v| v.as_str());
+    let mut line = format!("{}; launches {}", text("path")?, text("launches")?);
+    if let Some(carried) = text("rows_carried") {
+        line.push_str(&format!("; rows carried {carried}"));
+    }
+    Some(line)
+}
+
+/// One line per BlockDepend run: its method, benchmark, weights and per-phase choice.
+fn blockdepend_lines(reports: &[RunReport]) -> Vec<String> {
+    reports
+        .iter()
+        .filter_map(|r| {
+            Some(format!(
+                "blockdepend: {} on {} ({}): {}",
+                r.method,
+                r.benchmark,
+                r.weights,
+                phase_choice(r)?
+            ))
+        })
+        .collect()
+}
+
 /// Runs one method on one case (the CPU on its affordable slice of rows).
 fn run_case(
     method: &dyn spdnn_engine::Method,
     case: &Case,
     args: &BenchArgs,
-    method_options: &MethodOptions,
-    glare_profile: &Option<Arc<glare::Profile>>,
+    method_options: &OptionSet,
     show: bool,
 ) -> Result<RunReport> {
     let spinner = progress::spinner(
@@ -375,8 +474,10 @@ fn run_case(
             warmup: args.warmup,
             repetitions: args.repetitions.max(1),
             precision: Precision::F32,
-            methods: method_options.clone(),
-            glare_profile: glare_profile.clone(),
+            options: method_options.clone(),
+            // Work shared by the methods run on this case (the compression, GLARE's
+            // statistics).
+            shared: case.shared.clone(),
         };
         (case.input.clone(), config)
     } else {
@@ -385,8 +486,8 @@ fn run_case(
             warmup: 0,
             repetitions: args.cpu_repetitions.max(1),
             precision: Precision::F32,
-            methods: method_options.clone(),
-            glare_profile: None,
+            options: method_options.clone(),
+            shared: SharedWork::default(),
         };
         (case.input.head(rows), config)
     };
@@ -432,6 +533,9 @@ fn write_results(dir: &Path, results: &ResultsFile) -> Result<(PathBuf, PathBuf)
     for line in glare_lines(&results.reports) {
         md.push_str(&format!("\n- {line}"));
     }
+    for line in blockdepend_lines(&results.reports) {
+        md.push_str(&format!("\n- {line}"));
+    }
     for note in &results.notes {
         md.push_str(&format!("\n- {note}"));
     }
@@ -450,4 +554,106 @@ fn sanitize(name: &str) -> String {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spdnn_engine::method::Details;
+    use spdnn_engine::{MethodOutput, Timing};
+    use spdnn_sdgc::benchmark::WeightsOrigin;
+
+    fn report(method: &str, found: &[(&str, &str)]) -> RunReport {
+        let benchmark = Benchmark::new(
+            4096,
+            120,
+            10,
+            None,
+            WeightsOrigin::Random {
+                seed: 0,
+                fan_in: 32,
+            },
+            InputOrigin::Mnist,
+        )
+        .unwrap();
+        let details = Details {
+            found: found
+                .iter()
+                .map(|&(k, v)| (k.to_string(), v.into()))
+                .collect(),
+            ..Details::default()
+        };
+        let output = MethodOutput {
+            categories: vec![1],
+            infer_ms: vec![1.0],
+            total_ms: 1.0,
+            timing: Timing::CudaEvents,
+            details,
+        };
+        RunReport::new(method, &benchmark, &output, None)
+    }
+
+    #[test]
+    fn one_line_per_blockdepend_run_names_its_phases() {
+        let reports = [
+            report("bf", &[("slab_width", "64")]),
+            report(
+                "blockdepend",
+                &[
+                    ("path", "tiles in global memory"),
+                    ("launches", "1-2:global×32@528x256 3-120:global×32@528x256"),
+                    ("rows_carried", "3-120:59000"),
+                ],
+            ),
+            report(
+                "blockdepend+compress",
+                &[
+                    ("path", "fused chain (tiles in shared memory)"),
+                    ("launches", "1:shared×7@132x768"),
+                ],
+            ),
+        ];
+        let lines = blockdepend_lines(&reports);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(
+            lines[0],
+            "blockdepend: blockdepend on 4096-120 (random(fan-in 32, seed 0)): tiles in global \
+             memory; launches 1-2:global×32@528x256 3-120:global×32@528x256; rows carried \
+             3-120:59000"
+        );
+        assert!(
+            lines[1].ends_with("fused chain (tiles in shared memory); launches 1:shared×7@132x768")
+        );
+        assert!(phase_choice(&reports[0]).is_none());
+    }
+
+    #[test]
+    fn the_network_flag_picks_the_generator() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            bench: BenchArgs,
+        }
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
+                .unwrap()
+                .bench
+                .weights_spec()
+        };
+        assert!(matches!(parse(&[]), Ok(WeightsSpec::Generated { seed: 0 })));
+        assert!(matches!(
+            parse(&["--network", "random", "--seed", "4"]),
+            Ok(WeightsSpec::Random {
+                seed: 4,
+                fan_in: 32
+            })
+        ));
+        assert!(matches!(
+            parse(&["--network", "random", "--fan-in", "8"]),
+            Ok(WeightsSpec::Random { seed: 0, fan_in: 8 })
+        ));
+        let error = parse(&["--fan-in", "8"]).unwrap_err().to_string();
+        assert!(error.contains("--network random"), "{error}");
+    }
 }

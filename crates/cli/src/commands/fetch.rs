@@ -44,6 +44,9 @@ pub struct FetchArgs {
     /// Data folder (default: $SPDNN_DATA or ./data).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Where the official files are published (a mirror, or a local server in tests).
+    #[arg(long, default_value = OFFICIAL_BASE)]
+    base_url: String,
 }
 
 /// Downloads what was asked.
@@ -60,28 +63,33 @@ pub fn run(args: &FetchArgs) -> Result<Outcome> {
         args.neurons.clone()
     };
     let sdgc_dir = data_dir.join("sdgc");
+    let base = args.base_url.trim_end_matches('/');
+    if !(base.starts_with("http://") || base.starts_with("https://")) {
+        bail!("--base-url {base}: expected an http:// or https:// URL");
+    }
     for &n in &neurons {
         if spdnn_sdgc::benchmark::official_bias(n).is_none() {
             bail!("N = {n} is not an official size (1024, 4096, 16384, 65536)");
         }
-        download(&format!("{OFFICIAL_BASE}/dnn/neuron{n}.tar.gz"), &sdgc_dir)?;
+        download(&format!("{base}/dnn/neuron{n}.tar.gz"), &sdgc_dir)?;
         for &l in &args.layers {
             download(
-                &format!("{OFFICIAL_BASE}/dnn/neuron{n}-l{l}-categories.tsv"),
+                &format!("{base}/dnn/neuron{n}-l{l}-categories.tsv"),
                 &sdgc_dir,
             )?;
         }
         if args.images {
-            download(
-                &format!("{OFFICIAL_BASE}/mnist/sparse-images-{n}.tsv.gz"),
-                &sdgc_dir,
-            )?;
+            download(&format!("{base}/mnist/sparse-images-{n}.tsv.gz"), &sdgc_dir)?;
         }
     }
     Ok(Outcome::Success)
 }
 
 /// Downloads `url` into `dir` (skipping a verified existing file), checking known checksums.
+///
+/// The bytes go to `{name}.part`, renamed to `name` only once the transfer is complete (as
+/// long as the server announced) and its SHA-256 matches the known one; on any failure the
+/// partial file is removed, so a file under its final name is always whole.
 fn download(url: &str, dir: &Path) -> Result<PathBuf> {
     let name = url.rsplit('/').next().unwrap_or("download");
     let target = dir.join(name);
@@ -103,39 +111,14 @@ fn download(url: &str, dir: &Path) -> Result<PathBuf> {
         }
     }
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut response = ureq::get(url)
-        .call()
-        .with_context(|| format!("downloading {url}"))?;
-    let length = response.body().content_length();
-    let bar = progress::bytes(progress::enabled(false), length, name);
     let partial = dir.join(format!("{name}.part"));
-    let mut file = std::fs::File::create(&partial)
-        .with_context(|| format!("creating {}", partial.display()))?;
-    let mut reader = response.body_mut().as_reader();
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    loop {
-        let n = reader
-            .read(&mut buffer)
-            .with_context(|| format!("downloading {url}"))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buffer[..n]);
-        file.write_all(&buffer[..n])
-            .with_context(|| format!("writing {}", partial.display()))?;
-        bar.inc(n as u64);
+    let fetched = fetch_to(url, name, &partial, expected);
+    if fetched.is_err() {
+        // Nothing may stay behind that could pass for the file; a failed removal of a
+        // file that may not exist changes nothing.
+        let _ = std::fs::remove_file(&partial);
     }
-    bar.finish_and_clear();
-    let sum = hex(&hasher.finalize());
-    if let Some(expected) = expected
-        && sum != expected
-    {
-        bail!(
-            "{url}: SHA-256 {sum} differs from the known {expected}; file left at {}",
-            partial.display()
-        );
-    }
+    fetched?;
     std::fs::rename(&partial, &target)
         .with_context(|| format!("moving into {}", target.display()))?;
     let verified = if expected.is_some() {
@@ -145,6 +128,52 @@ fn download(url: &str, dir: &Path) -> Result<PathBuf> {
     };
     eprintln!("{name}: downloaded ({verified})");
     Ok(target)
+}
+
+/// Streams `url` into `partial`, checking the announced length and `expected` SHA-256.
+fn fetch_to(url: &str, name: &str, partial: &Path, expected: Option<&str>) -> Result<()> {
+    let mut response = ureq::get(url)
+        .call()
+        .with_context(|| format!("downloading {url}"))?;
+    let length = response.body().content_length();
+    let bar = progress::bytes(progress::enabled(false), length, name);
+    let mut file = std::fs::File::create(partial)
+        .with_context(|| format!("creating {}", partial.display()))?;
+    let mut reader = response.body_mut().as_reader();
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut received = 0u64;
+    loop {
+        let n = reader
+            .read(&mut buffer)
+            .with_context(|| format!("downloading {url} (interrupted after {received} bytes)"))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+        file.write_all(&buffer[..n])
+            .with_context(|| format!("writing {}", partial.display()))?;
+        received += n as u64;
+        bar.inc(n as u64);
+    }
+    bar.finish_and_clear();
+    file.sync_all()
+        .with_context(|| format!("writing {}", partial.display()))?;
+    if let Some(length) = length
+        && received != length
+    {
+        bail!("{url}: the transfer ended after {received} of the {length} bytes announced");
+    }
+    let sum = hex(&hasher.finalize());
+    if let Some(expected) = expected
+        && sum != expected
+    {
+        bail!(
+            "{url}: SHA-256 {sum} differs from the known {expected} (a corrupt or truncated \
+             download; nothing was kept)"
+        );
+    }
+    Ok(())
 }
 
 fn file_sha256(path: &Path) -> Result<String> {

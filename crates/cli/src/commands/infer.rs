@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 use spdnn_engine::data::{InputSpec, load_network, load_truth};
 use spdnn_engine::report::{layer_lines, stage_lines};
-use spdnn_engine::{Problem, Registry, RunConfig, run};
+use spdnn_engine::{Problem, Registry, RunConfig, SharedWork, run};
 use spdnn_sdgc::benchmark::Benchmark;
 use spdnn_sdgc::{paths, tsv};
 
@@ -62,6 +62,58 @@ pub struct InferArgs {
     precision: PrecisionArg,
     #[command(flatten)]
     method_options: MethodArgs,
+    /// Run as one MPI rank of `mpirun -np P spdnn infer …`: each rank takes a slab of the
+    /// rows, rank 0 gathers the categories and prints the report.
+    #[cfg(feature = "mpi")]
+    #[arg(long)]
+    mpi: bool,
+}
+
+/// How this process takes part in a run.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+enum Ranked {
+    /// One process.
+    Alone,
+    /// MPI rank 0, with the gathered execution.
+    Root(Box<run::Execution>),
+    /// Another MPI rank: rank 0 reports.
+    Other,
+}
+
+/// Runs as a rank under `--mpi`, else says to run alone.
+#[cfg(feature = "mpi")]
+fn ranked(
+    args: &InferArgs,
+    method: &dyn spdnn_engine::Method,
+    benchmark: &Benchmark,
+    problem: &Problem<'_>,
+    config: &RunConfig,
+    truth: Option<&spdnn_engine::Truth>,
+) -> Result<Ranked> {
+    if !args.mpi {
+        return Ok(Ranked::Alone);
+    }
+    let ranks = spdnn_engine::spdnn_adaptive::ranks::MpiRanks::init()
+        .ok_or_else(|| anyhow::anyhow!("--mpi: MPI could not be initialised"))?;
+    Ok(
+        match run::execute_ranked(method, benchmark, problem, config, truth, &ranks)? {
+            Some(execution) => Ranked::Root(Box::new(execution)),
+            None => Ranked::Other,
+        },
+    )
+}
+
+/// Without the `mpi` feature every run is one process.
+#[cfg(not(feature = "mpi"))]
+fn ranked(
+    _: &InferArgs,
+    _: &dyn spdnn_engine::Method,
+    _: &Benchmark,
+    _: &Problem<'_>,
+    _: &RunConfig,
+    _: Option<&spdnn_engine::Truth>,
+) -> Result<Ranked> {
+    Ok(Ranked::Alone)
 }
 
 /// Loads, runs, checks, prints.
@@ -71,7 +123,10 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
     let (names, mut warnings) = args.method_options.resolve_methods(&registry, &[named]);
     let method = registry.get(names.first().copied().unwrap_or(named))?;
     let method_options = args.method_options.options()?;
-    warnings.extend(args.method_options.unused_warnings(&[method.name()]));
+    warnings.extend(
+        args.method_options
+            .unused_warnings(&registry, &[method.name()]),
+    );
     for warning in warnings {
         eprintln!("{warning}");
     }
@@ -87,7 +142,7 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
     )?;
     bar.finish_and_clear();
     let neurons = network.neurons();
-    spdnn_engine::glare::check_method(method.name(), neurons, &method_options)?;
+    method.check(&method_options, neurons)?;
 
     let spec = match (&args.images, args.mnist, args.synthetic_seed) {
         (Some(path), _, _) => InputSpec::File(path.clone()),
@@ -120,12 +175,16 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
         warmup: args.warmup,
         repetitions: args.repetitions.max(1),
         precision: args.precision.into(),
-        methods: method_options,
-        glare_profile: None,
+        options: method_options,
+        shared: SharedWork::default(),
     };
 
     let spinner = progress::spinner(show, &format!("running {}", method.name()));
-    let execution = run::execute(method, &benchmark, &problem, &config, truth.as_ref())?;
+    let execution = match ranked(args, method, &benchmark, &problem, &config, truth.as_ref())? {
+        Ranked::Root(execution) => *execution,
+        Ranked::Other => return Ok(Outcome::Success),
+        Ranked::Alone => run::execute(method, &benchmark, &problem, &config, truth.as_ref())?,
+    };
     spinner.finish_and_clear();
     let report = &execution.report;
     let wall_ms = total_start.elapsed().as_secs_f64() * 1e3;
@@ -167,6 +226,14 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
         }
         if let Some(glare) = report.glare() {
             println!("glare       {}", glare.text());
+        }
+        if let Some(plan) = &report.details.plan {
+            for line in plan.lines() {
+                println!("plan        {line}");
+            }
+        }
+        if let Some(ranks) = report.details.found.get("ranks") {
+            println!("ranks       {ranks} (MPI; time of the slowest rank)");
         }
         println!("total       {:.3} ms", report.total_ms);
         println!("rate        {:.4} TeraEdges/s", report.teraedges_per_s);

@@ -1,11 +1,14 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod classify;
 pub mod fetch;
 pub mod generate;
 pub mod images;
 pub mod infer;
 pub mod inspect;
+pub mod plot;
+pub mod sweep;
 
 use std::path::Path;
 

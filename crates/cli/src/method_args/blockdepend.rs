@@ -1,0 +1,198 @@
+//! `blockdepend`'s flags.
+
+use std::any::TypeId;
+
+use clap::{Args, ValueEnum};
+use spdnn_engine::OptionSet;
+use spdnn_engine::spdnn_blockdepend::{BlockDependOptions, FormatChoice, PlacementChoice};
+
+use super::{GroupArgs, at_least_one};
+
+/// BlockDepend's parameters.
+#[derive(Args, Clone, Debug, Default)]
+#[command(next_help_heading = "blockdepend")]
+pub struct BlockDependArgs {
+    /// Run the network as given instead of its exact compression.
+    #[arg(long)]
+    pub bd_uncompressed: bool,
+    /// Drop only rows of zeros, not rows all at the bound past the proved suffix.
+    #[arg(long)]
+    pub bd_no_retire: bool,
+    /// Most rows per tile, 1 to 128 [default: as many as fit the block's shared memory; 32
+    /// in global memory].
+    #[arg(long, value_name = "ROWS", value_parser = at_least_one, allow_hyphen_values = true)]
+    pub bd_tile: Option<usize>,
+    /// Layer counts after which a new launch re-packs the surviving rows, comma-separated
+    /// and increasing, or `none` for one launch [default: 2,4,8,…].
+    #[arg(long, value_name = "L,L,…", value_parser = cuts, allow_hyphen_values = true)]
+    pub bd_cuts: Option<Cuts>,
+    /// Where tiles live: `auto` (per launch, by the model), `shared`, `split` (inputs in
+    /// shared memory, outputs through global memory) or `global` [default: auto].
+    #[arg(long, value_enum, value_name = "WHERE")]
+    pub bd_placement: Option<PlacementArg>,
+    /// How the layers after the first are stored: `auto` (per layer, by the model), `dense`
+    /// or `ell` [default: auto].
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub bd_format: Option<FormatArg>,
+}
+
+/// The cuts of `--bd-cuts`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cuts(pub Vec<usize>);
+
+/// `none`, or layer counts ≥ 1, comma-separated, strictly increasing.
+fn cuts(s: &str) -> Result<Cuts, String> {
+    if s.trim().eq_ignore_ascii_case("none") {
+        return Ok(Cuts(Vec::new()));
+    }
+    let values = s
+        .split(',')
+        .map(|v| at_least_one(v).map_err(|e| format!("'{v}': {e}")))
+        .collect::<Result<Vec<usize>, String>>()?;
+    if let Some(pair) = values.windows(2).find(|p| p[1] <= p[0]) {
+        return Err(format!(
+            "cuts must increase strictly, got {} after {}",
+            pair[1], pair[0]
+        ));
+    }
+    Ok(Cuts(values))
+}
+
+/// Where tiles live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PlacementArg {
+    /// Per launch, by the model.
+    Auto,
+    /// Shared memory (an error where a tile does not fit).
+    Shared,
+    /// The layer's inputs in shared memory, its outputs through global memory (an error
+    /// where a tile does not fit).
+    Split,
+    /// Global memory.
+    Global,
+}
+
+/// How layers are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Per layer, by the model.
+    Auto,
+    /// Dense, padded.
+    Dense,
+    /// Sliced ELL.
+    Ell,
+}
+
+impl GroupArgs for BlockDependArgs {
+    fn group(&self) -> TypeId {
+        TypeId::of::<BlockDependOptions>()
+    }
+
+    fn apply(&self, options: &mut OptionSet) {
+        if self.given().is_empty() {
+            return;
+        }
+        options.edit::<BlockDependOptions>(|bd| {
+            if self.bd_uncompressed {
+                bd.compress = false;
+            }
+            if self.bd_no_retire {
+                bd.retire = false;
+            }
+            if let Some(tile) = self.bd_tile {
+                bd.tile_rows = Some(tile);
+            }
+            if let Some(Cuts(cuts)) = &self.bd_cuts {
+                bd.cuts = Some(cuts.clone());
+            }
+            if let Some(placement) = self.bd_placement {
+                bd.placement = match placement {
+                    PlacementArg::Auto => PlacementChoice::Auto,
+                    PlacementArg::Shared => PlacementChoice::Shared,
+                    PlacementArg::Split => PlacementChoice::Split,
+                    PlacementArg::Global => PlacementChoice::Global,
+                };
+            }
+            if let Some(format) = self.bd_format {
+                bd.format = match format {
+                    FormatArg::Auto => FormatChoice::Auto,
+                    FormatArg::Dense => FormatChoice::Dense,
+                    FormatArg::Ell => FormatChoice::Ell,
+                };
+            }
+        });
+    }
+
+    fn given(&self) -> Vec<&'static str> {
+        [
+            ("--bd-uncompressed", self.bd_uncompressed),
+            ("--bd-no-retire", self.bd_no_retire),
+            ("--bd-tile", self.bd_tile.is_some()),
+            ("--bd-cuts", self.bd_cuts.is_some()),
+            ("--bd-placement", self.bd_placement.is_some()),
+            ("--bd-format", self.bd_format.is_some()),
+        ]
+        .into_iter()
+        .filter(|(_, given)| *given)
+        .map(|(flag, _)| flag)
+        .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuts_parse() {
+        assert_eq!(cuts("none").unwrap(), Cuts(vec![]));
+        assert_eq!(cuts("2,4,8").unwrap(), Cuts(vec![2, 4, 8]));
+        assert!(cuts("4,2").is_err());
+        assert!(cuts("0,2").is_err());
+        assert!(cuts("x").is_err());
+    }
+
+    #[test]
+    fn flags_set_the_options() {
+        let args = BlockDependArgs {
+            bd_uncompressed: true,
+            bd_no_retire: true,
+            bd_tile: Some(5),
+            bd_cuts: Some(Cuts(vec![1, 3])),
+            bd_placement: Some(PlacementArg::Global),
+            bd_format: Some(FormatArg::Ell),
+        };
+        let mut set = OptionSet::default();
+        args.apply(&mut set);
+        let o: BlockDependOptions = set.get();
+        assert_eq!(
+            o,
+            BlockDependOptions {
+                compress: false,
+                retire: false,
+                tile_rows: Some(5),
+                cuts: Some(vec![1, 3]),
+                placement: PlacementChoice::Global,
+                format: FormatChoice::Ell,
+            }
+        );
+        assert_eq!(args.given().len(), 6);
+        let none = BlockDependArgs::default();
+        let mut set = OptionSet::default();
+        none.apply(&mut set);
+        assert_eq!(
+            set.get::<BlockDependOptions>(),
+            BlockDependOptions::default()
+        );
+        let split = BlockDependArgs {
+            bd_placement: Some(PlacementArg::Split),
+            ..BlockDependArgs::default()
+        };
+        let mut set = OptionSet::default();
+        split.apply(&mut set);
+        assert_eq!(
+            set.get::<BlockDependOptions>().placement,
+            PlacementChoice::Split
+        );
+    }
+}

@@ -1,0 +1,127 @@
+//! The random unstructured network through the `spdnn` binary: `generate --random` writes
+//! what the generator builds, and `bench --network random` runs and checks it.
+
+use std::path::Path;
+use std::process::Command;
+
+use spdnn_sdgc::generator;
+
+/// `spdnn` in `dir` with the data folder there too (no MNIST: the synthetic input).
+fn spdnn(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_spdnn"))
+        .args(args)
+        .current_dir(dir)
+        .env("SPDNN_DATA", dir.join("data"))
+        .output()
+        .expect("running spdnn")
+}
+
+#[test]
+fn generate_random_writes_the_generated_layers() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("net");
+    let run = spdnn(
+        dir.path(),
+        &[
+            "generate",
+            "--random",
+            "--fan-in",
+            "5",
+            "--neurons",
+            "40",
+            "--layers",
+            "3",
+            "--seed",
+            "9",
+            "--out",
+            "net",
+        ],
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let read = spdnn_sdgc::tsv::read_network(&out, Some(40), 3, &mut |_| {}).unwrap();
+    assert_eq!(read, generator::random_network(40, 3, 5, 9).unwrap());
+
+    // --fan-in belongs to --random; a fan-in above N is an error naming it.
+    let run = spdnn(
+        dir.path(),
+        &[
+            "generate",
+            "--fan-in",
+            "5",
+            "--neurons",
+            "64",
+            "--layers",
+            "1",
+            "--out",
+            "x",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(2));
+    let run = spdnn(
+        dir.path(),
+        &[
+            "generate",
+            "--random",
+            "--fan-in",
+            "65",
+            "--neurons",
+            "64",
+            "--layers",
+            "1",
+            "--out",
+            "x",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("fan-in"));
+}
+
+#[test]
+fn bench_runs_the_cpu_on_a_random_network() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = spdnn(
+        dir.path(),
+        &[
+            "bench",
+            "--network",
+            "random",
+            "--fan-in",
+            "8",
+            "--neurons",
+            "1024",
+            "--layers",
+            "4",
+            "--rows",
+            "60",
+            "--methods",
+            "cpu",
+            "--out",
+            "results",
+            "--json",
+        ],
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let reports = doc["reports"].as_array().unwrap();
+    // The official networks are RadiX-Net: not run with --network random.
+    assert_eq!(reports.len(), 1);
+    let report = &reports[0];
+    assert_eq!(report["method"], "cpu");
+    assert_eq!(report["benchmark"], "1024-4");
+    assert_eq!(report["weights"], "random(fan-in 8, seed 0)");
+    assert_eq!(report["rows"], 60);
+    assert_eq!(report["matched"], true);
+    assert!(report["categories"].as_u64().unwrap() > 0);
+
+    let run = spdnn(dir.path(), &["bench", "--fan-in", "8", "--methods", "cpu"]);
+    assert_eq!(run.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("--network random"));
+}
