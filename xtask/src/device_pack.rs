@@ -7,6 +7,7 @@
 //!
 //! ```text
 //! bash .device/run.sh tests          # every test executable with --include-ignored
+//! bash .device/run.sh sanitize       # each under memcheck, racecheck, initcheck, synccheck
 //! bash .device/run.sh bench ARGS...  # spdnn bench ARGS (results under $OUT/$BENCH_TAG)
 //! bash .device/run.sh spdnn ARGS...  # any spdnn command
 //! ```
@@ -28,6 +29,13 @@ const SHARED_FILES: [&str; 4] = [
     "neuron1024-l120-categories.tsv",
     "sparse-images-1024_subset.mtx",
     "neuron1024-l120-categories_subset.mtx",
+];
+
+/// MNIST's labels and test set, packed when fetched (the trained networks' tests read them).
+const MNIST_LABELLED_FILES: [&str; 3] = [
+    "train-labels-idx1-ubyte",
+    "t10k-images-idx3-ubyte",
+    "t10k-labels-idx1-ubyte",
 ];
 
 /// Builds the pack.
@@ -73,6 +81,23 @@ pub fn run(root: &Path) -> Result<()> {
         eprintln!(
             "warning: MNIST not fetched (cargo xtask setup); benchmarks there will use synthetic input"
         );
+    }
+    // The trained networks (`cargo xtask train-nets`) and the labelled sets they are scored on.
+    for file in MNIST_LABELLED_FILES {
+        let source = root.join("data/mnist").join(file);
+        if source.exists() {
+            std::fs::copy(&source, staging.join("data/mnist").join(file))?;
+        }
+    }
+    let nets = root.join("data/nets");
+    if let Ok(entries) = std::fs::read_dir(&nets) {
+        std::fs::create_dir_all(staging.join("data/nets"))?;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "safetensors") {
+                std::fs::copy(&path, staging.join("data/nets").join(entry.file_name()))?;
+            }
+        }
     }
 
     let pack = device.join("pack.tar.xz");
@@ -205,9 +230,67 @@ case "$mode" in
     grep -E '^test result' "$out/tests.log" | sort | uniq -c
     echo "test executables: $passed passed, $failed failed"
     [ "$failed" -eq 0 ];;
+  sanitize)
+    # Every GPU test executable under compute-sanitizer's memcheck, racecheck, initcheck and
+    # synccheck, SANITIZE_JOBS runs at a time, each within SANITIZE_TIMEOUT_S and all within
+    # SANITIZE_BUDGET_S (runs that would start later are "skipped"). A run is "clean", has
+    # "findings" (the tool's error count), "failed" (a test failed or the process died: the
+    # tool found nothing but the run is not a pass; its panic lines are shown), or "timeout".
+    # Extra ARGS go to every test executable (e.g. a name filter); tests needing the whole GPU
+    # memory (names with "memory_exhausted") are skipped. Logs: $out/sanitize/.
+    san=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
+    [ -x "$san" ] || { echo "compute-sanitizer not found at $san"; exit 2; }
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+    "$san" --version | tail -1
+    export PROPTEST_CASES=${SANITIZE_CASES:-2}
+    tools=${SANITIZE_TOOLS:-racecheck memcheck initcheck synccheck}
+    par=${SANITIZE_JOBS:-4}; per=${SANITIZE_TIMEOUT_S:-300}; budget=${SANITIZE_BUDGET_S:-500}
+    deadline=$(( $(date +%s) + budget ))
+    logs="$out/sanitize"; rm -rf "$logs"; mkdir -p "$logs"
+    sanitize_one() {
+      local tool=$1 exe=$2 name; name=$(basename "$exe")
+      local log="$logs/$tool-$name.log" left=$(( deadline - $(date +%s) ))
+      if [ "$left" -lt 30 ]; then echo "$tool $name skipped - 0 -" >"$logs/$tool-$name.result"; return; fi
+      local limit=$(( left < per ? left : per )) start; start=$(date +%s)
+      timeout -k 10 "$limit" "$san" --tool "$tool" --error-exitcode 86 "$exe" \
+        --include-ignored --test-threads=1 --skip memory_exhausted "${@:3}" >"$log" 2>&1
+      local rc=$? secs=$(( $(date +%s) - start )) found status
+      found=$(grep -Eo '(ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard)' "$log" \
+        | grep -Eo '[0-9]+' | awk '{s += $1} END {print (NR ? s : "-")}')
+      case "$rc" in
+        0) status=clean;; 86) status=findings;; 124|137) status=timeout;; *) status=failed;;
+      esac
+      [ "$status" = clean ] && [ "$found" != 0 ] && [ "$found" != - ] && status=findings
+      echo "$tool $name $status $found $secs $rc" >"$logs/$tool-$name.result"
+    }
+    for t in "$work"/tests/*${SPDNN_TESTS:-}*; do
+      for tool in $tools; do
+        while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do wait -n; done
+        sanitize_one "$tool" "$t" "$@" &
+      done
+    done
+    wait
+    bad=0
+    for tool in $tools; do
+      cat "$logs/$tool"-*.result 2>/dev/null | awk -v tool="$tool" '
+        { n++; c[$3]++; if ($4 != "-") f += $4; s += $5 }
+        END { printf "%-10s %d findings  (%d executables: %d clean, %d with findings, %d failed, %d timed out, %d skipped; %d s)\n",
+              tool, f, n, c["clean"], c["findings"], c["failed"], c["timeout"], c["skipped"], s }'
+      while read -r _ name status found secs rc; do
+        [ "$status" = clean ] && continue
+        bad=1
+        echo "  $tool $name: $status (exit $rc, $secs s, findings $found)"
+        if [ "$status" = findings ]; then
+          grep -E '^========= +(Invalid|Race|Uninitialized|Barrier|Error|Warning)' "$logs/$tool-$name.log" | sort | uniq -c | sort -rn | head -5 | sed 's/^/    /'
+        elif [ "$status" = failed ]; then
+          grep -E "panicked at|^test .* FAILED|CUDA_ERROR|Error:" "$logs/$tool-$name.log" | head -6 | cut -c1-300 | sed 's/^/    /'
+        fi
+      done < <(cat "$logs/$tool"-*.result 2>/dev/null)
+    done
+    [ "$bad" -eq 0 ];;
   bench) cd "$work" && "$work/bin/spdnn" bench --out "$out/${BENCH_TAG:-bench}" "$@";;
   spdnn) "$work/bin/spdnn" "$@";;
-  *) echo "usage: run.sh tests|bench|spdnn [ARGS]"; exit 2;;
+  *) echo "usage: run.sh tests|sanitize|bench|spdnn [ARGS]"; exit 2;;
 esac
 "#;
 

@@ -6,6 +6,8 @@
 //! - `cargo xtask device-pack`: the CLI and the GPU test executables, in release, in
 //!   `.device/` with `run.sh`, ready to send to the GPU machine in one call.
 //! - `cargo xtask lint`: `cargo fmt --check` and `cargo clippy -D warnings`.
+//! - `cargo xtask train-nets`: trains the SNICIT paper's MNIST networks A, B and C on the
+//!   CPU (`spdnn-train`, release) into `data/nets/`.
 
 mod device_pack;
 
@@ -65,6 +67,19 @@ enum Task {
     Lint,
     /// Build the CLI and test executables in release into .device/ with run.sh.
     DevicePack,
+    /// Train the SNICIT paper's sparse MNIST networks (Table 4: A 128-18, B 256-18,
+    /// C 256-12) on the CPU into data/nets/ (.safetensors and a .json report each).
+    TrainNets {
+        /// Networks to train.
+        #[arg(long, default_value = "A,B,C")]
+        nets: String,
+        /// Passes over the 60000 training images.
+        #[arg(long, default_value_t = 10)]
+        epochs: usize,
+        /// Seed of masks, initial weights and image order.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
 }
 
 fn main() -> Result<()> {
@@ -77,6 +92,10 @@ fn main() -> Result<()> {
         Task::Setup { no_mnist } => setup(&root, !no_mnist),
         Task::Lint => lint(),
         Task::DevicePack => device_pack::run(&root),
+        Task::TrainNets { nets, epochs, seed } => run(cargo()
+            .args(["run", "--release", "--quiet", "-p", "spdnn-train", "--"])
+            .args(["--nets", &nets, "--epochs", &epochs.to_string()])
+            .args(["--seed", &seed.to_string()])),
     }
 }
 
