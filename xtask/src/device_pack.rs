@@ -8,6 +8,7 @@
 //! ```text
 //! bash .device/run.sh tests          # every test executable with --include-ignored
 //! bash .device/run.sh sanitize       # each under memcheck, racecheck, initcheck, synccheck
+//! bash .device/run.sh examples       # each kernel crate's reuse example on a generated net
 //! bash .device/run.sh bench ARGS...  # spdnn bench ARGS (results under $OUT/$BENCH_TAG)
 //! bash .device/run.sh spdnn ARGS...  # any spdnn command
 //! ```
@@ -45,7 +46,7 @@ pub fn run(root: &Path) -> Result<()> {
     if staging.exists() {
         std::fs::remove_dir_all(&staging).context("clearing .device/stage")?;
     }
-    for dir in ["bin", "tests", "data/sdgc", "data/mnist"] {
+    for dir in ["bin", "tests", "examples", "data/sdgc", "data/mnist"] {
         std::fs::create_dir_all(staging.join(dir))?;
     }
 
@@ -58,6 +59,7 @@ pub fn run(root: &Path) -> Result<()> {
         std::fs::copy(path, staging.join("tests").join(name))
             .with_context(|| format!("copying {}", path.display()))?;
     }
+    let examples = reuse_examples(root, &staging)?;
     strip_debug_info(&staging)?;
 
     let shared = root.join("..").join("shared").join("data").join("sdgc");
@@ -117,8 +119,9 @@ pub fn run(root: &Path) -> Result<()> {
     std::fs::write(device.join("run.sh"), RUN_SCRIPT)?;
     let size = std::fs::metadata(&pack)?.len();
     println!(
-        "packed the CLI and {} test executables into {} ({:.1} MiB)",
+        "packed the CLI, {} test executables and {} reuse examples into {} ({:.1} MiB)",
         tests.len(),
+        examples,
         pack.display(),
         size as f64 / (1 << 20) as f64
     );
@@ -129,9 +132,37 @@ pub fn run(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The kernel crates whose `tsv` example (the crate used on its own) the pack carries.
+const REUSE_EXAMPLES: &[(&str, &str)] = &[
+    ("spdnn-bf", "tsv"),
+    ("spdnn-snig", "tsv"),
+    ("spdnn-cusparse", "tsv"),
+    ("spdnn-xy", "tsv"),
+    ("spdnn-snicit", "tsv"),
+    ("spdnn-hp", "tsv"),
+    ("spdnn-blockdepend", "tsv"),
+    ("spdnn-glare", "recorder"),
+];
+
+/// Builds each kernel crate's reuse example in release and copies it to
+/// `examples/<crate>-<example>` (one crate at a time: the examples share a name). Returns
+/// how many were packed.
+fn reuse_examples(root: &Path, staging: &Path) -> Result<usize> {
+    for (package, example) in REUSE_EXAMPLES {
+        run_command(cargo().args(["build", "--release", "-p", package, "--example", example]))?;
+        let built = root.join("target/release/examples").join(example);
+        let packed = staging
+            .join("examples")
+            .join(format!("{}-{example}", package.trim_start_matches("spdnn-")));
+        std::fs::copy(&built, &packed)
+            .with_context(|| format!("copying the example {}", built.display()))?;
+    }
+    Ok(REUSE_EXAMPLES.len())
+}
+
 /// Strips debug info from every packed executable (the pack must stay under 60 MiB).
 fn strip_debug_info(staging: &Path) -> Result<()> {
-    for dir in ["bin", "tests"] {
+    for dir in ["bin", "tests", "examples"] {
         for entry in std::fs::read_dir(staging.join(dir))? {
             let path = entry?.path();
             let status = Command::new("strip")
@@ -288,9 +319,27 @@ case "$mode" in
       done < <(cat "$logs/$tool"-*.result 2>/dev/null)
     done
     [ "$bad" -eq 0 ];;
+  examples)
+    # Each kernel crate's reuse example on a generated network (N = 1024, ${EXAMPLE_LAYERS:-120}
+    # layers) over 2000 synthetic rows; each checks its categories against a plain CPU loop.
+    nets="$out/example-net"; mkdir -p "$nets"
+    "$work/bin/spdnn" generate --neurons 1024 --layers "${EXAMPLE_LAYERS:-120}" --seed 0 --out "$nets/1024" >/dev/null \
+      && "$work/bin/spdnn" images --neurons 1024 --rows 2000 --out "$nets/images-1024.tsv" >/dev/null \
+      || { echo "could not write the example network"; exit 2; }
+    failed=0
+    for e in "$work"/examples/*; do
+      name=$(basename "$e")
+      if "$e" "$nets/1024" "${EXAMPLE_LAYERS:-120}" "$nets/images-1024.tsv" >"$out/example-$name.log" 2>&1; then
+        echo "PASS $name: $(tail -1 "$out/example-$name.log")"
+      else
+        failed=$((failed+1)); echo "FAIL $name"; tail -5 "$out/example-$name.log"
+      fi
+    done
+    rm -rf "$nets"
+    [ "$failed" -eq 0 ];;
   bench) cd "$work" && "$work/bin/spdnn" bench --out "$out/${BENCH_TAG:-bench}" "$@";;
   spdnn) "$work/bin/spdnn" "$@";;
-  *) echo "usage: run.sh tests|sanitize|bench|spdnn [ARGS]"; exit 2;;
+  *) echo "usage: run.sh tests|sanitize|examples|bench|spdnn [ARGS]"; exit 2;;
 esac
 "#;
 
