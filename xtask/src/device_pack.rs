@@ -151,9 +151,10 @@ fn reuse_examples(root: &Path, staging: &Path) -> Result<usize> {
     for (package, example) in REUSE_EXAMPLES {
         run_command(cargo().args(["build", "--release", "-p", package, "--example", example]))?;
         let built = root.join("target/release/examples").join(example);
-        let packed = staging
-            .join("examples")
-            .join(format!("{}-{example}", package.trim_start_matches("spdnn-")));
+        let packed = staging.join("examples").join(format!(
+            "{}-{example}",
+            package.trim_start_matches("spdnn-")
+        ));
         std::fs::copy(&built, &packed)
             .with_context(|| format!("copying the example {}", built.display()))?;
     }
