@@ -78,17 +78,17 @@ pub fn d_element(lane: usize, i: usize) -> (usize, usize) {
 fn mma(d: &mut [[f32; 4]; 32], a: &[[u32; 4]; 32], b: &[[u32; 2]; 32]) {
     let mut am = [[0f64; 16]; 16];
     let mut bm = [[0f64; 8]; 16];
-    for lane in 0..32 {
-        for r in 0..4 {
+    for (lane, (a_regs, b_regs)) in a.iter().zip(b).enumerate() {
+        for (r, &word) in a_regs.iter().enumerate() {
             for e in 0..2 {
                 let (row, k) = a_element(lane, r, e);
-                am[row][k] = f64::from(f16_to_f32((a[lane][r] >> (16 * e)) as u16));
+                am[row][k] = f64::from(f16_to_f32((word >> (16 * e)) as u16));
             }
         }
-        for r in 0..2 {
+        for (r, &word) in b_regs.iter().enumerate() {
             for e in 0..2 {
                 let (k, n) = b_element(lane, r, e);
-                bm[k][n] = f64::from(f16_to_f32((b[lane][r] >> (16 * e)) as u16));
+                bm[k][n] = f64::from(f16_to_f32((word >> (16 * e)) as u16));
             }
         }
     }

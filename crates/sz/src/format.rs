@@ -249,7 +249,13 @@ pub fn build_layers<E: From<LayoutError>>(
             .into_par_iter()
             .map(|l| {
                 let previous = l.checked_sub(1).map(|p| reorderings[p].outputs.as_slice());
-                build_layer(l + 1, &layers[l], &reorderings[l], previous, dense_allowed(l))
+                build_layer(
+                    l + 1,
+                    &layers[l],
+                    &reorderings[l],
+                    previous,
+                    dense_allowed(l),
+                )
             })
             .collect();
         for (l, layer) in (start..end).zip(built) {
@@ -340,7 +346,10 @@ mod tests {
         assert_eq!(layer.blocks(), 1);
         assert!(!layer.split, "dyadic weights are exact in fp16");
         assert_eq!(layer.rest.nnz(), 1, "the stray entry; the zero is dropped");
-        assert_eq!(layer.dense_nnz() + 1, w.values().iter().filter(|v| **v != 0.0).count());
+        assert_eq!(
+            layer.dense_nnz() + 1,
+            w.values().iter().filter(|v| **v != 0.0).count()
+        );
         let scale = f64::from(pow2(-layer.weight_exponent));
         let position = inverse(&r.outputs);
         let slot = inverse(&r.inputs);
@@ -353,7 +362,12 @@ mod tests {
                 let [w01, w89] = layer.fragment(&layer.frag_hi, 0, h, lane);
                 let [v0, v1] = decode(w01);
                 let [v8, v9] = decode(w89);
-                for (k, v) in [(2 * q, v0), (2 * q + 1, v1), (2 * q + 8, v8), (2 * q + 9, v9)] {
+                for (k, v) in [
+                    (2 * q, v0),
+                    (2 * q + 1, v1),
+                    (2 * q + 8, v8),
+                    (2 * q + 9, v9),
+                ] {
                     b[k][8 * h + g] = f64::from(v) * scale;
                 }
             }
@@ -428,11 +442,17 @@ mod tests {
         let r = crate::reorder::reorder_network(net.layers(), 0.25);
         let mut seen = Vec::new();
         let mut stats = LayoutStats::default();
-        build_layers::<LayoutError>(net.layers(), &r, |_| true, 2, |l, layer| {
-            stats.add(&layer);
-            seen.push(l);
-            Ok(())
-        })
+        build_layers::<LayoutError>(
+            net.layers(),
+            &r,
+            |_| true,
+            2,
+            |l, layer| {
+                stats.add(&layer);
+                seen.push(l);
+                Ok(())
+            },
+        )
         .unwrap();
         assert_eq!(seen, [0, 1, 2, 3, 4]);
         assert_eq!(stats.dense_share(), 1.0);

@@ -192,9 +192,10 @@ mod tests {
 
         #[test]
         fn dyadic_values_split_exactly(k in 0u32..(1 << 21), shift in 0i32..17) {
-            // Every multiple of 2^-16 below 32 (21 bits at most): hi + lo is x.
-            let x = k as f32 * pow2(-shift) / 64.0;
-            prop_assume!(x < 32.0 && (x * 65536.0).fract() == 0.0);
+            // Every multiple of 2^-16 below 32 (21 bits at most), and those with fewer
+            // fractional bits: hi + lo is x.
+            let x = (k >> shift) as f32 * pow2(shift - 16);
+            prop_assert!(x < 32.0 && (x * 65536.0).fract() == 0.0);
             prop_assert_eq!(split_value(x), f64::from(x));
         }
 

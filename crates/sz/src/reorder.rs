@@ -135,14 +135,23 @@ impl Sets<'_> {
 
 /// An order of the items of `sets` in which groups of `group` consecutive items have
 /// similar sets: first every full group of identical sets, then groups grown greedily
-/// around a seed (the first unplaced item in lexicographic order of the sets) from the
-/// items sharing the most keys with it (at most [`SCAN_BUDGET`] inverted-list entries
-/// scanned), filled up with the next unplaced items in lexicographic order. Deterministic.
+/// around a seed (the first unplaced item in lexicographic order of the sets, empty sets
+/// last) from the items sharing the most keys with it (at most [`SCAN_BUDGET`]
+/// inverted-list entries scanned), filled up with the next unplaced items in that order.
+/// Deterministic.
 pub fn similarity_order(sets: Sets<'_>, group: usize) -> Vec<u32> {
     let n = sets.len();
     let group = group.max(1);
     let mut sorted: Vec<u32> = (0..n as u32).collect();
-    sorted.sort_by(|&a, &b| sets.set(a as usize).cmp(sets.set(b as usize)).then(a.cmp(&b)));
+    // Lexicographic order of the sets, empty sets last: an item that reads nothing must
+    // not seed a group (it would fill the group with the next items in order whatever they
+    // read), and it can sit in any tile.
+    sorted.sort_by(|&a, &b| {
+        let (sa, sb) = (sets.set(a as usize), sets.set(b as usize));
+        (sa.is_empty(), sa)
+            .cmp(&(sb.is_empty(), sb))
+            .then(a.cmp(&b))
+    });
 
     let mut order = Vec::with_capacity(n);
     let mut pool = Vec::new();
