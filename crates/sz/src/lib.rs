@@ -356,6 +356,88 @@ impl KernelMethod for Sz {
     }
 }
 
+/// The options of the `sz+t4` row: S&Z's options (the flags that set [`SzOptions`] reach
+/// them) with the T4 split always on, whatever [`SzOptions::t4`] says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SzT4Options {
+    /// S&Z's options; `t4` is forced on when run and reported.
+    pub sz: SzOptions,
+}
+
+impl SzT4Options {
+    /// The options run: [`Self::sz`] with the T4 split on.
+    pub fn effective(&self) -> SzOptions {
+        SzOptions {
+            t4: true,
+            ..self.sz.clone()
+        }
+    }
+}
+
+impl Default for SzT4Options {
+    fn default() -> Self {
+        Self {
+            sz: SzOptions {
+                t4: true,
+                ..SzOptions::default()
+            },
+        }
+    }
+}
+
+impl serde::Serialize for SzT4Options {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.effective().serialize(serializer)
+    }
+}
+
+impl MethodOptions for SzT4Options {
+    fn validate(&self) -> Result<(), String> {
+        self.effective().validate()
+    }
+
+    fn default_in(data_dir: &Path) -> Self {
+        Self {
+            sz: SzOptions {
+                t4: true,
+                ..SzOptions::default_in(data_dir)
+            },
+        }
+    }
+
+    fn embedded_mut(&mut self) -> Vec<&mut dyn std::any::Any> {
+        vec![&mut self.sz]
+    }
+}
+
+/// T4-adaptive's tensor-core / CUDA-core split over S&Z's layout as a method of the
+/// registry (`sz+t4`): [`Sz`] with [`SzOptions::t4`] on.
+pub struct SzT4;
+
+impl KernelMethod for SzT4 {
+    const NAME: &'static str = "sz+t4";
+    const DESCRIPTION: &'static str = "T4-adaptive over S&Z: each item's 16-output tiles split between \
+         tensor-core and CUDA-core warps of one block at the profiled turning point P_M";
+    type Options = SzT4Options;
+
+    fn memory(chain: &LayerChain<'_>, options: &SzT4Options) -> MemoryModel {
+        Sz::memory(chain, &options.effective())
+    }
+
+    fn prepare<'g>(
+        gpu: &'g Gpu,
+        chain: &LayerChain<'_>,
+        rows: usize,
+        options: &SzT4Options,
+    ) -> Result<Box<dyn DeviceRun + 'g>, CudaError> {
+        Sz::prepare(gpu, chain, rows, &options.effective())
+    }
+
+    fn batch(options: &SzT4Options) -> Option<usize> {
+        options.sz.batch
+    }
+}
+
 /// Runs S&Z (or its T4 mode, [`SzOptions::t4`]) on `input` (rows × `N_0`) through
 /// `layers` (`N_{l-1} × N_l`): preparation, `spec.warmup` untimed and `spec.repetitions`
 /// timed runs, one profiled run. The output, when kept, is rows × `N_L`.
@@ -513,6 +595,22 @@ mod tests {
             ..SzOptions::default()
         };
         assert_eq!(ok.validate(), Ok(()));
+    }
+
+    #[test]
+    fn the_t4_row_always_splits() {
+        let mut o = SzT4Options::default();
+        assert!(o.effective().t4);
+        o.sz.t4 = false;
+        assert!(o.effective().t4);
+        assert!(serde_json::to_string(&o).unwrap().contains(r#""t4":true"#));
+        let dir = Path::new("data");
+        assert_eq!(
+            SzT4Options::default_in(dir).sz.cache_dir,
+            Some(dir.join("cache").join("sz"))
+        );
+        o.sz.t4_options.group = 0;
+        assert!(o.validate().unwrap_err().contains("group"));
     }
 
     #[test]
