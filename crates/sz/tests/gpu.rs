@@ -216,7 +216,7 @@ fn the_t4_profile_is_measured_then_cached() {
     let gpu = spdnn_gputest::gpu();
     let dir = tempfile::tempdir().unwrap();
     let p = spdnn_gputest::challenge_problem(1024, 12, 500, 5);
-    for (tc, rows) in [(4, 64), (2, 32), (4, 128)] {
+    for (i, (tc, rows)) in [(4, 64), (2, 32), (4, 128)].into_iter().enumerate() {
         let o = SzOptions {
             t4: true,
             t4_options: T4Options {
@@ -234,7 +234,13 @@ fn the_t4_profile_is_measured_then_cached() {
             "{:?}",
             first.details
         );
-        assert_eq!(detail(&first, "cache"), CacheUse::Miss.name().to_string());
+        // The reorderings are cached once for the network, the profiles per kernel.
+        let reordered = if i == 0 {
+            CacheUse::Miss
+        } else {
+            CacheUse::Hit
+        };
+        assert_eq!(detail(&first, "cache"), reordered.name());
         let second = run_with(o)(&gpu, &p).expect("sz+t4 runs");
         assert_eq!(detail(&second, "t4_profile_cache"), "hit");
         assert_eq!(detail(&second, "cache"), "hit");
