@@ -18,6 +18,43 @@ use crate::glare::{GlareRow, SUFFIX};
 use crate::gpu::KernelRow;
 use crate::method::Method;
 
+/// A method that runs only when named ([`Registry::kernel_variant`]).
+struct VariantRow<M>(M);
+
+impl<M: Method> Method for VariantRow<M> {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn description(&self) -> &str {
+        self.0.description()
+    }
+
+    fn needs_gpu(&self) -> bool {
+        self.0.needs_gpu()
+    }
+
+    fn in_default_run(&self) -> bool {
+        false
+    }
+
+    fn reads(&self) -> Vec<std::any::TypeId> {
+        self.0.reads()
+    }
+
+    fn check(&self, options: &crate::OptionSet, neurons: usize) -> Result<()> {
+        self.0.check(options, neurons)
+    }
+
+    fn run(
+        &self,
+        problem: &crate::method::Problem<'_>,
+        config: &crate::method::RunConfig,
+    ) -> Result<crate::method::MethodOutput> {
+        self.0.run(problem, config)
+    }
+}
+
 /// Every method this build knows.
 pub struct Registry {
     methods: Vec<Arc<dyn Method>>,
@@ -36,6 +73,8 @@ impl Default for Registry {
             .kernel::<spdnn_cusparse::Cusparse>()
             .kernel::<spdnn_hp::Hp>()
             .kernel::<spdnn_blockdepend::BlockDepend>()
+            .kernel::<spdnn_sz::Sz>()
+            .kernel_variant::<spdnn_sz::SzT4>()
             .compressed_variants()
     }
 }
@@ -68,6 +107,12 @@ impl Registry {
     /// Adds kernel family `K` as it is.
     pub fn kernel<K: KernelMethod>(self) -> Self {
         self.method(KernelRow::<K>::default())
+    }
+
+    /// Adds kernel family `K` as a variant of the method before it (a `+` name, e.g.
+    /// `sz+t4`): it runs only when named, like the modifiers' variants.
+    pub fn kernel_variant<K: KernelMethod>(self) -> Self {
+        self.method(VariantRow(KernelRow::<K>::default()))
     }
 
     /// Adds kernel family `K` and its GLARE variant.
@@ -152,7 +197,9 @@ mod tests {
                 "snicit+glare",
                 "cusparse",
                 "hp",
-                "blockdepend"
+                "blockdepend",
+                "sz",
+                "sz+t4"
             ]
         );
         for method in registry.all() {

@@ -14,6 +14,7 @@ mod glare;
 mod hp;
 mod memory;
 mod snicit;
+mod sz;
 mod xy;
 
 use std::any::TypeId;
@@ -52,6 +53,8 @@ pub struct MethodArgs {
     #[command(flatten)]
     blockdepend: blockdepend::BlockDependArgs,
     #[command(flatten)]
+    sz: sz::SzArgs,
+    #[command(flatten)]
     glare: glare::GlareArgs,
     #[command(flatten)]
     memory: memory::MemoryArgs,
@@ -61,12 +64,13 @@ pub struct MethodArgs {
 
 impl MethodArgs {
     /// Every group's flags.
-    fn groups(&self) -> [&dyn GroupArgs; 6] {
+    fn groups(&self) -> [&dyn GroupArgs; 7] {
         [
             &self.snicit,
             &self.xy,
             &self.hp,
             &self.blockdepend,
+            &self.sz,
             &self.glare,
             &self.memory,
         ]
