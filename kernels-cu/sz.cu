@@ -1,0 +1,372 @@
+// sz.cu: S&Z-2022 (dense 16 x 16 blocks on the tensor cores with fp32-accurate fp16 splits,
+// a CSR rest on the CUDA cores) and T4's tensor-core / CUDA-core split of one layer kernel.
+//
+// Activations are neuron-major: position p of live row r is y[p * ld + r]; `*count` rows
+// are live, rows past them are never stored. One layer kernel works on items (a tile of BM
+// rows x a group of `group` output tiles of 16 positions): its WT tensor-core warps take
+// the group's first `tc_tiles` tiles, its WC CUDA-core warps the others. A tensor-core
+// warp computes 16 rows x 16 outputs with mma.m16n8k16 (two m16n8k8 before sm_80): the
+// activations, scaled by 2^s, split into fp16 hi = fp16(x) and lo = fp16(x - hi); the
+// weights' fp16 fragments (and their residuals when a layer needs them) come from Rust in
+// the PTX register layout; products accumulate in fp32. A CUDA-core thread computes one
+// row x 8 outputs in fp32 from the blocks' fp32 weights. Both then add the tile's CSR
+// rest in fp32, the bias and the clip. Layouts: crates/sz/src/format.rs.
+#include "common.cuh"
+
+#ifndef SZ_TILE
+#error "SZ_TILE must come from Rust (-D)"
+#endif
+#ifndef SZ_CHUNK
+#error "SZ_CHUNK must come from Rust (-D)"
+#endif
+#ifndef SZ_NO_ROW
+#error "SZ_NO_ROW must come from Rust (-D)"
+#endif
+
+static_assert(SZ_TILE == 16 && SZ_CHUNK == 16, "an mma.m16n8k16 covers 16 outputs x 16 inputs");
+
+// x rounded to the nearest fp16, ties to even (crates/sz/src/half.rs: f32_to_f16).
+__device__ __forceinline__ unsigned short sz_f2h(float x) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    return h;
+}
+
+// The value of fp16 bits h.
+__device__ __forceinline__ float sz_h2f(unsigned short h) {
+    float x;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(x) : "h"(h));
+    return x;
+}
+
+// x0 * s and x1 * s split into fp16 hi and lo parts, packed as .f16x2 (x0 in the low half):
+// hi = fp16(x), lo = fp16(x - hi) (x - hi is exact in fp32).
+__device__ __forceinline__ void sz_split2(float x0, float x1, float s, unsigned int& hi, unsigned int& lo) {
+    x0 *= s;
+    x1 *= s;
+    const unsigned short h0 = sz_f2h(x0), h1 = sz_f2h(x1);
+    const unsigned short l0 = sz_f2h(x0 - sz_h2f(h0)), l1 = sz_f2h(x1 - sz_h2f(h1));
+    hi = (unsigned int)h0 | ((unsigned int)h1 << 16);
+    lo = (unsigned int)l0 | ((unsigned int)l1 << 16);
+}
+
+// d += A * B for a 16 x 16 fp16 A (rows x inputs, registers a) and a 16 x 8 fp16 B
+// (inputs x outputs, registers b0, b1), fp32 accumulators d.
+__device__ __forceinline__ void sz_mma(float (&d)[4], const unsigned int (&a)[4], unsigned int b0,
+                                       unsigned int b1) {
+#if __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b0));
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[2]), "r"(a[3]), "r"(b1));
+#endif
+}
+
+// One layer's arrays and scalars (crates/sz/src/format.rs, device.rs).
+struct SzLayerArgs {
+    const float* __restrict__ y_in;           // N_{l-1} positions x ld
+    float* __restrict__ y_out;                // N_l positions x ld
+    unsigned long long ld;                    // row stride of a position
+    unsigned int rows;                        // live rows
+    unsigned char* __restrict__ alive;        // per row: set to 1 when an output is nonzero (may be null)
+    unsigned int n_out;                       // N_l
+    const unsigned int* __restrict__ tile_blocks;  // tiles + 1
+    const unsigned int* __restrict__ block_chunk;  // per block, its input chunk
+    const unsigned int* __restrict__ fuse;         // per input slot, its position in y_in
+    const uint2* __restrict__ frag_hi;             // per (block, half, lane): B fragments
+    const uint2* __restrict__ frag_lo;             // the same for the weights' residuals
+    int split;                                     // frag_lo is used
+    const float* __restrict__ block_f32;           // per block, 16 x 16 fp32 [output][input]
+    const unsigned int* __restrict__ rest_offsets; // per output position
+    const unsigned int* __restrict__ rest_inputs;
+    const float* __restrict__ rest_values;
+    float x_scale;    // 2^s: activations into fp16's range
+    float inv_scale;  // 2^-(s + t): tensor-core sums back to the activations' scale
+    float bias;
+    float upper;
+};
+
+// Stores min(max(z + bias, 0), upper) at (pos, row) of a live row, flagging nonzeros.
+__device__ __forceinline__ void sz_store(const SzLayerArgs& a, unsigned int pos, unsigned int row, float z) {
+    const float y = spdnn_clamp_activation(z + a.bias, a.upper);
+    if (row < a.rows) {
+        a.y_out[(unsigned long long)pos * a.ld + row] = y;
+        if (a.alive != nullptr && y != 0.0f) {
+            a.alive[row] = 1;
+        }
+    }
+}
+
+// Adds output position pos's rest to rows ra and rb, then stores both.
+__device__ __forceinline__ void sz_finish2(const SzLayerArgs& a, unsigned int pos, unsigned int ra, float za,
+                                           unsigned int rb, float zb) {
+    if (pos >= a.n_out) {
+        return;
+    }
+    const unsigned int end = a.rest_offsets[pos + 1];
+    for (unsigned int e = a.rest_offsets[pos]; e < end; ++e) {
+        const float w = a.rest_values[e];
+        const float* x = a.y_in + (unsigned long long)a.rest_inputs[e] * a.ld;
+        za = fmaf(x[ra], w, za);
+        zb = fmaf(x[rb], w, zb);
+    }
+    sz_store(a, pos, ra, za);
+    sz_store(a, pos, rb, zb);
+}
+
+// The same for one row.
+__device__ __forceinline__ void sz_finish1(const SzLayerArgs& a, unsigned int pos, unsigned int row, float z) {
+    if (pos >= a.n_out) {
+        return;
+    }
+    const unsigned int end = a.rest_offsets[pos + 1];
+    for (unsigned int e = a.rest_offsets[pos]; e < end; ++e) {
+        z = fmaf(a.y_in[(unsigned long long)a.rest_inputs[e] * a.ld + row], a.rest_values[e], z);
+    }
+    sz_store(a, pos, row, z);
+}
+
+// Tensor-core warp: rows r0..r0+16 x tile t. Lane (g = lane / 4, q = lane % 4) holds the A
+// registers {x[g][2q], x[g][2q+1]}, {x[g+8][2q], x[g+8][2q+1]}, {x[g][2q+8], x[g][2q+9]},
+// {x[g+8][2q+8], x[g+8][2q+9]} (row, input of the block), and accumulator d[h][i] of row
+// g + 8 (i / 2), output 8h + 2q + (i % 2) of the tile (PTX ISA, mma.m16n8k16 fragments).
+__device__ __forceinline__ void sz_tc_tile(const SzLayerArgs& a, unsigned int t, unsigned int r0,
+                                           unsigned int lane) {
+    const unsigned int g = lane >> 2, q = lane & 3u;
+    float d[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    const float* base = a.y_in + r0 + g;
+    const unsigned int end = a.tile_blocks[t + 1];
+#pragma unroll 2
+    for (unsigned int b = a.tile_blocks[t]; b < end; ++b) {
+        const unsigned int* f = a.fuse + (unsigned long long)a.block_chunk[b] * SZ_CHUNK;
+        const unsigned long long i0 = f[2 * q] * a.ld, i1 = f[2 * q + 1] * a.ld;
+        const unsigned long long i8 = f[2 * q + 8] * a.ld, i9 = f[2 * q + 9] * a.ld;
+        unsigned int hi[4], lo[4];
+        sz_split2(base[i0], base[i1], a.x_scale, hi[0], lo[0]);
+        sz_split2(base[i0 + 8], base[i1 + 8], a.x_scale, hi[1], lo[1]);
+        sz_split2(base[i8], base[i9], a.x_scale, hi[2], lo[2]);
+        sz_split2(base[i8 + 8], base[i9 + 8], a.x_scale, hi[3], lo[3]);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const uint2 w = a.frag_hi[(2ull * b + h) * 32 + lane];
+            sz_mma(d[h], hi, w.x, w.y);
+            sz_mma(d[h], lo, w.x, w.y);
+            if (a.split) {
+                const uint2 r = a.frag_lo[(2ull * b + h) * 32 + lane];
+                sz_mma(d[h], hi, r.x, r.y);
+            }
+        }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const unsigned int pos = t * SZ_TILE + 8 * h + 2 * q + j;
+            sz_finish2(a, pos, r0 + g, d[h][j] * a.inv_scale, r0 + g + 8, d[h][2 + j] * a.inv_scale);
+        }
+    }
+}
+
+// CUDA-core thread: one row x outputs 8h..8h+8 of tile t, in fp32 from the blocks' fp32
+// weights.
+__device__ __forceinline__ void sz_cc_half(const SzLayerArgs& a, unsigned int t, unsigned int h, unsigned int row) {
+    float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    const unsigned int end = a.tile_blocks[t + 1];
+    for (unsigned int b = a.tile_blocks[t]; b < end; ++b) {
+        const unsigned int* f = a.fuse + (unsigned long long)a.block_chunk[b] * SZ_CHUNK;
+        const float* w = a.block_f32 + (unsigned long long)b * (SZ_TILE * SZ_CHUNK) + 8 * h * SZ_CHUNK;
+#pragma unroll 4
+        for (int k = 0; k < SZ_CHUNK; ++k) {
+            const float x = a.y_in[(unsigned long long)f[k] * a.ld + row];
+#pragma unroll
+            for (int n = 0; n < 8; ++n) {
+                acc[n] = fmaf(x, w[n * SZ_CHUNK + k], acc[n]);
+            }
+        }
+    }
+#pragma unroll
+    for (int n = 0; n < 8; ++n) {
+        sz_finish1(a, t * SZ_TILE + 8 * h + n, row, acc[n]);
+    }
+}
+
+// The layer over every item: grid-stride, items = ceil(rows / BM) x ceil(tiles / group),
+// consecutive items on the same rows (their activations stay in L2).
+template <int BM, int WT, int WC>
+__device__ __forceinline__ void sz_layer(SzLayerArgs a, const unsigned int* __restrict__ count, unsigned int tiles,
+                                         unsigned int group, unsigned int tc_tiles) {
+    static_assert(BM % 32 == 0, "a CUDA-core warp covers 32 consecutive rows of one unit");
+    constexpr unsigned int MSUB = BM / 16;
+    const unsigned int lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    a.rows = *count;
+    const unsigned int row_tiles = (a.rows + BM - 1) / BM;
+    const unsigned int groups = (tiles + group - 1) / group;
+    const unsigned long long items = (unsigned long long)row_tiles * groups;
+    for (unsigned long long item = blockIdx.x; item < items; item += gridDim.x) {
+        const unsigned int row0 = (unsigned int)(item / groups) * BM;
+        const unsigned int first = (unsigned int)(item % groups) * group;
+        const unsigned int in_group = min(group, tiles - first);
+        const unsigned int n_tc = min(tc_tiles, in_group);
+        if (warp < WT) {
+            for (unsigned int pair = warp; pair < MSUB * n_tc; pair += WT) {
+                const unsigned int r0 = row0 + (pair % MSUB) * 16;
+                if (r0 < a.rows) {
+                    sz_tc_tile(a, first + pair / MSUB, r0, lane);
+                }
+            }
+        } else if (WC > 0) {
+            const unsigned int c = threadIdx.x - 32 * WT;
+            const unsigned int units = 2 * (in_group - n_tc);
+            for (unsigned int p = c; p < BM * units; p += 32 * WC) {
+                const unsigned int row = row0 + p % BM;
+                if (row < a.rows) {
+                    const unsigned int u = p / BM;
+                    sz_cc_half(a, first + n_tc + u / 2, u % 2, row);
+                }
+            }
+        }
+    }
+}
+
+#define SZ_LAYER_PARAMS                                                                                        \
+    const float *__restrict__ y_in, float *__restrict__ y_out, unsigned long long ld,                          \
+        const unsigned int *__restrict__ count, unsigned char *__restrict__ alive, unsigned int n_out,         \
+        unsigned int tiles, unsigned int group, unsigned int tc_tiles,                                         \
+        const unsigned int *__restrict__ tile_blocks, const unsigned int *__restrict__ block_chunk,            \
+        const unsigned int *__restrict__ fuse, const uint2 *__restrict__ frag_hi,                              \
+        const uint2 *__restrict__ frag_lo, int split, const float *__restrict__ block_f32,                     \
+        const unsigned int *__restrict__ rest_offsets, const unsigned int *__restrict__ rest_inputs,           \
+        const float *__restrict__ rest_values, float x_scale, float inv_scale, float bias, float upper
+
+#define SZ_LAYER_ARGS                                                                                          \
+    SzLayerArgs{y_in,         y_out,       ld,        0u,        alive,       n_out,       tile_blocks,         \
+                block_chunk,  fuse,        frag_hi,   frag_lo,   split,       block_f32,   rest_offsets,        \
+                rest_inputs,  rest_values, x_scale,   inv_scale, bias,        upper},                           \
+        count, tiles, group, tc_tiles
+
+// The layer kernels, one per (rows per item, tensor-core warps, CUDA-core warps): the
+// plain S&Z kernels have no CUDA-core warps; T4's have four.
+// Launch: grid min(items, resident blocks), block 64, no shared memory.
+extern "C" __global__ void __launch_bounds__(64) sz_layer_r32_t2_c0(SZ_LAYER_PARAMS) {
+    sz_layer<32, 2, 0>(SZ_LAYER_ARGS);
+}
+
+// Launch: grid min(items, resident blocks), block 128, no shared memory.
+extern "C" __global__ void __launch_bounds__(128) sz_layer_r64_t4_c0(SZ_LAYER_PARAMS) {
+    sz_layer<64, 4, 0>(SZ_LAYER_ARGS);
+}
+
+// Launch: grid min(items, resident blocks), block 128, no shared memory.
+extern "C" __global__ void __launch_bounds__(128) sz_layer_r128_t4_c0(SZ_LAYER_PARAMS) {
+    sz_layer<128, 4, 0>(SZ_LAYER_ARGS);
+}
+
+// Launch: grid min(items, resident blocks), block 192, no shared memory.
+extern "C" __global__ void __launch_bounds__(192) sz_layer_r32_t2_c4(SZ_LAYER_PARAMS) {
+    sz_layer<32, 2, 4>(SZ_LAYER_ARGS);
+}
+
+// Launch: grid min(items, resident blocks), block 256, no shared memory.
+extern "C" __global__ void __launch_bounds__(256) sz_layer_r32_t4_c4(SZ_LAYER_PARAMS) {
+    sz_layer<32, 4, 4>(SZ_LAYER_ARGS);
+}
+
+// Launch: grid min(items, resident blocks), block 192, no shared memory.
+extern "C" __global__ void __launch_bounds__(192) sz_layer_r64_t2_c4(SZ_LAYER_PARAMS) {
+    sz_layer<64, 2, 4>(SZ_LAYER_ARGS);
+}
+
+// Launch: grid min(items, resident blocks), block 256, no shared memory.
+extern "C" __global__ void __launch_bounds__(256) sz_layer_r64_t4_c4(SZ_LAYER_PARAMS) {
+    sz_layer<64, 4, 4>(SZ_LAYER_ARGS);
+}
+
+// Launch: grid min(items, resident blocks), block 192, no shared memory.
+extern "C" __global__ void __launch_bounds__(192) sz_layer_r128_t2_c4(SZ_LAYER_PARAMS) {
+    sz_layer<128, 2, 4>(SZ_LAYER_ARGS);
+}
+
+// Launch: grid min(items, resident blocks), block 256, no shared memory.
+extern "C" __global__ void __launch_bounds__(256) sz_layer_r128_t4_c4(SZ_LAYER_PARAMS) {
+    sz_layer<128, 4, 4>(SZ_LAYER_ARGS);
+}
+
+// Writes sparse input rows (CSR) into the zeroed neuron-major y: y[col * ld + row] = value.
+// Launch: grid min(rows, 65535·16) (blocks stride over rows), block 128, no shared memory.
+extern "C" __global__ void sz_scatter_input(const unsigned int* __restrict__ row_offsets,
+                                            const unsigned int* __restrict__ cols, const float* __restrict__ vals,
+                                            unsigned int rows, unsigned long long ld, float* __restrict__ y) {
+    for (unsigned int row = blockIdx.x; row < rows; row += gridDim.x) {
+        for (unsigned int k = row_offsets[row] + threadIdx.x; k < row_offsets[row + 1]; k += blockDim.x) {
+            y[(unsigned long long)cols[k] * ld + row] = vals[k];
+        }
+    }
+}
+
+// The live rows p < *count with alive[p] set move to new places: map[p] is the new place
+// (SZ_NO_ROW for a dropped row), ids_out[map[p]] = ids_in[p], *count_out (zeroed before)
+// counts them. One atomic per warp; order kept within a warp.
+// Launch: grid ceil(capacity / 256) (at most 65535·16), block 256, no shared memory.
+extern "C" __global__ void sz_compact_rows(const unsigned int* __restrict__ count_in,
+                                           const unsigned char* __restrict__ alive,
+                                           const unsigned int* __restrict__ ids_in, unsigned int* __restrict__ ids_out,
+                                           unsigned int* __restrict__ count_out, unsigned int* __restrict__ map) {
+    const unsigned long long p = spdnn_global_thread_x();
+    const bool live = p < *count_in;
+    const bool keep = live && alive[p] != 0;
+    const unsigned int mask = __ballot_sync(SPDNN_FULL_MASK, keep);
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    unsigned int base = 0;
+    if (mask != 0) {
+        const unsigned int leader = __ffs(mask) - 1;
+        if (lane == leader) {
+            base = atomicAdd(count_out, __popc(mask));
+        }
+        base = __shfl_sync(SPDNN_FULL_MASK, base, leader);
+    }
+    if (keep) {
+        const unsigned int to = base + __popc(mask & ((1u << lane) - 1u));
+        map[p] = to;
+        ids_out[to] = ids_in[p];
+    } else if (live) {
+        map[p] = SZ_NO_ROW;
+    }
+}
+
+// Moves every kept row of y_in (map from sz_compact_rows) to its new place in y_out, for
+// positions 0..width: items = width x ceil(*count_in / 256), one row a thread.
+// Launch: grid min(items, resident blocks), block 256, no shared memory.
+extern "C" __global__ void sz_gather_rows(const float* __restrict__ y_in, float* __restrict__ y_out,
+                                          unsigned long long ld, const unsigned int* __restrict__ count_in,
+                                          const unsigned int* __restrict__ map, unsigned int width) {
+    const unsigned int rows = *count_in;
+    const unsigned int segments = (rows + blockDim.x - 1) / blockDim.x;
+    const unsigned long long items = (unsigned long long)width * segments;
+    for (unsigned long long item = blockIdx.x; item < items; item += gridDim.x) {
+        const unsigned long long pos = item / segments;
+        const unsigned int p = (unsigned int)(item % segments) * blockDim.x + threadIdx.x;
+        if (p < rows) {
+            const unsigned int to = map[p];
+            if (to != SZ_NO_ROW) {
+                y_out[pos * ld + to] = y_in[pos * ld + p];
+            }
+        }
+    }
+}
+
+// row_flags[ids[p]] = 1 for the live rows p < *count with alive[p] set (flags zeroed before).
+// Launch: grid ceil(capacity / 256) (at most 65535·16), block 256, no shared memory.
+extern "C" __global__ void sz_mark_rows(const unsigned int* __restrict__ count, const unsigned char* __restrict__ alive,
+                                        const unsigned int* __restrict__ ids, unsigned char* __restrict__ row_flags) {
+    const unsigned long long p = spdnn_global_thread_x();
+    if (p < *count && alive[p] != 0) {
+        row_flags[ids[p]] = 1;
+    }
+}
