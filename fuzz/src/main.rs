@@ -4,7 +4,7 @@
 //! spdnn-fuzz list
 //! spdnn-fuzz run TARGET [--inputs N] [--seed S] [--max-len BYTES] [--timeout-s S] [--out DIR]
 //! spdnn-fuzz replay TARGET FILE...
-//! spdnn-fuzz seed            # writes the binary-cache seeds into fuzz/corpus/
+//! spdnn-fuzz seed            # writes the binary seeds into fuzz/corpus/
 //! ```
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -205,8 +205,8 @@ fn report_crashes(fuzzer: &Fuzzer) -> Result<()> {
     bail!("{} distinct crashes", fuzzer.crashes.len())
 }
 
-/// Writes small binary caches as seeds: a generated network, an input, an XY network
-/// (the text seeds are cut from the official files, see fuzz/corpus/README.md).
+/// Writes small binary seeds: a generated network, an input, an XY network, two
+/// `.safetensors` networks (the text seeds are cut from the official files, see fuzz/corpus/README.md).
 fn seed(corpus: &Path) -> Result<()> {
     let network = spdnn_sdgc::generator::network(32, 2, 1)?;
     let dir = corpus.join("network_cache");
@@ -224,6 +224,29 @@ fn seed(corpus: &Path) -> Result<()> {
         xy.write_to(&mut bytes)?;
         std::fs::write(dir.join(format!("{name}.xybin")), bytes)?;
     }
+    // safetensors, by the project's writer: a generated N = 32 network (every entry stored,
+    // so dense `weight` tensors) with biases and an upper bound, and a small N = 2 one whose
+    // sparse layers are CSR tensors around a dense one, without biases or bound.
+    let dir = corpus.join("safetensors");
+    std::fs::create_dir_all(&dir)?;
+    let generated =
+        spdnn_sdgc::generator::network(32, 2, 1)?.with_biases(vec![vec![-0.3; 32]; 2])?;
+    spdnn_sdgc::trained::write_safetensors(
+        &dir.join("generated-32-2.safetensors"),
+        &generated,
+        Some(spdnn_sdgc::UPPER_BOUND),
+    )?;
+    let layer =
+        |text: &str| spdnn_sdgc::tsv::parse_layer(text.as_bytes(), 2, Path::new("seed.tsv"));
+    let small = spdnn_sdgc::Network::new(
+        2,
+        vec![
+            layer("1\t2\t0.5\n2\t1\t-1\n")?,
+            layer("1\t1\t0.25\n1\t2\t2\n2\t1\t-0.5\n2\t2\t1\n")?,
+            layer("2\t2\t0.75\n")?,
+        ],
+    )?;
+    spdnn_sdgc::trained::write_safetensors(&dir.join("dense-2-3.safetensors"), &small, None)?;
     println!("binary seeds written under {}", corpus.display());
     Ok(())
 }

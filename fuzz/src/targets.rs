@@ -58,6 +58,13 @@ pub const TARGETS: &[Target] = &[
         run: xy_cache,
         dictionary: CACHE_TOKENS,
     },
+    Target {
+        name: "safetensors",
+        description: "a .safetensors network (crates/sdgc/src/trained.rs), as given and with \
+                      its header length recomputed",
+        run: safetensors,
+        dictionary: SAFETENSORS_TOKENS,
+    },
 ];
 
 /// The target called `name`.
@@ -118,6 +125,47 @@ const CACHE_TOKENS: &[&[u8]] = &[
     b"\x00\x00\x80\x3d",
 ];
 
+const SAFETENSORS_TOKENS: &[&[u8]] = &[
+    b"{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}",
+    b"\"__metadata__\":{\"k\":\"v\"},",
+    b"\"dtype\"",
+    b"\"shape\"",
+    b"\"data_offsets\"",
+    b"\"F32\"",
+    b"\"F64\"",
+    b"\"F16\"",
+    b"\"I32\"",
+    b"\"I64\"",
+    b"\"U32\"",
+    b"\"U64\"",
+    b"\"U8\"",
+    b"\"BOOL\"",
+    b"layers.0.",
+    b"layers.1.",
+    b"layers.65536.",
+    b"weight",
+    b"mask",
+    b"bias",
+    b"crow_indices",
+    b"col_indices",
+    b"values",
+    b"shape",
+    b"upper_bound",
+    b"[]",
+    b"[1]",
+    b"[0]",
+    b",",
+    b":",
+    b"}}",
+    b"16777216",
+    b"16777217",
+    b"4294967296",
+    b"18446744073709551615",
+    b"\x00\x00\x80\x7f",
+    b"\x00\x00\xc0\x7f",
+    b"\xff\xff\xff\xff\xff\xff\xff\xff",
+];
+
 /// N of the text targets: the official N of the seed files.
 const NEURONS: usize = 1024;
 
@@ -172,6 +220,15 @@ fn xy_cache(data: &[u8]) {
     consume(spdnn_xy::XyNetwork::read_from(&mut &data[..]));
     let fixed = fix_xy_checksums(data);
     consume(spdnn_xy::XyNetwork::read_from(&mut &fixed[..]));
+}
+
+fn safetensors(data: &[u8]) {
+    let path = Path::new("fuzz-network.safetensors");
+    consume(spdnn_sdgc::trained::parse_safetensors(data, path));
+    let fixed = fix_safetensors_header_len(data);
+    if fixed != data {
+        consume(spdnn_sdgc::trained::parse_safetensors(&fixed, path));
+    }
 }
 
 /// Formats an error (its message must be buildable too) and drops the result.
@@ -282,6 +339,26 @@ pub fn fix_xy_checksums(data: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A copy of a `.safetensors` file whose header length (the first 8 bytes, little-endian)
+/// is set to end the header at its first `}}` (and the blanks after it): every header the
+/// project's writer makes ends so, and a mutation that grows or shrinks the JSON header
+/// then still reaches the tensor checks behind the length check.
+pub fn fix_safetensors_header_len(data: &[u8]) -> Vec<u8> {
+    let mut out = data.to_vec();
+    let Some(header) = out.get(8..) else {
+        return out;
+    };
+    let Some(close) = header.windows(2).position(|w| w == b"}}") else {
+        return out;
+    };
+    let mut end = close + 2;
+    while header.get(end) == Some(&b' ') {
+        end += 1;
+    }
+    out[..8].copy_from_slice(&(end as u64).to_le_bytes());
+    out
+}
+
 fn xxh3_with_seed(bytes: &[u8], seed: u64) -> u64 {
     let mut hasher = Xxh3::with_seed(seed);
     hasher.update(bytes);
@@ -326,5 +403,26 @@ mod tests {
         // Fixed, it is a network with one unused input.
         let read = spdnn_xy::XyNetwork::read_from(&mut &fix_xy_checksums(&flipped)[..]).unwrap();
         assert_eq!(read.widths()[0], 33);
+    }
+
+    #[test]
+    fn the_header_length_fixer_follows_the_json() {
+        let network = spdnn_sdgc::generator::network(32, 2, 1).unwrap();
+        let bytes = spdnn_sdgc::trained::to_safetensors(&network, Some(32.0)).unwrap();
+        let path = Path::new("n.safetensors");
+        assert_eq!(
+            fix_safetensors_header_len(&bytes),
+            bytes,
+            "a valid file is kept"
+        );
+        // One more blank inside the header: the length is off by one until fixed.
+        let mut grown = bytes.clone();
+        grown.insert(9, b' ');
+        assert!(spdnn_sdgc::trained::parse_safetensors(&grown, path).is_err());
+        let read =
+            spdnn_sdgc::trained::parse_safetensors(&fix_safetensors_header_len(&grown), path)
+                .unwrap();
+        assert!(read.network.layers() == network.layers());
+        assert_eq!(fix_safetensors_header_len(b"short"), b"short");
     }
 }
