@@ -154,6 +154,7 @@ pub fn run<K: KernelMethod>(
         settings.gpus.clone()
     };
     let budgets = budgets(gpu, &ordinals, settings.gpu_memory)?;
+    let given = settings.gpu_memory.is_some();
     let rows = input.nrows();
     let parts: Vec<(usize, usize, std::ops::Range<usize>)> = ordinals
         .iter()
@@ -170,7 +171,7 @@ pub fn run<K: KernelMethod>(
             None => Gpu::new(ordinal)?,
         };
         vec![run_one::<K>(
-            &device, chain, input, range, options, spec, budget,
+            &device, chain, input, range, options, spec, budget, given,
         )]
     } else {
         std::thread::scope(|scope| {
@@ -180,7 +181,7 @@ pub fn run<K: KernelMethod>(
                 .map(|(ordinal, budget, range)| {
                     scope.spawn(move || {
                         let device = Gpu::new(ordinal)?;
-                        run_one::<K>(&device, chain, input, range, options, spec, budget)
+                        run_one::<K>(&device, chain, input, range, options, spec, budget, given)
                     })
                 })
                 .collect();
@@ -277,7 +278,9 @@ fn budgets(gpu: &Gpu, ordinals: &[usize], given: Option<usize>) -> Result<Vec<us
         .collect()
 }
 
-/// `K` on rows `range` of `input` on `gpu` under `budget` bytes.
+/// `K` on rows `range` of `input` on `gpu` under `budget` bytes (`given`: by the user;
+/// otherwise the device's free memory, and a plan that does not fit is out of memory).
+#[allow(clippy::too_many_arguments)]
 fn run_one<K: KernelMethod>(
     gpu: &Gpu,
     chain: &LayerChain<'_>,
@@ -286,6 +289,7 @@ fn run_one<K: KernelMethod>(
     options: &K::Options,
     spec: &RunSpec,
     budget: usize,
+    given: bool,
 ) -> Result<(GpuInference, GpuPlan), CudaError> {
     let first_row = range.start;
     let slab;
@@ -310,6 +314,14 @@ fn run_one<K: KernelMethod>(
         timing: None,
     };
     let not_fit = |e: DoesNotFit| {
+        if !given {
+            // No budget was asked for: the device itself has too little free (`free` is
+            // what a run may use: the free memory less the reserve).
+            return CudaError::OutOfMemory {
+                requested: e.needed,
+                free: e.budget,
+            };
+        }
         CudaError::InvalidArgument(format!(
             "{}: {e} (GPU {}); give a larger --gpu-memory, fewer rows, or a method that \
              streams its weights (bf)",

@@ -97,10 +97,14 @@ fn allocation_until_memory_exhausted_fails_cleanly_and_the_device_recovers() {
     let before = gpu.memory().unwrap();
     let held = exhaust(&gpu);
     let bytes: usize = held.iter().map(|b| b.bytes()).sum();
+    let after = gpu.memory().unwrap();
     assert!(
         bytes as f64 > 0.5 * before.free as f64,
-        "held only {bytes} of {} free bytes",
-        before.free
+        "held only {bytes} of {} free bytes in {} buffers ({} free after, {} held by us)",
+        before.free,
+        held.len(),
+        after.free,
+        after.held_by_us
     );
     // Uploads fail the same way, naming the sizes.
     match gpu.upload(&vec![1.0f32; 1 << 20]) {
