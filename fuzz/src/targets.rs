@@ -217,9 +217,9 @@ fn network_cache(data: &[u8]) {
 }
 
 fn xy_cache(data: &[u8]) {
-    consume(spdnn_xy::XyNetwork::read_from(&mut &data[..]));
+    consume(spdnn_xy::XyNetwork::read_from_bytes(data));
     let fixed = fix_xy_checksums(data);
-    consume(spdnn_xy::XyNetwork::read_from(&mut &fixed[..]));
+    consume(spdnn_xy::XyNetwork::read_from_bytes(&fixed));
 }
 
 fn safetensors(data: &[u8]) {

@@ -141,6 +141,7 @@ const REUSE_EXAMPLES: &[(&str, &str)] = &[
     ("spdnn-snicit", "tsv"),
     ("spdnn-hp", "tsv"),
     ("spdnn-blockdepend", "tsv"),
+    ("spdnn-sz", "tsv"),
     ("spdnn-glare", "recorder"),
 ];
 

@@ -127,6 +127,12 @@ impl XyNetwork {
         Ok(())
     }
 
+    /// [`XyNetwork::read_from`] over bytes in memory: one non-generic instance, compiled
+    /// in this crate (so the fuzzer's coverage counters see the reader).
+    pub fn read_from_bytes(bytes: &[u8]) -> Result<XyNetwork, XyError> {
+        Self::read_from(&mut &bytes[..])
+    }
+
     /// Reads a network written by [`XyNetwork::write_to`], checking the magic, the
     /// version, every checksum, that nothing follows the last layer, and every invariant
     /// of the format. Errors (never panics) on any mismatch.
