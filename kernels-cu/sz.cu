@@ -1,16 +1,20 @@
-// sz.cu: S&Z-2022 (dense 16 x 16 blocks on the tensor cores with fp32-accurate fp16 splits,
-// a CSR rest on the CUDA cores) and T4's tensor-core / CUDA-core split of one layer kernel.
+// sz.cu: S&Z-2022 (dense 16 x 16 blocks on the tensor cores with exact bf16 splits, a CSR
+// rest on the CUDA cores) and T4's tensor-core / CUDA-core split of one layer kernel.
 //
 // Activations are neuron-major: position p of live row r is y[p * ld + r]; `*count` rows
 // are live, rows past them are never stored. One layer kernel works on items (a tile of BM
 // rows x a group of `group` output tiles of 16 positions): its WT tensor-core warps take
 // the group's first `tc_tiles` tiles, its WC CUDA-core warps the others. A tensor-core
-// warp computes 16 rows x 16 outputs with mma.m16n8k16 (two m16n8k8 before sm_80): the
-// activations, scaled by 2^s, split into fp16 hi = fp16(x) and lo = fp16(x - hi); the
-// weights' fp16 fragments (and their residuals when a layer needs them) come from Rust in
-// the PTX register layout; products accumulate in fp32. A CUDA-core thread computes one
-// row x 8 outputs in fp32 from the blocks' fp32 weights. Both then add the tile's CSR
-// rest in fp32, the bias and the clip. Layouts: crates/sz/src/format.rs.
+// warp computes 16 rows x 16 outputs with mma.m16n8k16 .bf16 (sm_80 and later; the host
+// refuses older GPUs, and there the MMA traps): the activations, scaled by 2^s, split into
+// three bf16 terms b1 = bf16(x), b2 = bf16(x - b1), b3 = bf16(x - b1 - b2), each rounded
+// toward zero (the upper 16 bits of the fp32 pattern), whose sum is x exactly; the weights'
+// bf16 terms (1 to 3, SzLayerArgs::weight_terms) come from Rust in the PTX register
+// layout; every product of terms is exact and accumulates in fp32, one accumulator per
+// activation term, the three added at the end. A CUDA-core thread computes one row x 8
+// outputs from the blocks' fp32 weights in fp64, rounded to fp32 once. Both then add the
+// tile's CSR rest in fp32, the bias and the clip. Layouts: crates/sz/src/format.rs; the
+// split: crates/sz/src/half.rs; the error analysis: docs/sz.md.
 #include "common.cuh"
 
 #ifndef SZ_TILE
@@ -25,47 +29,37 @@
 
 static_assert(SZ_TILE == 16 && SZ_CHUNK == 16, "an mma.m16n8k16 covers 16 outputs x 16 inputs");
 
-// x rounded to the nearest fp16, ties to even (crates/sz/src/half.rs: f32_to_f16).
-__device__ __forceinline__ unsigned short sz_f2h(float x) {
-    unsigned short h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
-    return h;
+// x0 * s and x1 * s split into three bf16 terms each (crates/sz/src/half.rs: split), term i
+// of both packed in t[i] (x0 in the low half): b1 is the upper 16 bits of x's pattern
+// (bf16(x) toward zero), r1 = x - b1 and r2 = r1 - b2 are exact in fp32 (no -ftz: the
+// compile options never flush subnormals).
+__device__ __forceinline__ void sz_split2(float x0, float x1, float s, unsigned int (&t)[3]) {
+    float r0 = x0 * s, r1 = x1 * s;
+#pragma unroll
+    for (int i = 0; i < 3; ++i) {
+        const unsigned int u0 = __float_as_uint(r0) & 0xffff0000u, u1 = __float_as_uint(r1) & 0xffff0000u;
+        t[i] = (u0 >> 16) | u1;
+        r0 -= __uint_as_float(u0);
+        r1 -= __uint_as_float(u1);
+    }
 }
 
-// The value of fp16 bits h.
-__device__ __forceinline__ float sz_h2f(unsigned short h) {
-    float x;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(x) : "h"(h));
-    return x;
-}
-
-// x0 * s and x1 * s split into fp16 hi and lo parts, packed as .f16x2 (x0 in the low half):
-// hi = fp16(x), lo = fp16(x - hi) (x - hi is exact in fp32).
-__device__ __forceinline__ void sz_split2(float x0, float x1, float s, unsigned int& hi, unsigned int& lo) {
-    x0 *= s;
-    x1 *= s;
-    const unsigned short h0 = sz_f2h(x0), h1 = sz_f2h(x1);
-    const unsigned short l0 = sz_f2h(x0 - sz_h2f(h0)), l1 = sz_f2h(x1 - sz_h2f(h1));
-    hi = (unsigned int)h0 | ((unsigned int)h1 << 16);
-    lo = (unsigned int)l0 | ((unsigned int)l1 << 16);
-}
-
-// d += A * B for a 16 x 16 fp16 A (rows x inputs, registers a) and a 16 x 8 fp16 B
-// (inputs x outputs, registers b0, b1), fp32 accumulators d.
+// d += A * B for a 16 x 16 bf16 A (rows x inputs, registers a) and a 16 x 8 bf16 B
+// (inputs x outputs, registers b0, b1), fp32 accumulators d. bf16 MMA needs sm_80; the
+// host (device.rs) refuses older GPUs, so the trap only keeps sm_75 builds compiling.
 __device__ __forceinline__ void sz_mma(float (&d)[4], const unsigned int (&a)[4], unsigned int b0,
                                        unsigned int b1) {
 #if __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
         "{%0, %1, %2, %3};"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 #else
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(b0));
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[2]), "r"(a[3]), "r"(b1));
+    (void)d;
+    (void)a;
+    (void)b0;
+    (void)b1;
+    __trap();
 #endif
 }
 
@@ -80,14 +74,13 @@ struct SzLayerArgs {
     const unsigned int* __restrict__ tile_blocks;  // tiles + 1
     const unsigned int* __restrict__ block_chunk;  // per block, its input chunk
     const unsigned int* __restrict__ fuse;         // per input slot, its position in y_in
-    const uint2* __restrict__ frag_hi;             // per (block, half, lane): B fragments
-    const uint2* __restrict__ frag_lo;             // the same for the weights' residuals
-    int split;                                     // frag_lo is used
+    const uint2* __restrict__ frags;               // per (block, half, weight term, lane): B fragments
+    unsigned int weight_terms;                     // bf16 terms of the weights, 1 to 3
     const float* __restrict__ block_f32;           // per block, 16 x 16 fp32 [output][input]
     const unsigned int* __restrict__ rest_offsets; // per output position
     const unsigned int* __restrict__ rest_inputs;
     const float* __restrict__ rest_values;
-    float x_scale;    // 2^s: activations into fp16's range
+    float x_scale;    // 2^s: activations to at most 2^15
     float inv_scale;  // 2^-(s + t): tensor-core sums back to the activations' scale
     float bias;
     float upper;
@@ -135,12 +128,18 @@ __device__ __forceinline__ void sz_finish1(const SzLayerArgs& a, unsigned int po
 
 // Tensor-core warp: rows r0..r0+16 x tile t. Lane (g = lane / 4, q = lane % 4) holds the A
 // registers {x[g][2q], x[g][2q+1]}, {x[g+8][2q], x[g+8][2q+1]}, {x[g][2q+8], x[g][2q+9]},
-// {x[g+8][2q+8], x[g+8][2q+9]} (row, input of the block), and accumulator d[h][i] of row
-// g + 8 (i / 2), output 8h + 2q + (i % 2) of the tile (PTX ISA, mma.m16n8k16 fragments).
+// {x[g+8][2q+8], x[g+8][2q+9]} (row, input of the block) of each bf16 term, and
+// accumulators d1[h][i], d2[h][i], d3[h][i] of row g + 8 (i / 2), output 8h + 2q + (i % 2)
+// of the tile (PTX ISA, mma.m16n8k16 fragments; .bf16 has the layout of .f16).
 __device__ __forceinline__ void sz_tc_tile(const SzLayerArgs& a, unsigned int t, unsigned int r0,
                                            unsigned int lane) {
     const unsigned int g = lane >> 2, q = lane & 3u;
-    float d[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    // One accumulator set per activation term (d1, d2, d3; [half][register]): the products
+    // of one term have like magnitudes, so their fp32 sums are nearly always exact; the
+    // three are added at the end, the smallest first (docs/sz.md, "Error analysis").
+    float d1[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    float d2[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    float d3[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
     const float* base = a.y_in + r0 + g;
     const unsigned int end = a.tile_blocks[t + 1];
 #pragma unroll 2
@@ -148,19 +147,29 @@ __device__ __forceinline__ void sz_tc_tile(const SzLayerArgs& a, unsigned int t,
         const unsigned int* f = a.fuse + (unsigned long long)a.block_chunk[b] * SZ_CHUNK;
         const unsigned long long i0 = f[2 * q] * a.ld, i1 = f[2 * q + 1] * a.ld;
         const unsigned long long i8 = f[2 * q + 8] * a.ld, i9 = f[2 * q + 9] * a.ld;
-        unsigned int hi[4], lo[4];
-        sz_split2(base[i0], base[i1], a.x_scale, hi[0], lo[0]);
-        sz_split2(base[i0 + 8], base[i1 + 8], a.x_scale, hi[1], lo[1]);
-        sz_split2(base[i8], base[i9], a.x_scale, hi[2], lo[2]);
-        sz_split2(base[i8 + 8], base[i9 + 8], a.x_scale, hi[3], lo[3]);
+        unsigned int t0[3], t1[3], t2[3], t3[3];
+        sz_split2(base[i0], base[i1], a.x_scale, t0);
+        sz_split2(base[i0 + 8], base[i1 + 8], a.x_scale, t1);
+        sz_split2(base[i8], base[i9], a.x_scale, t2);
+        sz_split2(base[i8 + 8], base[i9 + 8], a.x_scale, t3);
+        // A lower term that is zero in the whole warp adds only zeros: skipped (one vote).
+        const bool need2 = __any_sync(SPDNN_FULL_MASK, (t0[1] | t1[1] | t2[1] | t3[1]) != 0u);
+        const bool need3 = __any_sync(SPDNN_FULL_MASK, (t0[2] | t1[2] | t2[2] | t3[2]) != 0u);
+        const unsigned int x1[4] = {t0[0], t1[0], t2[0], t3[0]};
+        const unsigned int x2[4] = {t0[1], t1[1], t2[1], t3[1]};
+        const unsigned int x3[4] = {t0[2], t1[2], t2[2], t3[2]};
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const uint2 w = a.frag_hi[(2ull * b + h) * 32 + lane];
-            sz_mma(d[h], hi, w.x, w.y);
-            sz_mma(d[h], lo, w.x, w.y);
-            if (a.split) {
-                const uint2 r = a.frag_lo[(2ull * b + h) * 32 + lane];
-                sz_mma(d[h], hi, r.x, r.y);
+            const uint2* w = a.frags + ((2ull * b + h) * a.weight_terms) * 32 + lane;
+            for (unsigned int j = 0; j < a.weight_terms; ++j) {
+                const uint2 wj = w[32 * j];
+                sz_mma(d1[h], x1, wj.x, wj.y);
+                if (need2) {
+                    sz_mma(d2[h], x2, wj.x, wj.y);
+                }
+                if (need3) {
+                    sz_mma(d3[h], x3, wj.x, wj.y);
+                }
             }
         }
     }
@@ -169,31 +178,35 @@ __device__ __forceinline__ void sz_tc_tile(const SzLayerArgs& a, unsigned int t,
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
             const unsigned int pos = t * SZ_TILE + 8 * h + 2 * q + j;
-            sz_finish2(a, pos, r0 + g, d[h][j] * a.inv_scale, r0 + g + 8, d[h][2 + j] * a.inv_scale);
+            const float za = (d3[h][j] + d2[h][j]) + d1[h][j];
+            const float zb = (d3[h][2 + j] + d2[h][2 + j]) + d1[h][2 + j];
+            sz_finish2(a, pos, r0 + g, za * a.inv_scale, r0 + g + 8, zb * a.inv_scale);
         }
     }
 }
 
-// CUDA-core thread: one row x outputs 8h..8h+8 of tile t, in fp32 from the blocks' fp32
-// weights.
+// CUDA-core thread: one row x outputs 8h..8h+8 of tile t from the blocks' fp32 weights,
+// accumulated in fp64 (each fp32 product is exact there) and rounded to fp32 once: the
+// same value as the tensor cores' exact per-term sums nearly always, so that a row whose
+// tiles are shared between the two kinds of warp (T4) sees one rounding, not two.
 __device__ __forceinline__ void sz_cc_half(const SzLayerArgs& a, unsigned int t, unsigned int h, unsigned int row) {
-    float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     const unsigned int end = a.tile_blocks[t + 1];
     for (unsigned int b = a.tile_blocks[t]; b < end; ++b) {
         const unsigned int* f = a.fuse + (unsigned long long)a.block_chunk[b] * SZ_CHUNK;
         const float* w = a.block_f32 + (unsigned long long)b * (SZ_TILE * SZ_CHUNK) + 8 * h * SZ_CHUNK;
 #pragma unroll 4
         for (int k = 0; k < SZ_CHUNK; ++k) {
-            const float x = a.y_in[(unsigned long long)f[k] * a.ld + row];
+            const double x = (double)a.y_in[(unsigned long long)f[k] * a.ld + row];
 #pragma unroll
             for (int n = 0; n < 8; ++n) {
-                acc[n] = fmaf(x, w[n * SZ_CHUNK + k], acc[n]);
+                acc[n] = fma(x, (double)w[n * SZ_CHUNK + k], acc[n]);
             }
         }
     }
 #pragma unroll
     for (int n = 0; n < 8; ++n) {
-        sz_finish1(a, t * SZ_TILE + 8 * h + n, row, acc[n]);
+        sz_finish1(a, t * SZ_TILE + 8 * h + n, row, (float)acc[n]);
     }
 }
 
@@ -240,14 +253,14 @@ __device__ __forceinline__ void sz_layer(SzLayerArgs a, const unsigned int* __re
         const unsigned int *__restrict__ count, unsigned char *__restrict__ alive, unsigned int n_out,         \
         unsigned int tiles, unsigned int group, unsigned int tc_tiles,                                         \
         const unsigned int *__restrict__ tile_blocks, const unsigned int *__restrict__ block_chunk,            \
-        const unsigned int *__restrict__ fuse, const uint2 *__restrict__ frag_hi,                              \
-        const uint2 *__restrict__ frag_lo, int split, const float *__restrict__ block_f32,                     \
+        const unsigned int *__restrict__ fuse, const uint2 *__restrict__ frags, unsigned int weight_terms,     \
+        const float *__restrict__ block_f32,                                                                   \
         const unsigned int *__restrict__ rest_offsets, const unsigned int *__restrict__ rest_inputs,           \
         const float *__restrict__ rest_values, float x_scale, float inv_scale, float bias, float upper
 
 #define SZ_LAYER_ARGS                                                                                          \
     SzLayerArgs{y_in,         y_out,       ld,        0u,        alive,       n_out,       tile_blocks,         \
-                block_chunk,  fuse,        frag_hi,   frag_lo,   split,       block_f32,   rest_offsets,        \
+                block_chunk,  fuse,        frags,     weight_terms, block_f32, rest_offsets,                    \
                 rest_inputs,  rest_values, x_scale,   inv_scale, bias,        upper},                           \
         count, tiles, group, tc_tiles
 

@@ -111,9 +111,8 @@ struct DeviceSzLayer {
     tile_blocks: DeviceBuffer<u32>,
     block_chunk: DeviceBuffer<u32>,
     fuse: DeviceBuffer<u32>,
-    frag_hi: DeviceBuffer<u32>,
-    frag_lo: DeviceBuffer<u32>,
-    split: i32,
+    frags: DeviceBuffer<u32>,
+    weight_terms: u32,
     /// The blocks in fp32 (T4's CUDA-core warps), one zero otherwise.
     block_f32: DeviceBuffer<f32>,
     rest_offsets: DeviceBuffer<u32>,
@@ -131,9 +130,8 @@ impl DeviceSzLayer {
             tile_blocks: upload_padded(gpu, layer.tile_blocks())?,
             block_chunk: upload_padded(gpu, layer.block_chunks())?,
             fuse: upload_padded(gpu, &layer.fuse)?,
-            frag_hi: upload_padded(gpu, &layer.frag_hi)?,
-            frag_lo: upload_padded(gpu, &layer.frag_lo)?,
-            split: i32::from(layer.split),
+            frags: upload_padded(gpu, &layer.frags)?,
+            weight_terms: layer.weight_terms as u32,
             block_f32: if with_f32 {
                 upload_padded(gpu, layer.dense.block_values())?
             } else {
@@ -201,9 +199,8 @@ fn launch_layer(gpu: &Gpu, kernel: &Kernel, grid: u32, a: LayerArgs<'_>) -> Resu
         .arg(&*layer.tile_blocks)
         .arg(&*layer.block_chunk)
         .arg(&*layer.fuse)
-        .arg(&*layer.frag_hi)
-        .arg(&*layer.frag_lo)
-        .arg(&layer.split)
+        .arg(&*layer.frags)
+        .arg(&layer.weight_terms)
         .arg(&*layer.block_f32)
         .arg(&*layer.rest_offsets)
         .arg(&*layer.rest_inputs)
@@ -275,6 +272,13 @@ impl<'g> SzRun<'g> {
             return Err(CudaError::InvalidArgument(
                 "sz takes one bias for all neurons, and this network has a bias per neuron".into(),
             ));
+        }
+        let (major, minor) = gpu.compute_capability();
+        if major < 8 {
+            return Err(CudaError::InvalidArgument(format!(
+                "sz needs bf16 tensor cores (mma.m16n8k16 .bf16, compute capability 8.0 or \
+                 later); this GPU is {major}.{minor}"
+            )));
         }
         let widths = rows::check_widths(chain.layers, chain.bias, chain.upper)?;
         let inputs = widths[0];
@@ -558,7 +562,7 @@ fn check_exponents(layers: &[DeviceSzLayer], later: i32) -> Result<(), CudaError
         let e = later + layer.weight_exponent;
         if !(-126..=126).contains(&e) {
             return Err(CudaError::InvalidArgument(format!(
-                "sz: layer {}'s weights and activations cannot be scaled together into fp16 \
+                "sz: layer {}'s weights and activations cannot be scaled together for the split \
                  (exponent {e})",
                 l + 1
             )));
@@ -591,7 +595,7 @@ impl DeviceRun for SzRun<'_> {
             if !(-126..=126).contains(&e) {
                 return Err(CudaError::InvalidArgument(format!(
                     "sz: the input (largest {largest}) and layer 1's weights cannot be scaled \
-                     together into fp16 (exponent {e})"
+                     together for the split (exponent {e})"
                 )));
             }
         }

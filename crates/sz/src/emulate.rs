@@ -1,9 +1,10 @@
 //! The kernels' arithmetic on the CPU, step for step, for the tests: activations
 //! neuron-major, the tensor-core warps' fragments assembled lane by lane from the same
-//! index formulas as `sz.cu` (A from the activations through the gather map, B from the
-//! stored fragments), each `mma` as exact products summed with its accumulator and
-//! rounded once to fp32, the CUDA-core warps' fp32 fused multiply-adds, the rest, the bias
-//! and the clip. Where every partial sum is exact in fp32 (dyadic problems) this equals
+//! index formulas as `sz.cu` (A from the activations' three bf16 terms through the gather
+//! map, B from the stored fragments of the weights' terms), each `mma` as exact products
+//! summed with its accumulator and
+//! rounded once to fp32 into one accumulator per activation term, the CUDA-core warps'
+//! fp64 fused multiply-adds rounded once to fp32, the rest, the bias and the clip. Where every partial sum is exact in fp32 (dyadic problems) this equals
 //! the hardware bit for bit; elsewhere the hardware's accumulation differs within fp32
 //! rounding (docs/sz.md, "Error analysis").
 //!
@@ -12,7 +13,7 @@
 use spdnn_formats::{Csr, SparseMatrix};
 
 use crate::format::SzLayer;
-use crate::half::{SCALE_LIMIT, f16_to_f32, pow2, scale_exponent, split};
+use crate::half::{SCALE_LIMIT, TERMS, bf16_to_f32, pow2, scale_exponent, split};
 use crate::reorder::{CHUNK, TILE};
 
 /// How an item's tiles are shared out: of every `group` consecutive tiles, the first
@@ -38,7 +39,7 @@ impl Split {
     }
 }
 
-/// The exponent `s` that scales activations of magnitude up to `max_abs` into fp16's range
+/// The exponent `s` that scales activations of magnitude up to `max_abs` for the split
 /// (`max_abs · 2^s ≤ 2^15`, at most [`SCALE_LIMIT`]; 0 for all zeros); an error when
 /// `max_abs` exceeds `2^(15 + SCALE_LIMIT)`.
 pub fn activation_exponent(max_abs: f32) -> Result<i32, String> {
@@ -73,8 +74,10 @@ pub fn d_element(lane: usize, i: usize) -> (usize, usize) {
     (g + 8 * (i >> 1), 2 * q + (i & 1))
 }
 
-/// `d += A·B` over a warp's registers: A from `a[lane]` (four `.f16x2`), B from
-/// `b[lane]` (two `.f16x2`), accumulators `d[lane]`; each sum exact, rounded once.
+/// `d += A·B` over a warp's registers: A from `a[lane]` (four registers of two bf16), B
+/// from `b[lane]` (two), accumulators `d[lane]`; each bf16 product exact, the 16 and the
+/// accumulator summed in f64 (exact while they span under 53 − 16 binades, as in every
+/// test here) and rounded once to fp32.
 fn mma(d: &mut [[f32; 4]; 32], a: &[[u32; 4]; 32], b: &[[u32; 2]; 32]) {
     let mut am = [[0f64; 16]; 16];
     let mut bm = [[0f64; 8]; 16];
@@ -82,13 +85,13 @@ fn mma(d: &mut [[f32; 4]; 32], a: &[[u32; 4]; 32], b: &[[u32; 2]; 32]) {
         for (r, &word) in a_regs.iter().enumerate() {
             for e in 0..2 {
                 let (row, k) = a_element(lane, r, e);
-                am[row][k] = f64::from(f16_to_f32((word >> (16 * e)) as u16));
+                am[row][k] = f64::from(bf16_to_f32((word >> (16 * e)) as u16));
             }
         }
         for (r, &word) in b_regs.iter().enumerate() {
             for e in 0..2 {
                 let (k, n) = b_element(lane, r, e);
-                bm[k][n] = f64::from(f16_to_f32((word >> (16 * e)) as u16));
+                bm[k][n] = f64::from(bf16_to_f32((word >> (16 * e)) as u16));
             }
         }
     }
@@ -101,14 +104,10 @@ fn mma(d: &mut [[f32; 4]; 32], a: &[[u32; 4]; 32], b: &[[u32; 2]; 32]) {
     }
 }
 
-/// `sz_split2`: the scaled pair as (hi, lo) `.f16x2` words.
-fn split2(x0: f32, x1: f32, scale: f32) -> (u32, u32) {
-    let (h0, l0) = split(x0 * scale);
-    let (h1, l1) = split(x1 * scale);
-    (
-        u32::from(h0) | (u32::from(h1) << 16),
-        u32::from(l0) | (u32::from(l1) << 16),
-    )
+/// `sz_split2`: the scaled pair's three bf16 terms, each pair in one word (x0 low).
+fn split2(x0: f32, x1: f32, scale: f32) -> [u32; TERMS] {
+    let (a, b) = (split(x0 * scale), split(x1 * scale));
+    [0, 1, 2].map(|i| u32::from(a[i]) | (u32::from(b[i]) << 16))
 }
 
 /// One layer: `y` holds `layer.inputs` positions × `ld` rows (rows past `rows` are zero),
@@ -146,41 +145,49 @@ pub fn layer(
         let blocks = tile_blocks[t] as usize..tile_blocks[t + 1] as usize;
         if split_of.tensor(t) {
             for r0 in (0..rows).step_by(16) {
-                let mut d = [[[0f32; 4]; 32]; 2];
+                // One accumulator set per half and activation term (d[h][i]): the products
+                // of one term have like magnitudes, so their fp32 sums are (nearly always)
+                // exact.
+                let mut d = [[[[0f32; 4]; 32]; TERMS]; 2];
                 for b in blocks.clone() {
                     let f = &layer.fuse[chunks[b] as usize * CHUNK..][..CHUNK];
-                    let mut hi = [[0u32; 4]; 32];
-                    let mut lo = [[0u32; 4]; 32];
+                    let mut a = [[[0u32; 4]; 32]; TERMS];
                     for lane in 0..32 {
                         for r in 0..4 {
                             let x = |e| {
                                 let (row, k) = a_element(lane, r, e);
                                 y[f[k] as usize * ld + r0 + row]
                             };
-                            (hi[lane][r], lo[lane][r]) = split2(x(0), x(1), x_scale);
+                            let words = split2(x(0), x(1), x_scale);
+                            for (term, word) in a.iter_mut().zip(words) {
+                                term[lane][r] = word;
+                            }
                         }
                     }
                     for (h, dh) in d.iter_mut().enumerate() {
-                        let frags = |words: &[u32]| {
-                            let mut b_regs = [[0u32; 2]; 32];
-                            for (lane, regs) in b_regs.iter_mut().enumerate() {
-                                *regs = layer.fragment(words, b, h, lane);
+                        let weights: Vec<[[u32; 2]; 32]> = (0..layer.weight_terms)
+                            .map(|j| std::array::from_fn(|lane| layer.fragment(b, h, j, lane)))
+                            .collect();
+                        for (i, (a_term, acc)) in a.iter().zip(dh.iter_mut()).enumerate() {
+                            // The kernel skips a lower term that is zero in the whole warp
+                            // (its products are zeros: no value changes).
+                            if i > 0 && a_term.iter().flatten().all(|&w| w == 0) {
+                                continue;
                             }
-                            b_regs
-                        };
-                        let w_hi = frags(&layer.frag_hi);
-                        mma(dh, &hi, &w_hi);
-                        mma(dh, &lo, &w_hi);
-                        if layer.split {
-                            mma(dh, &hi, &frags(&layer.frag_lo));
+                            for w in &weights {
+                                mma(acc, a_term, w);
+                            }
                         }
                     }
                 }
-                for (h, dh) in d.iter().enumerate() {
-                    for (lane, acc) in dh.iter().enumerate() {
-                        for (i, &value) in acc.iter().enumerate() {
+                for (h, [d1, d2, d3]) in d.iter().enumerate() {
+                    let lanes = d1.iter().zip(d2).zip(d3).enumerate();
+                    for (lane, ((a1, a2), a3)) in lanes {
+                        for (i, ((&z1, &z2), &z3)) in a1.iter().zip(a2).zip(a3).enumerate() {
                             let (row, n) = d_element(lane, i);
-                            finish(&mut out, t * TILE + 8 * h + n, r0 + row, value * inv_scale);
+                            // The smallest first: (d3 + d2) + d1.
+                            let z = (z3 + z2) + z1;
+                            finish(&mut out, t * TILE + 8 * h + n, r0 + row, z * inv_scale);
                         }
                     }
                 }
@@ -188,19 +195,22 @@ pub fn layer(
         } else {
             for row in 0..rows {
                 for h in 0..2 {
-                    let mut acc = [0f32; 8];
+                    // fp64 accumulators: each fp32 product is exact in fp64 (the kernel's
+                    // DFMA adds it rounded once, as `+` does here), the sum is rounded to
+                    // fp32 once, as the tensor cores' per-term sums nearly are.
+                    let mut acc = [0f64; 8];
                     for b in blocks.clone() {
                         let f = &layer.fuse[chunks[b] as usize * CHUNK..][..CHUNK];
                         let w = &layer.dense.block(b)[8 * h * CHUNK..];
                         for (k, &i) in f.iter().enumerate() {
-                            let x = y[i as usize * ld + row];
+                            let x = f64::from(y[i as usize * ld + row]);
                             for (n, a) in acc.iter_mut().enumerate() {
-                                *a = x.mul_add(w[n * CHUNK + k], *a);
+                                *a += x * f64::from(w[n * CHUNK + k]);
                             }
                         }
                     }
                     for (n, &a) in acc.iter().enumerate() {
-                        finish(&mut out, t * TILE + 8 * h + n, row, a);
+                        finish(&mut out, t * TILE + 8 * h + n, row, a as f32);
                     }
                 }
             }

@@ -1,21 +1,24 @@
 //! A layer laid out for `kernels-cu/sz.cu`: the dense blocks as a transposed BCSR of the
 //! reordered layer (block rows = tiles of 16 output positions, block columns = chunks of
-//! 16 input slots) with their fp16 tensor-core fragments, the gather map of every input
+//! 16 input slots) with their bf16 tensor-core fragments, the gather map of every input
 //! slot into the previous layer's positions (the fused permutation), and the CSR rest.
 //!
-//! **Fragments.** For `mma.m16n8k16.row.col` the B operand (16 inputs × 8 outputs) of lane
-//! `λ` (group `g = λ >> 2`, thread `q = λ & 3`) is the pair of `.f16x2` registers
-//! `{B[2q][g], B[2q+1][g]}`, `{B[2q+8][g], B[2q+9][g]}` (PTX ISA, "Matrix fragments for
-//! mma.m16n8k16", low half first). Block `b`'s output half `h` (outputs `8h..8h+8`) is
-//! stored as 32 lanes × 2 words at word `((2b + h)·32 + λ)·2`, so a warp reads it with one
-//! 8-byte load per lane. The weights are scaled by `2^t` ([`SzLayer::weight_exponent`]) so
-//! that the largest is near 2^15; when a scaled weight is not exactly fp16, the layer
-//! stores a second set of fragments with the fp16 residuals ([`SzLayer::split`]).
+//! **Fragments.** For `mma.m16n8k16.row.col` with `.bf16` operands the B operand (16
+//! inputs × 8 outputs) of lane `λ` (group `g = λ >> 2`, thread `q = λ & 3`) is the pair of
+//! 32-bit registers, two bf16 each, `{B[2q][g], B[2q+1][g]}`, `{B[2q+8][g], B[2q+9][g]}`
+//! (PTX ISA, "Matrix fragments for mma.m16n8k16", low half first; the same layout as
+//! `.f16`). The weights are scaled by `2^t` ([`SzLayer::weight_exponent`]) so that the
+//! largest is near 2^15 and split into bf16 terms ([`crate::half::split`]); the layer keeps
+//! as many terms as its scaled block weights need ([`SzLayer::weight_terms`]: 1 when every
+//! one is a bf16 value, as the challenge's 1/16 is, up to 3). Term `j` of block `b`'s
+//! output half `h` (outputs `8h..8h+8`) is stored as 32 lanes × 2 words at word
+//! `(((2b + h)·terms + j)·32 + λ)·2`, so a warp reads it with one 8-byte load per lane and
+//! the terms of a block half lie together.
 
 use rayon::prelude::*;
 use spdnn_formats::{Bcsr, Csr, SparseMatrix};
 
-use crate::half::{SCALE_LIMIT, is_f16, pow2, scale_exponent, split};
+use crate::half::{SCALE_LIMIT, TERMS, pow2, scale_exponent, split, terms};
 use crate::reorder::{CHUNK, Reordering, TILE, inverse};
 
 /// 32-bit words of fragments per block: 2 halves × 32 lanes × 2 words.
@@ -38,13 +41,13 @@ pub struct SzLayer {
     pub fuse: Vec<u32>,
     /// The blocks' weights are scaled by `2^weight_exponent` for the tensor cores.
     pub weight_exponent: i32,
-    /// Whether some scaled block weight is not exactly fp16 (then [`Self::frag_lo`] holds
-    /// the residuals and each block takes a third MMA).
-    pub split: bool,
-    /// fp16 fragments of the scaled weights (`blocks ·` [`FRAG_WORDS_PER_BLOCK`] words).
-    pub frag_hi: Vec<u32>,
-    /// fp16 fragments of the residuals when [`Self::split`], else empty.
-    pub frag_lo: Vec<u32>,
+    /// bf16 terms of the scaled block weights, 1 to [`TERMS`] (0 without blocks): the
+    /// most any weight needs ([`crate::half::terms`]). Each block half takes
+    /// `3 · weight_terms` MMAs (three activation terms).
+    pub weight_terms: usize,
+    /// bf16 fragments of the scaled weights' terms (`blocks · weight_terms ·`
+    /// [`FRAG_WORDS_PER_BLOCK`] words).
+    pub frags: Vec<u32>,
     /// The rest in fp32: row = output position, column = position of the previous layer.
     pub rest: Csr,
 }
@@ -75,17 +78,18 @@ impl SzLayer {
         self.dense.nnz()
     }
 
-    /// The fp16 B fragment of block `b`, half `h`, lane `lane`: two words.
-    pub fn fragment(&self, frags: &[u32], b: usize, h: usize, lane: usize) -> [u32; 2] {
-        let i = ((2 * b + h) * 32 + lane) * 2;
-        [frags[i], frags[i + 1]]
+    /// The bf16 B fragment of weight term `j` of block `b`, half `h`, lane `lane`: two
+    /// words.
+    pub fn fragment(&self, b: usize, h: usize, j: usize, lane: usize) -> [u32; 2] {
+        let i = (((2 * b + h) * self.weight_terms + j) * 32 + lane) * 2;
+        [self.frags[i], self.frags[i + 1]]
     }
 
     /// Device bytes of the layer with the fp32 blocks (T4's CUDA-core warps) or without.
     pub fn device_bytes(&self, with_f32_blocks: bool) -> usize {
         let blocks = self.blocks();
         4 * (self.tiles() + 1 + blocks + self.fuse.len())
-            + 4 * (self.frag_hi.len() + self.frag_lo.len())
+            + 4 * self.frags.len()
             + if with_f32_blocks { 4 * 256 * blocks } else { 0 }
             + 4 * (self.outputs + 1)
             + 8 * self.rest.nnz()
@@ -105,7 +109,7 @@ pub struct LayoutError {
 /// Lays out `w` (`N_{l-1} × N_l`, 1-based layer `layer`) by its reordering `r`, reading the
 /// activations of the previous layer, whose output order is `previous` (`None`: the
 /// network's input, in neuron order). With `dense_allowed` false, or when the block
-/// weights cannot be scaled into fp16's range (largest magnitude outside 2^±60), every
+/// weights cannot be scaled (largest magnitude outside 2^±60), every
 /// nonzero goes to the rest.
 pub fn build_layer(
     layer: usize,
@@ -168,14 +172,15 @@ pub fn build_layer(
     }
     let rest = Csr::from_triplets(n_out, n_in, &rest).map_err(|e| error(format!("rest: {e}")))?;
     let scale = pow2(weight_exponent);
-    let split_needed = bcsr.block_values().iter().any(|&v| !is_f16(v * scale));
+    let weight_terms = bcsr
+        .block_values()
+        .iter()
+        .map(|&v| terms(v * scale))
+        .max()
+        .unwrap_or(0)
+        .max(usize::from(bcsr.n_blocks() > 0));
     let blocks = bcsr.n_blocks();
-    let mut frag_hi = vec![0u32; blocks * FRAG_WORDS_PER_BLOCK];
-    let mut frag_lo = if split_needed {
-        vec![0u32; blocks * FRAG_WORDS_PER_BLOCK]
-    } else {
-        Vec::new()
-    };
+    let mut frags = vec![0u32; blocks * weight_terms * FRAG_WORDS_PER_BLOCK];
     for b in 0..blocks {
         let values = bcsr.block(b);
         for h in 0..2 {
@@ -184,16 +189,13 @@ pub fn build_layer(
                 let n = 8 * h + g;
                 let parts = [2 * q, 2 * q + 1, 2 * q + 8, 2 * q + 9]
                     .map(|k| split(values[n * CHUNK + k] * scale));
-                let word = |a: (u16, u16), b: (u16, u16), hi: bool| {
-                    let (x, y) = if hi { (a.0, b.0) } else { (a.1, b.1) };
-                    u32::from(x) | (u32::from(y) << 16)
-                };
-                let i = ((2 * b + h) * 32 + lane) * 2;
-                frag_hi[i] = word(parts[0], parts[1], true);
-                frag_hi[i + 1] = word(parts[2], parts[3], true);
-                if split_needed {
-                    frag_lo[i] = word(parts[0], parts[1], false);
-                    frag_lo[i + 1] = word(parts[2], parts[3], false);
+                for j in 0..weight_terms {
+                    let word = |a: [u16; TERMS], b: [u16; TERMS]| {
+                        u32::from(a[j]) | (u32::from(b[j]) << 16)
+                    };
+                    let i = (((2 * b + h) * weight_terms + j) * 32 + lane) * 2;
+                    frags[i] = word(parts[0], parts[1]);
+                    frags[i + 1] = word(parts[2], parts[3]);
                 }
             }
         }
@@ -213,9 +215,8 @@ pub fn build_layer(
         dense: bcsr,
         fuse,
         weight_exponent,
-        split: split_needed,
-        frag_hi,
-        frag_lo,
+        weight_terms,
+        frags,
         rest,
     })
 }
@@ -277,7 +278,7 @@ pub struct LayoutStats {
     pub dense_nnz: usize,
     /// Nonzeros in the rest.
     pub rest_nnz: usize,
-    /// Layers whose weights are split into two fp16 parts.
+    /// Layers whose weights take more than one bf16 term.
     pub split_layers: usize,
     /// Device bytes (without the fp32 blocks).
     pub bytes: usize,
@@ -290,7 +291,7 @@ impl LayoutStats {
         self.blocks += layer.blocks();
         self.dense_nnz += layer.dense_nnz();
         self.rest_nnz += layer.rest.nnz();
-        self.split_layers += usize::from(layer.split);
+        self.split_layers += usize::from(layer.weight_terms > 1);
         self.bytes += layer.device_bytes(false);
     }
 
@@ -317,11 +318,11 @@ impl LayoutStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::half::f16_to_f32;
+    use crate::half::bf16_to_f32;
     use crate::reorder::reorder_layer;
 
     fn decode(word: u32) -> [f32; 2] {
-        [f16_to_f32(word as u16), f16_to_f32((word >> 16) as u16)]
+        [bf16_to_f32(word as u16), bf16_to_f32((word >> 16) as u16)]
     }
 
     /// A 40 × 24 layer: a dense 16 × 16 block of dyadic weights, a stray entry, a zero.
@@ -344,7 +345,7 @@ mod tests {
         let r = reorder_layer(&w, 0.5);
         let layer = build_layer(1, &w, &r, None, true).unwrap();
         assert_eq!(layer.blocks(), 1);
-        assert!(!layer.split, "dyadic weights are exact in fp16");
+        assert_eq!(layer.weight_terms, 1, "dyadic weights are exact in bf16");
         assert_eq!(layer.rest.nnz(), 1, "the stray entry; the zero is dropped");
         assert_eq!(
             layer.dense_nnz() + 1,
@@ -359,7 +360,7 @@ mod tests {
         for h in 0..2 {
             for lane in 0..32 {
                 let (g, q) = (lane >> 2, lane & 3);
-                let [w01, w89] = layer.fragment(&layer.frag_hi, 0, h, lane);
+                let [w01, w89] = layer.fragment(0, h, 0, lane);
                 let [v0, v1] = decode(w01);
                 let [v8, v9] = decode(w89);
                 for (k, v) in [
@@ -392,20 +393,32 @@ mod tests {
             .collect();
         let w = Csr::from_triplets(16, 16, &t).unwrap();
         let layer = build_layer(1, &w, &reorder_layer(&w, 0.0), None, true).unwrap();
-        assert!(layer.split);
-        assert_eq!(layer.frag_lo.len(), layer.frag_hi.len());
-        let scale = f64::from(pow2(-layer.weight_exponent));
-        for lane in 0..32 {
-            let hi = layer.fragment(&layer.frag_hi, 0, 0, lane);
-            let lo = layer.fragment(&layer.frag_lo, 0, 0, lane);
-            for j in 0..2 {
-                let (h, l) = (decode(hi[j]), decode(lo[j]));
-                for e in 0..2 {
-                    let v = (f64::from(h[e]) + f64::from(l[e])) * scale;
-                    assert!(v > 0.09 && v < 0.4, "{v}");
+        assert_eq!(layer.weight_terms, 3);
+        assert_eq!(layer.frags.len(), 3 * FRAG_WORDS_PER_BLOCK);
+        let scale = pow2(-layer.weight_exponent);
+        let mut seen = 0;
+        for h in 0..2 {
+            for lane in 0..32 {
+                let terms: Vec<[u32; 2]> = (0..3).map(|j| layer.fragment(0, h, j, lane)).collect();
+                for r in 0..2 {
+                    for e in 0..2 {
+                        // The three terms sum to the weight exactly.
+                        let v: f64 = terms
+                            .iter()
+                            .map(|t| f64::from(decode(t[r])[e]))
+                            .sum::<f64>()
+                            * f64::from(scale);
+                        let (g, q) = (lane >> 2, lane & 3);
+                        let k = 2 * q + e + 8 * r;
+                        let n = 8 * h + g;
+                        let w = layer.dense.block(0)[n * CHUNK + k];
+                        assert_eq!(v, f64::from(w), "lane {lane}, k {k}, n {n}");
+                        seen += 1;
+                    }
                 }
             }
         }
+        assert_eq!(seen, 256);
     }
 
     #[test]

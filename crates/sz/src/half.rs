@@ -1,93 +1,73 @@
-//! IEEE binary16 (fp16) as the tensor cores see it, and the fp32-accurate split.
+//! bfloat16 as the tensor cores see it, and the exact three-term split.
 //!
-//! A value `x` (already scaled by a power of two, [`scale_exponent`]) becomes two fp16
-//! parts, `hi = fp16(x)` and `lo = fp16(x − hi)`, both rounded to nearest even (PTX
-//! `cvt.rn.f16.f32`); `x − hi` is exact in fp32. The tensor cores multiply the parts
-//! exactly and accumulate in fp32, so `hi·w + lo·w` carries 22 of fp32's 24 significand
-//! bits of `x` (docs/sz.md, "Error analysis"). Weights that are not exactly fp16 after
-//! scaling are split the same way.
+//! A value `x` (already scaled by a power of two, [`scale_exponent`]) becomes three
+//! bfloat16 terms ([`split`]): `b1 = bf16(x)`, `b2 = bf16(x − b1)`, `b3 = bf16(x − b1 − b2)`,
+//! each rounded toward zero, which for bf16 is keeping the upper 16 bits of the fp32
+//! pattern (the kernel's `sz_split2` does the same with integer operations). Every
+//! difference is exact in fp32, and `b1 + b2 + b3 = x` exactly whenever `x` is a multiple
+//! of 2^-133 (bf16's smallest subnormal), which every `|x| ≥ 2^-110` is: `b1` takes the
+//! top 8 of x's 24 significand bits, `b2` the top 8 of the at most 16 left, `b3` the at
+//! most 8 left (docs/sz.md, "Error analysis"). bf16 has fp32's exponent range, so unlike
+//! the low half of the former fp16 hi/lo split (22 bits, its low half subnormal or zero
+//! for small activations) no term of a scaled value is subnormal unless `|x| < 2^-103`.
+//! A bf16 × bf16 product (8 × 8 significand bits) is exact in fp32. Weights take as many
+//! terms as their values need ([`terms`]).
 
-/// The largest power of two a scaled value may reach: `|x|·2^s ≤ 2^15` keeps `hi` finite
-/// (fp16's largest finite value is 65504; 2^15 leaves room for the rounding).
+/// The largest power of two a scaled value may reach: `|x|·2^s ≤ 2^15`. bf16 would allow
+/// far more; the bound keeps every product of two scaled values (and a sum of many) far
+/// from fp32's overflow and, with [`SCALE_LIMIT`], every product of terms of values near
+/// the largest far from its underflow.
 pub const SCALED_MAX_EXPONENT: i32 = 15;
 
 /// Scale exponents are kept within ±this, so that `2^s`, `2^t` and `2^-(s+t)` are normal
 /// fp32 numbers.
 pub const SCALE_LIMIT: i32 = 60;
 
-/// `x` rounded to the nearest fp16, ties to even (overflow to infinity, NaN kept as NaN):
-/// PTX `cvt.rn.f16.f32`. Returns the fp16 bits.
-pub fn f32_to_f16(x: f32) -> u16 {
-    let bits = x.to_bits();
-    let sign = ((bits >> 16) & 0x8000) as u16;
-    let exp = ((bits >> 23) & 0xff) as i32;
-    let man = bits & 0x7f_ffff;
-    if exp == 0xff {
-        return sign | 0x7c00 | if man != 0 { 0x200 } else { 0 };
-    }
-    // The fp16 biased exponent of x's leading bit.
-    let e = exp - 127 + 15;
-    if e >= 0x1f {
-        return sign | 0x7c00;
-    }
-    if e <= 0 {
-        // A subnormal fp16 (or zero): k · 2^-24 with k = m · 2^(exp - 126), m the 24-bit
-        // significand (fp32 subnormals, exp = 0, are far below 2^-25 and round to zero).
-        if exp == 0 {
-            return sign;
-        }
-        let m = man | 0x80_0000;
-        let shift = (14 - e) as u32;
-        if shift > 24 {
-            return sign;
-        }
-        let mut k = m >> shift;
-        let rem = m & ((1u32 << shift) - 1);
-        let halfway = 1u32 << (shift - 1);
-        if rem > halfway || (rem == halfway && k & 1 == 1) {
-            k += 1;
-        }
-        return sign | k as u16;
-    }
-    let mut h = ((e as u32) << 10) | (man >> 13);
-    let rem = man & 0x1fff;
-    if rem > 0x1000 || (rem == 0x1000 && h & 1 == 1) {
-        // A carry out of the significand moves into the exponent, up to infinity.
-        h += 1;
-    }
-    sign | h as u16
+/// Terms of the split: three bf16 values carry fp32's 24 significand bits.
+pub const TERMS: usize = 3;
+
+/// `x` rounded toward zero to bf16 (the upper 16 bits of its fp32 pattern): exact for
+/// every finite `x` that is a bf16 value, and a finite `x` never becomes infinite. (A NaN
+/// whose payload lies in the lower 16 bits would become an infinity; values are checked
+/// to be finite before they reach the split.)
+pub fn f32_to_bf16(x: f32) -> u16 {
+    (x.to_bits() >> 16) as u16
 }
 
-/// The value of fp16 bits `h` (exact): PTX `cvt.f32.f16`.
-pub fn f16_to_f32(h: u16) -> f32 {
-    let sign = u32::from(h & 0x8000) << 16;
-    let exp = u32::from((h >> 10) & 0x1f);
-    let man = u32::from(h & 0x3ff);
-    let magnitude = match exp {
-        0 => man as f32 * pow2(-24),
-        0x1f => f32::from_bits(0x7f80_0000 | (man << 13)),
-        _ => f32::from_bits(((exp + 112) << 23) | (man << 13)),
-    };
-    f32::from_bits(sign | magnitude.to_bits())
+/// The value of bf16 bits `b` (exact).
+pub fn bf16_to_f32(b: u16) -> f32 {
+    f32::from_bits(u32::from(b) << 16)
 }
 
-/// Whether `x` is exactly an fp16 value.
-pub fn is_f16(x: f32) -> bool {
-    f16_to_f32(f32_to_f16(x)) == x
+/// Whether `x` is exactly a bf16 value.
+pub fn is_bf16(x: f32) -> bool {
+    x.to_bits() & 0xffff == 0
 }
 
-/// `(hi, lo)`: `hi = fp16(x)`, `lo = fp16(x − hi)`, as fp16 bits (the kernel's
-/// `sz_split`). `|x|` must stay below 65520 (scale first) for `hi` to be finite.
-pub fn split(x: f32) -> (u16, u16) {
-    let hi = f32_to_f16(x);
-    let rest = x - f16_to_f32(hi);
-    (hi, f32_to_f16(rest))
+/// `[b1, b2, b3]` as bf16 bits: `b1 = bf16(x)`, `b2 = bf16(x − b1)`,
+/// `b3 = bf16(x − b1 − b2)`, each toward zero, the differences in fp32 (exact: each
+/// subtracts the leading bits of the value). The kernel's `sz_split2`.
+pub fn split(x: f32) -> [u16; TERMS] {
+    let b1 = f32_to_bf16(x);
+    let r1 = x - bf16_to_f32(b1);
+    let b2 = f32_to_bf16(r1);
+    let r2 = r1 - bf16_to_f32(b2);
+    [b1, b2, f32_to_bf16(r2)]
 }
 
-/// `hi + lo` of [`split`]`(x)` in f64 (exact): what the tensor cores multiply.
+/// `b1 + b2 + b3` of [`split`]`(x)` in f64 (exact): what the tensor cores multiply.
 pub fn split_value(x: f32) -> f64 {
-    let (hi, lo) = split(x);
-    f64::from(f16_to_f32(hi)) + f64::from(f16_to_f32(lo))
+    split(x).iter().map(|&b| f64::from(bf16_to_f32(b))).sum()
+}
+
+/// How many leading terms of [`split`]`(x)` are needed: 0 for zero, 1 for a bf16 value,
+/// up to [`TERMS`] (the terms after are zero).
+pub fn terms(x: f32) -> usize {
+    let parts = split(x);
+    parts
+        .iter()
+        .rposition(|&b| bf16_to_f32(b) != 0.0)
+        .map_or(0, |i| i + 1)
 }
 
 /// `2^s` as an f32, for `s` in `-126..=127` (a normal number).
@@ -115,88 +95,74 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn every_fp16_value_round_trips() {
-        for h in 0..=u16::MAX {
-            let x = f16_to_f32(h);
-            if x.is_nan() {
-                assert!(f16_to_f32(f32_to_f16(x)).is_nan());
-                continue;
-            }
-            assert_eq!(f32_to_f16(x), h, "{h:#06x} = {x}");
-        }
+    /// Whether `x` is a multiple of 2^-133, bf16's smallest subnormal (in f64, exact).
+    fn on_bf16_grid(x: f32) -> bool {
+        (f64::from(x) * 2f64.powi(133)).fract() == 0.0
     }
 
     #[test]
     fn known_values() {
-        assert_eq!(f32_to_f16(1.0), 0x3c00);
-        assert_eq!(f32_to_f16(-2.0), 0xc000);
-        assert_eq!(f32_to_f16(0.0625), 0x2c00);
-        assert_eq!(f32_to_f16(65504.0), 0x7bff);
-        // 65520 is halfway to the next binade's first value: ties to even overflow.
-        assert_eq!(f32_to_f16(65520.0), 0x7c00);
-        assert_eq!(f32_to_f16(65519.99), 0x7bff);
-        assert_eq!(f32_to_f16(f32::INFINITY), 0x7c00);
-        assert_eq!(f16_to_f32(0x0001), pow2(-24));
-        assert_eq!(f32_to_f16(pow2(-24)), 0x0001);
-        // Half the smallest subnormal ties to even (zero); a bit more rounds up.
-        assert_eq!(f32_to_f16(pow2(-25)), 0);
-        assert_eq!(f32_to_f16(pow2(-25) * 1.0001), 1);
-        assert_eq!(f32_to_f16(-pow2(-30)), 0x8000);
-        // The largest subnormal rounds up into the smallest normal.
-        assert_eq!(f32_to_f16(pow2(-14) * (1.0 - pow2(-12))), 0x0400);
-        assert_eq!(f32_to_f16(1.0 + pow2(-11)), 0x3c00, "a tie to even (down)");
+        assert_eq!(f32_to_bf16(1.0), 0x3f80);
+        assert_eq!(f32_to_bf16(-2.0), 0xc000);
+        assert_eq!(f32_to_bf16(0.0625), 0x3d80);
+        assert_eq!(f32_to_bf16(f32::MAX), 0x7f7f, "toward zero: no overflow");
+        assert_eq!(f32_to_bf16(-0.0), 0x8000);
+        assert!(is_bf16(1.0 / 16.0) && is_bf16(-0.75) && !is_bf16(0.3));
+        assert!(is_bf16(f32::MIN_POSITIVE) && !is_bf16(f32::from_bits(1)));
+        // 1 + 2^-7 + 2^-15 + 2^-23: b1 takes bits 2^0..2^-7, b2 2^-15..2^-22, b3 the last.
+        let x = 1.0 + pow2(-7) + pow2(-15) + pow2(-23);
         assert_eq!(
-            f32_to_f16(1.0 + 3.0 * pow2(-11)),
-            0x3c02,
-            "a tie to even (up)"
+            split(x).map(bf16_to_f32),
+            [1.0 + pow2(-7), pow2(-15), pow2(-23)]
         );
-        assert!(is_f16(1.0 / 16.0) && is_f16(-0.75) && !is_f16(0.3));
-    }
-
-    /// The fp16 neighbours of `h` (by bit pattern, same sign) as f64.
-    fn neighbours(h: u16) -> Vec<f64> {
-        [h.wrapping_sub(1), h.wrapping_add(1)]
-            .into_iter()
-            .filter(|n| n & 0x8000 == h & 0x8000 && (n & 0x7fff) < 0x7c00)
-            .map(|n| f64::from(f16_to_f32(n)))
-            .collect()
+        assert_eq!(split_value(x), f64::from(x));
+        assert_eq!((terms(0.0), terms(0.0625), terms(0.3)), (0, 1, 3));
+        assert_eq!(terms(1.0 + pow2(-10)), 2);
+        // 0.1's significand 0xcccccd: 8 + 8 + 8 bits, all terms needed.
+        assert_eq!(split_value(0.1), f64::from(0.1f32));
+        // The tiniest subnormal is below bf16's grid: its split is zero.
+        assert_eq!(split_value(f32::from_bits(1)), 0.0);
+        let smallest = pow2(-126) + f32::from_bits(1 << 16);
+        assert_eq!(split_value(smallest), f64::from(smallest));
     }
 
     proptest! {
         #[test]
-        fn conversion_rounds_to_nearest(bits in any::<u32>()) {
+        fn the_split_is_exact_on_the_bf16_grid(bits in any::<u32>()) {
+            // Every finite fp32 value: the three terms are exactly x when x is a multiple
+            // of 2^-133 (every |x| ≥ 2^-110 is), and each term is a bf16 value with at
+            // most 8 significand bits; the terms shrink by at least 2^8.
             let x = f32::from_bits(bits);
-            prop_assume!(x.is_finite() && x.abs() < 65504.0);
-            let h = f32_to_f16(x);
-            let error = (f64::from(f16_to_f32(h)) - f64::from(x)).abs();
-            for n in neighbours(h) {
-                let other = (n - f64::from(x)).abs();
-                prop_assert!(error <= other, "{x}: {h:#06x} is not nearest");
-                if error == other {
-                    prop_assert_eq!(h & 1, 0, "{} tie not to even", x);
-                }
+            prop_assume!(x.is_finite());
+            let v = split_value(x);
+            if on_bf16_grid(x) {
+                prop_assert_eq!(v, f64::from(x), "{:e} = {:?}", x, split(x));
+            } else {
+                prop_assert!(x.abs() < pow2(-110));
+                prop_assert!((v - f64::from(x)).abs() < 2f64.powi(-133));
             }
-            // Zero keeps its sign.
-            prop_assert_eq!(h & 0x8000 != 0, x.is_sign_negative());
+            let t = split(x).map(|b| f64::from(bf16_to_f32(b)));
+            prop_assert!(t[1].abs() < t[0].abs() * 2f64.powi(-7) || t[1] == 0.0);
+            prop_assert!(t[2].abs() < t[1].abs() * 2f64.powi(-7) || t[2] == 0.0);
         }
 
         #[test]
-        fn split_carries_22_bits(x in -32768.0f32..32768.0) {
-            // Exact residual: x − hi; lo its rounding. |x − (hi + lo)| ≤ 2^-23·|x| for
-            // normal parts, and ≤ 2^-25 (half the smallest subnormal) always.
-            let error = (split_value(x) - f64::from(x)).abs();
-            let bound = (f64::from(x.abs()) * 2f64.powi(-23)).max(2f64.powi(-25));
-            prop_assert!(error <= bound, "{x}: error {error}, bound {bound}");
+        fn tiny_and_huge_values_split_exactly(m in 0u32..(1 << 23), e in 0u32..255, sign in any::<bool>()) {
+            // Every exponent field, subnormals (e = 0) and the largest binade included.
+            let x = f32::from_bits(u32::from(sign) << 31 | e << 23 | m);
+            prop_assert_eq!(split_value(x) == f64::from(x), on_bf16_grid(x), "{:e}", x);
+            if e >= 17 {
+                prop_assert_eq!(split_value(x), f64::from(x));
+            }
         }
 
         #[test]
-        fn dyadic_values_split_exactly(k in 0u32..(1 << 21), shift in 0i32..17) {
-            // Every multiple of 2^-16 below 32 (21 bits at most), and those with fewer
-            // fractional bits: hi + lo is x.
-            let x = (k >> shift) as f32 * pow2(shift - 16);
-            prop_assert!(x < 32.0 && (x * 65536.0).fract() == 0.0);
-            prop_assert_eq!(split_value(x), f64::from(x));
+        fn products_of_terms_are_exact_in_fp32(a in any::<u16>(), b in any::<u16>()) {
+            let (x, y) = (bf16_to_f32(a), bf16_to_f32(b));
+            prop_assume!(x.is_finite() && y.is_finite());
+            let p = f64::from(x) * f64::from(y);
+            prop_assume!(p.abs() >= f64::from(f32::MIN_POSITIVE) && p.abs() <= f64::from(f32::MAX));
+            prop_assert_eq!(f64::from(x * y), p);
         }
 
         #[test]

@@ -9,11 +9,13 @@
 //!    the CSR rest. Each layer gathers its inputs through a map into the previous layer's
 //!    output order (the paper's fused permutation), so activations are never permuted.
 //! 2. **Layout** ([`format`]): the dense blocks as a transposed [`spdnn_formats::Bcsr`] with
-//!    fp16 fragments in the PTX register layout of `mma.m16n8k16`, scaled by a power of two;
-//!    weights that are not exactly fp16 get a second fragment of residuals.
-//! 3. **Kernel** (`kernels-cu/sz.cu`): activations neuron-major; a tensor-core warp splits
-//!    16 rows × 16 inputs into fp16 high and low parts ([`half`]) and accumulates both
-//!    products (and the weights' residuals) in fp32 with `mma.sync`, then adds the tile's
+//!    bf16 fragments in the PTX register layout of `mma.m16n8k16`, scaled by a power of two;
+//!    each weight is split into bf16 terms, as many as the layer's weights need (one for the
+//!    challenge's 1/16, up to three).
+//! 3. **Kernel** (`kernels-cu/sz.cu`, sm_80 and later): activations neuron-major; a
+//!    tensor-core warp splits 16 rows × 16 inputs into three bf16 terms whose sum is the
+//!    fp32 value exactly ([`half`]) and accumulates every product of an activation term and
+//!    a weight term (each exact) in fp32 with `mma.sync`, then adds the tile's
 //!    CSR rest on the CUDA cores, the bias and the clip. Rows that died are compacted away
 //!    after the layers [`Compaction`] names; the live-row count stays on the device.
 //! 4. **T4 mode** ([`SzOptions::t4`], registry row `sz+t4`): each item's tiles are split by
@@ -320,21 +322,31 @@ pub struct Sz;
 impl KernelMethod for Sz {
     const NAME: &'static str = "sz";
     const DESCRIPTION: &'static str = "S&Z-2022: similarity reordering into dense 16×16 blocks on tensor cores \
-         (fp16 hi/lo splits, fp32 accumulation), the CSR rest on CUDA cores";
+         (exact three-term bf16 splits, fp32 accumulation), the CSR rest on CUDA cores";
     type Options = SzOptions;
 
     /// Per row: two activation buffers of the widest layer, the row ids twice, the map and
-    /// the live flag; per layer: its nonzeros at 2 bytes in full blocks plus the rest at
-    /// 8 (an estimate: the split is found in `prepare`), the fp32 blocks too in T4 mode.
+    /// the live flag; per layer: its nonzeros at 2 bytes per bf16 term in full blocks (the
+    /// terms its weights need, [`half::terms`]: 1 for the challenge's 1/16, up to 3) plus
+    /// 2 for the blocks' padding and the rest's 8 (an estimate: the blocks are found in
+    /// `prepare`), the fp32 blocks too in T4 mode.
     fn memory(chain: &LayerChain<'_>, options: &SzOptions) -> MemoryModel {
         let widest = spdnn_cuda::memory::widest(chain);
-        let per_nonzero = if options.t4 { 8 } else { 4 };
+        let per_nonzero = |w: &Csr| {
+            let terms = w
+                .values()
+                .iter()
+                .map(|&v| half::terms(v))
+                .max()
+                .unwrap_or(1);
+            2 * terms.max(1) + 2 + if options.t4 { 4 } else { 0 }
+        };
         MemoryModel {
             per_row: 2 * 4 * widest + 3 * 4 + 2,
             layers: chain
                 .layers
                 .iter()
-                .map(|w| per_nonzero * w.nnz() + 12 * (w.nrows() + w.ncols()) + 64)
+                .map(|w| per_nonzero(w) * w.nnz() + 12 * (w.nrows() + w.ncols()) + 64)
                 .collect(),
             fixed: 64,
             streaming: false,

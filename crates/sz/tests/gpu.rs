@@ -208,6 +208,53 @@ fn official_1024_network() {
     check_official_1024(&run_with(SzOptions::default()));
     check_official_1024(&run_with(plain(128, 0.0, Compaction::Never)));
     check_official_1024(&run_with(t4(1.0, 64, 4, 4)));
+    // All 60000 MNIST-recipe rows: the official 1200 missed the two rows (11866, 49259)
+    // that the fp16 hi/lo split flipped (1814 categories for the truth's 1812).
+    let Some((problem, truth)) = official_1024_all_rows() else {
+        return;
+    };
+    let gpu = spdnn_gputest::gpu();
+    for options in [
+        SzOptions::default(),
+        plain(128, 0.0, Compaction::Never),
+        SzOptions {
+            t4: true,
+            ..SzOptions::default()
+        },
+        t4(1.0, 64, 4, 4),
+    ] {
+        let result = run_with(options.clone())(&gpu, &problem).expect("the method runs");
+        assert_eq!(
+            result.categories.len(),
+            truth.len(),
+            "{options:?}: 60000 rows: category count"
+        );
+        assert_eq!(
+            result.categories, truth,
+            "{options:?}: 60000 rows: categories differ from the official truth"
+        );
+    }
+}
+
+/// The real 1024-120 network over the 60000 MNIST-recipe images and the official truth;
+/// `None` (with the reason printed) when the official files or MNIST are absent and CI is
+/// not set.
+fn official_1024_all_rows() -> Option<(Problem, Vec<u32>)> {
+    let (mut problem, _) = spdnn_gputest::official_1024_subset()?;
+    let root = spdnn_sdgc::paths::workspace_root_from_manifest(env!("CARGO_MANIFEST_DIR"));
+    let Ok(mnist) = spdnn_sdgc::images::load_mnist_train(&root.join("data")) else {
+        assert!(std::env::var_os("CI").is_none(), "CI: MNIST is missing");
+        eprintln!("skipped: MNIST (data/mnist/) is not there");
+        return None;
+    };
+    problem.input = spdnn_sdgc::images::from_mnist(&mnist, 1024, &|_, _| {})
+        .expect("the recipe")
+        .features;
+    let truth_path = spdnn_sdgc::paths::find_official(&root, "neuron1024-l120-categories.tsv")
+        .expect("the truth is there with the network");
+    let truth = spdnn_sdgc::tsv::read_categories(&truth_path).expect("the truth");
+    assert_eq!((problem.input.nrows(), truth.len()), (60000, 1812));
+    Some((problem, truth))
 }
 
 #[test]
@@ -307,7 +354,7 @@ fn bad_problems_and_options_are_errors() {
         let e = run(std::slice::from_ref(&w), &x, -0.3, &bad).unwrap_err();
         assert!(e.to_string().contains("sz"), "{e}");
     }
-    // An input too large for the fp16 split is an error, not a wrong answer.
+    // An input too large for the split's scaling is an error, not a wrong answer.
     let huge = Csr::from_triplets(2, 4, &[(0, 1, 1e30)]).unwrap();
     let e = run(std::slice::from_ref(&w), &huge, -0.3, &ok).unwrap_err();
     assert!(e.to_string().contains("input"), "{e}");
