@@ -8,7 +8,7 @@
 //!    with enough nonzeros ([`SzOptions::min_fill`]) is a dense block, every other nonzero is
 //!    the CSR rest. Each layer gathers its inputs through a map into the previous layer's
 //!    output order (the paper's fused permutation), so activations are never permuted.
-//! 2. **Layout** ([`format`]): the dense blocks as a transposed [`spdnn_formats::Bcsr`] with
+//! 2. **Layout** ([`format`](mod@format)): the dense blocks as a transposed [`spdnn_formats::Bcsr`] with
 //!    bf16 fragments in the PTX register layout of `mma.m16n8k16`, scaled by a power of two;
 //!    each weight is split into bf16 terms, as many as the layer's weights need (one for the
 //!    challenge's 1/16, up to three).
