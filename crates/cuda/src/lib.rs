@@ -11,6 +11,8 @@
 //! - One device: [`Gpu`] with a non-NULL main stream, a process-wide module registry,
 //!   memory-accounted [`DeviceBuffer`]s, [`PinnedBuffer`]s, [`EventTimer`] and CUDA
 //!   graph capture ([`Gpu::capture_graph`]).
+//! - What a program lifting one kernel crate needs around it (the challenge's TSV files, a
+//!   plain CPU check, a report): [`standalone`], used by every kernel crate's example.
 //!
 //! Kernel crates depend only on `spdnn-formats` and this crate; cudarc is re-exported
 //! as [`cudarc`] together with the types launches need.
@@ -28,6 +30,7 @@ pub mod method;
 pub mod rows;
 pub mod slab_weights;
 mod source;
+pub mod standalone;
 mod timing;
 
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 //! `spdnn-xy`, `spdnn-snicit`: run their `tsv` examples, or give their options a
 //! `Glare`). This crate holds what a new kernel needs around its own variant, and this
 //! program uses it with only `spdnn-glare`, `spdnn-formats` (a dev-dependency) and
-//! `spdnn-cuda`:
+//! `spdnn-cuda` (its `standalone` module reads the TSV files):
 //!
 //! 1. **The access model.** A plain CPU loop runs the network over the input rows and takes,
 //!    after every layer, `p` (the share of the values of live rows at the bound); the
@@ -28,30 +28,24 @@
 //! optionally the bias. Exit status: 0 when the filled activations equal the CPU's, 1 when
 //! not, 2 on any error (no GPU, no NVRTC, a malformed file…).
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::RowList;
+use spdnn_cuda::standalone::{self, CHALLENGE_UPPER as UPPER, TsvProblem};
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_glare::{Recorder, model};
 
-/// The activation's upper bound in the challenge.
-const UPPER: f32 = 32.0;
-
 fn main() -> ExitCode {
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
-        Err(error) => {
-            eprintln!("error: {error}");
-            ExitCode::from(2)
-        }
-    }
+    standalone::exit_code(run())
 }
 
 fn run() -> Result<bool, String> {
-    let (layers, input, bias) = read_arguments()?;
+    let TsvProblem {
+        layers,
+        input,
+        bias,
+    } = standalone::read_arguments()?;
     let n = layers[0].nrows();
     let rows = input.nrows();
 
@@ -155,20 +149,7 @@ fn forward(layers: &[Csr], input: &Csr, bias: f32, upper: f32) -> (Vec<f32>, Vec
         };
         tally(0, &y);
         for (l, w) in layers.iter().enumerate() {
-            let mut z = vec![0f32; w.ncols()];
-            let mut touched = vec![false; w.ncols()];
-            for (k, &yk) in y.iter().enumerate().filter(|(_, v)| **v != 0.0) {
-                let (cols, values) = w.row(k);
-                for (&c, &v) in cols.iter().zip(values) {
-                    z[c as usize] += yk * v;
-                    touched[c as usize] = true;
-                }
-            }
-            y = z
-                .iter()
-                .zip(&touched)
-                .map(|(&z, &t)| if t { (z + bias).clamp(0.0, upper) } else { 0.0 })
-                .collect();
+            y = standalone::cpu_layer(&y, w, bias, upper);
             tally(l + 1, &y);
         }
         output.extend(y);
@@ -185,100 +166,4 @@ fn forward(layers: &[Csr], input: &Csr, bias: f32, upper: f32) -> (Vec<f32>, Vec
         })
         .collect();
     (output, shares)
-}
-
-/// How to call this program.
-const USAGE: &str = "usage: FOLDER L IMAGES [BIAS]\n  FOLDER: n{N}-l{i}.tsv files (row<TAB>col<TAB>value, 1-based, row = input neuron)\n  L: layers to run\n  IMAGES: image<TAB>neuron<TAB>value lines, 1-based\n  BIAS: default the challenge's for N (-0.3, -0.35, -0.4, -0.45 for 1024 … 65536)";
-
-/// The challenge's bias for its four sizes.
-fn challenge_bias(n: usize) -> Option<f32> {
-    match n {
-        1024 => Some(-0.3),
-        4096 => Some(-0.35),
-        16384 => Some(-0.4),
-        65536 => Some(-0.45),
-        _ => None,
-    }
-}
-
-/// The arguments: the layers, the input rows and the bias.
-fn read_arguments() -> Result<(Vec<Csr>, Csr, f32), String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let [folder, layers, images, rest @ ..] = args.as_slice() else {
-        return Err(USAGE.into());
-    };
-    let layers: usize = match layers.parse() {
-        Ok(l) if l >= 1 => l,
-        _ => return Err(format!("L must be a whole number ≥ 1, not {layers:?}")),
-    };
-    let network = read_network(Path::new(folder), layers)?;
-    let n = network[0].nrows();
-    let input = read_images(Path::new(images), n)?;
-    let bias = match rest.first() {
-        Some(text) => text
-            .parse()
-            .map_err(|_| format!("BIAS must be a number, not {text:?}"))?,
-        None => challenge_bias(n).ok_or(format!("N = {n} is not a challenge size: give BIAS"))?,
-    };
-    Ok((network, input, bias))
-}
-
-/// `(row, col, value)` of a TSV file, 0-based; errors name the file and the line.
-fn read_triplets(path: &Path) -> Result<Vec<(u32, u32, f32)>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut triplets = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let bad = || {
-            format!(
-                "{}:{}: expected row<TAB>col<TAB>value, got {line:?}",
-                path.display(),
-                i + 1
-            )
-        };
-        let fields: Vec<&str> = line.split('\t').map(str::trim).collect();
-        let [row, col, value] = fields[..] else {
-            return Err(bad());
-        };
-        let (Ok(row), Ok(col), Ok(value)) =
-            (row.parse::<u32>(), col.parse::<u32>(), value.parse::<f32>())
-        else {
-            return Err(bad());
-        };
-        if row == 0 || col == 0 {
-            return Err(format!("{}:{}: indices are 1-based", path.display(), i + 1));
-        }
-        triplets.push((row - 1, col - 1, value));
-    }
-    Ok(triplets)
-}
-
-/// Layers `1..=layers` of `folder` (`n{N}-l{i}.tsv`, N taken from the first file's name).
-fn read_network(folder: &Path, layers: usize) -> Result<Vec<Csr>, String> {
-    let entries = std::fs::read_dir(folder).map_err(|e| format!("{}: {e}", folder.display()))?;
-    let n: usize = entries
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .find_map(|name| {
-            name.strip_prefix('n')?
-                .strip_suffix("-l1.tsv")?
-                .parse()
-                .ok()
-        })
-        .ok_or(format!("{}: no n{{N}}-l1.tsv file", folder.display()))?;
-    (1..=layers)
-        .map(|l| {
-            let path = folder.join(format!("n{n}-l{l}.tsv"));
-            Csr::from_triplets(n, n, &read_triplets(&path)?)
-                .map_err(|e| format!("{}: {e}", path.display()))
-        })
-        .collect()
-}
-
-/// The images file as rows × `n` (as many rows as the largest image number).
-fn read_images(path: &Path, n: usize) -> Result<Csr, String> {
-    let triplets = read_triplets(path)?;
-    let rows = triplets.iter().map(|t| t.0 as usize + 1).max().unwrap_or(0);
-    Csr::from_triplets(rows, n, &triplets).map_err(|e| format!("{}: {e}", path.display()))
 }
