@@ -165,7 +165,8 @@ fn methods(reports: &[RunReport]) -> Vec<&str> {
 }
 
 /// A method's colour: one hue per method family, darker for `+glare`, lighter for
-/// `+compress`, so variants sit next to their method.
+/// `+compress`, a little darker for any other variant (`sz+t4`), so variants sit next to
+/// their method and still differ from it.
 pub fn method_color(name: &str) -> RGBColor {
     let base = name.split('+').next().unwrap_or(name);
     let (r, g, b) = match base {
@@ -187,6 +188,13 @@ pub fn method_color(name: &str) -> RGBColor {
     }
     if name.contains("+compress") {
         color = mix(color, (255.0, 255.0, 255.0), 0.45);
+    }
+    for _ in name
+        .split('+')
+        .skip(1)
+        .filter(|v| *v != "glare" && *v != "compress")
+    {
+        color = mix(color, (0.0, 0.0, 0.0), 0.2);
     }
     RGBColor(color.0 as u8, color.1 as u8, color.2 as u8)
 }
@@ -339,6 +347,11 @@ pub(crate) mod tests {
         let compress = method_color("xy+compress");
         assert!(glare.1 < plain.1 && compress.1 > plain.1);
         assert_ne!(method_color("bf"), method_color("snig"));
+        let t4 = method_color("sz+t4");
+        assert!(
+            t4.1 < method_color("sz").1,
+            "a variant without its own shade"
+        );
         // Unknown names still get a colour.
         let _ = method_color("new-method");
     }
