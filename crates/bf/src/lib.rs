@@ -502,7 +502,6 @@ impl DeviceRun for Run<'_> {
     /// Every layer, then the rows of the last list flagged as categories.
     fn run(&mut self, probe: &mut Probe) -> Result<(), CudaError> {
         let gpu = self.gpu;
-        let stream = gpu.stream().clone();
         for layer in 0..self.weights.layers() {
             let counting = self.counting;
             let widths = self.shape.layout.checked_layer(layer)?;
@@ -533,23 +532,14 @@ impl DeviceRun for Run<'_> {
             }
             probe.layer("layers")?;
         }
-        stream
-            .memset_zeros(&mut *self.row_flags)
-            .context("clearing the row flags")?;
-        let list = self.batch.lists.current();
-        let mut mark = stream.launch_builder(&self.mark);
-        mark.arg(&*list.rows)
-            .arg(&*list.count)
-            .arg(&mut *self.row_flags);
-        let config = self.mark.config_for(self.batch.rows)?;
-        unsafe { mark.launch(config) }.context("launching spdnn_mark_rows")?;
-        Ok(())
+        self.batch
+            .lists
+            .current()
+            .mark_flags(gpu, &self.mark, &mut self.row_flags, self.batch.rows)
     }
 
     fn row_flags(&mut self) -> Result<Vec<u8>, CudaError> {
-        let mut flags = self.gpu.download(&*self.row_flags)?;
-        flags.truncate(self.loaded);
-        Ok(flags)
+        rows::download_row_flags(self.gpu, &self.row_flags, self.loaded)
     }
 
     fn output(&mut self) -> Result<Vec<f32>, CudaError> {

@@ -245,6 +245,19 @@ pub fn categories_from_flags(flags: &[u8]) -> Vec<u32> {
         .collect()
 }
 
+/// The flags of the `loaded` rows of a batch, from a buffer of one flag per row of the
+/// prepared capacity (waits): what a method's
+/// [`DeviceRun::row_flags`](crate::method::DeviceRun::row_flags) returns.
+pub fn download_row_flags(
+    gpu: &Gpu,
+    row_flags: &DeviceBuffer<u8>,
+    loaded: usize,
+) -> Result<Vec<u8>, CudaError> {
+    let mut flags = gpu.download(&**row_flags)?;
+    flags.truncate(loaded);
+    Ok(flags)
+}
+
 /// The result of a run: categories from the device's row flags, the final activations
 /// when `spec.keep_output`, the timed runs, and the wall time since `started` (the
 /// caller adds its details).
@@ -359,6 +372,30 @@ impl RowList {
             rows: gpu.alloc_zeros(capacity.max(1))?,
             count: gpu.alloc_zeros(1)?,
         })
+    }
+
+    /// Zeroes `row_flags` and sets the flag of every listed row, with `mark` =
+    /// [`MARK_ROWS`]; `capacity` bounds the list's length. The end of a timed run whose
+    /// last layer leaves the non-empty rows in a list: the flags are then the categories.
+    pub fn mark_flags(
+        &self,
+        gpu: &Gpu,
+        mark: &Kernel,
+        row_flags: &mut DeviceBuffer<u8>,
+        capacity: usize,
+    ) -> Result<(), CudaError> {
+        let stream = gpu.stream();
+        stream
+            .memset_zeros(&mut **row_flags)
+            .context("clearing the row flags")?;
+        let mut launch = stream.launch_builder(mark);
+        launch
+            .arg(&*self.rows)
+            .arg(&*self.count)
+            .arg(&mut **row_flags);
+        let config = mark.config_for(capacity)?;
+        unsafe { launch.launch(config) }.context("launching spdnn_mark_rows")?;
+        Ok(())
     }
 
     /// Writes into `to` the listed rows whose `row_flags[row]` is set (order not kept),

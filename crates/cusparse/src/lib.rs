@@ -574,9 +574,7 @@ impl DeviceRun for CusparseRun<'_> {
     }
 
     fn row_flags(&mut self) -> Result<Vec<u8>, CudaError> {
-        let mut flags = self.gpu.download(&*self.row_flags)?;
-        flags.truncate(self.loaded);
-        Ok(flags)
+        rows::download_row_flags(self.gpu, &self.row_flags, self.loaded)
     }
 
     fn output(&mut self) -> Result<Vec<f32>, CudaError> {

@@ -448,24 +448,13 @@ impl DeviceRun for HpRun<'_> {
             self.layer(l)?;
             probe.layer("layers")?;
         }
-        let stream = self.gpu.stream();
-        stream
-            .memset_zeros(&mut *self.row_flags)
-            .context("clearing the category flags")?;
-        let list = self.lists.current();
-        let mut mark = stream.launch_builder(&self.mark);
-        mark.arg(&*list.rows)
-            .arg(&*list.count)
-            .arg(&mut *self.row_flags);
-        let config = self.mark.config_for(self.capacity)?;
-        unsafe { mark.launch(config) }.context("launching spdnn_mark_rows")?;
-        Ok(())
+        self.lists
+            .current()
+            .mark_flags(self.gpu, &self.mark, &mut self.row_flags, self.capacity)
     }
 
     fn row_flags(&mut self) -> Result<Vec<u8>, CudaError> {
-        let mut flags = self.gpu.download(&*self.row_flags)?;
-        flags.truncate(self.loaded);
-        Ok(flags)
+        rows::download_row_flags(self.gpu, &self.row_flags, self.loaded)
     }
 
     fn output(&mut self) -> Result<Vec<f32>, CudaError> {

@@ -391,9 +391,7 @@ impl DeviceRun for SnicitRun<'_> {
     }
 
     fn row_flags(&mut self) -> Result<Vec<u8>, CudaError> {
-        let mut flags = self.context.gpu.download(&*self.batch_flags)?;
-        flags.truncate(self.loaded);
-        Ok(flags)
+        rows::download_row_flags(self.context.gpu, &self.batch_flags, self.loaded)
     }
 
     fn output(&mut self) -> Result<Vec<f32>, CudaError> {

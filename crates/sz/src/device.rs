@@ -666,9 +666,7 @@ impl DeviceRun for SzRun<'_> {
     }
 
     fn row_flags(&mut self) -> Result<Vec<u8>, CudaError> {
-        let mut flags = self.gpu.download(&*self.row_flags)?;
-        flags.truncate(self.loaded);
-        Ok(flags)
+        rows::download_row_flags(self.gpu, &self.row_flags, self.loaded)
     }
 
     /// The live rows' last activations, moved back to their rows and neuron order.

@@ -248,9 +248,7 @@ impl DeviceRun for XyDeviceRun<'_> {
     }
 
     fn row_flags(&mut self) -> Result<Vec<u8>, CudaError> {
-        let mut flags = self.gpu.download(&*self.row_flags)?;
-        flags.truncate(self.loaded);
-        Ok(flags)
+        rows::download_row_flags(self.gpu, &self.row_flags, self.loaded)
     }
 
     /// `rows × N_L`, the last layer's neurons in their original order.
