@@ -21,36 +21,27 @@ use std::process::ExitCode;
 use spdnn_bf::BfOptions;
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::RunSpec;
-use spdnn_cuda::standalone::{self, CHALLENGE_UPPER, TsvProblem};
+use spdnn_cuda::standalone::{self, CHALLENGE_UPPER};
 
 fn main() -> ExitCode {
-    standalone::exit_code(run())
-}
-
-fn run() -> Result<bool, String> {
-    let TsvProblem {
-        layers,
-        input,
-        bias,
-    } = standalone::read_arguments()?;
-    let gpu = Gpu::new(0).map_err(|e| e.to_string())?;
-    // The defaults: one slab as wide as fits 48 KiB of shared memory, weights resident when
-    // they fit (streamed from pinned memory otherwise), no GLARE recorder.
-    let options = BfOptions::default();
-    let spec = RunSpec {
-        warmup: 1,
-        repetitions: 5,
-        ..RunSpec::default()
-    };
-    let result = spdnn_bf::infer(
-        &gpu,
-        &layers,
-        &input,
-        bias,
-        CHALLENGE_UPPER,
-        &options,
-        &spec,
-    )
-    .map_err(|e| e.to_string())?;
-    Ok(standalone::report("bf", &layers, &input, bias, &result))
+    standalone::run_example("bf", |problem| {
+        let gpu = Gpu::new(0)?;
+        // The defaults: one slab as wide as fits 48 KiB of shared memory, weights resident when
+        // they fit (streamed from pinned memory otherwise), no GLARE recorder.
+        let options = BfOptions::default();
+        let spec = RunSpec {
+            warmup: 1,
+            repetitions: 5,
+            ..RunSpec::default()
+        };
+        Ok(spdnn_bf::infer(
+            &gpu,
+            &problem.layers,
+            &problem.input,
+            problem.bias,
+            CHALLENGE_UPPER,
+            &options,
+            &spec,
+        )?)
+    })
 }

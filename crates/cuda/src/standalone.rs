@@ -36,6 +36,27 @@ pub fn exit_code(outcome: Result<bool, String>) -> ExitCode {
     }
 }
 
+/// The whole of a crate's `tsv` example around its own call: reads the arguments
+/// ([`read_arguments`]), runs `infer` on them, prints the result under `name` and compares
+/// its categories with the CPU loop's ([`report`]); the exit status is [`exit_code`]'s.
+/// `infer` is the method's part: open the GPU, choose the options and the runs, call the
+/// crate.
+pub fn run_example(
+    name: &str,
+    infer: impl FnOnce(&TsvProblem) -> Result<GpuInference, Box<dyn std::error::Error>>,
+) -> ExitCode {
+    exit_code(read_arguments().and_then(|problem| {
+        let result = infer(&problem).map_err(|e| e.to_string())?;
+        Ok(report(
+            name,
+            &problem.layers,
+            &problem.input,
+            problem.bias,
+            &result,
+        ))
+    }))
+}
+
 /// One layer by a plain CPU loop: `min(max(y·W + b, 0), U)` where `y·W` has a term, 0
 /// elsewhere (the challenge's rule).
 pub fn cpu_layer(y: &[f32], w: &Csr, bias: f32, upper: f32) -> Vec<f32> {

@@ -20,30 +20,28 @@ use std::process::ExitCode;
 
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::RunSpec;
-use spdnn_cuda::standalone::{self, CHALLENGE_UPPER, TsvProblem};
+use spdnn_cuda::standalone::{self, CHALLENGE_UPPER};
 
 fn main() -> ExitCode {
-    standalone::exit_code(run())
-}
-
-fn run() -> Result<bool, String> {
-    let TsvProblem {
-        layers,
-        input,
-        bias,
-    } = standalone::read_arguments()?;
-    if !spdnn_cusparse::cusparse_present() {
-        return Err("libcusparse is not installed (the CUDA toolkit's cuSPARSE library)".into());
-    }
-    let gpu = Gpu::new(0).map_err(|e| e.to_string())?;
-    let spec = RunSpec {
-        warmup: 1,
-        repetitions: 5,
-        ..RunSpec::default()
-    };
-    let result = spdnn_cusparse::infer(&gpu, &layers, &input, bias, CHALLENGE_UPPER, &spec)
-        .map_err(|e| e.to_string())?;
-    Ok(standalone::report(
-        "cusparse", &layers, &input, bias, &result,
-    ))
+    standalone::run_example("cusparse", |problem| {
+        if !spdnn_cusparse::cusparse_present() {
+            return Err(
+                "libcusparse is not installed (the CUDA toolkit's cuSPARSE library)".into(),
+            );
+        }
+        let gpu = Gpu::new(0)?;
+        let spec = RunSpec {
+            warmup: 1,
+            repetitions: 5,
+            ..RunSpec::default()
+        };
+        Ok(spdnn_cusparse::infer(
+            &gpu,
+            &problem.layers,
+            &problem.input,
+            problem.bias,
+            CHALLENGE_UPPER,
+            &spec,
+        )?)
+    })
 }

@@ -20,40 +20,31 @@ use std::process::ExitCode;
 
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::RunSpec;
-use spdnn_cuda::standalone::{self, CHALLENGE_UPPER, TsvProblem};
+use spdnn_cuda::standalone::{self, CHALLENGE_UPPER};
 use spdnn_snicit::SnicitOptions;
 
 fn main() -> ExitCode {
-    standalone::exit_code(run())
-}
-
-fn run() -> Result<bool, String> {
-    let TsvProblem {
-        layers,
-        input,
-        bias,
-    } = standalone::read_arguments()?;
-    let gpu = Gpu::new(0).map_err(|e| e.to_string())?;
-    // The paper's parameters: threshold layer t = 30, s = 32 samples, n = 16 bins,
-    // ε = η = 0.03, XY's kernels before t. A t at or past L clusters nothing.
-    let options = SnicitOptions {
-        threshold: 30.min(layers.len()),
-        ..SnicitOptions::default()
-    };
-    let spec = RunSpec {
-        warmup: 1,
-        repetitions: 5,
-        ..RunSpec::default()
-    };
-    let result = spdnn_snicit::infer(
-        &gpu,
-        &layers,
-        &input,
-        bias,
-        CHALLENGE_UPPER,
-        &options,
-        &spec,
-    )
-    .map_err(|e| e.to_string())?;
-    Ok(standalone::report("snicit", &layers, &input, bias, &result))
+    standalone::run_example("snicit", |problem| {
+        let gpu = Gpu::new(0)?;
+        // The paper's parameters: threshold layer t = 30, s = 32 samples, n = 16 bins,
+        // ε = η = 0.03, XY's kernels before t. A t at or past L clusters nothing.
+        let options = SnicitOptions {
+            threshold: 30.min(problem.layers.len()),
+            ..SnicitOptions::default()
+        };
+        let spec = RunSpec {
+            warmup: 1,
+            repetitions: 5,
+            ..RunSpec::default()
+        };
+        Ok(spdnn_snicit::infer(
+            &gpu,
+            &problem.layers,
+            &problem.input,
+            problem.bias,
+            CHALLENGE_UPPER,
+            &options,
+            &spec,
+        )?)
+    })
 }

@@ -20,37 +20,28 @@ use std::process::ExitCode;
 
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::RunSpec;
-use spdnn_cuda::standalone::{self, CHALLENGE_UPPER, TsvProblem};
+use spdnn_cuda::standalone::{self, CHALLENGE_UPPER};
 use spdnn_snig::SnigOptions;
 
 fn main() -> ExitCode {
-    standalone::exit_code(run())
-}
-
-fn run() -> Result<bool, String> {
-    let TsvProblem {
-        layers,
-        input,
-        bias,
-    } = standalone::read_arguments()?;
-    let gpu = Gpu::new(0).map_err(|e| e.to_string())?;
-    // The defaults: sections as wide as fit shared memory, the layers replayed as one CUDA
-    // graph, no GLARE recorder.
-    let options = SnigOptions::default();
-    let spec = RunSpec {
-        warmup: 1,
-        repetitions: 5,
-        ..RunSpec::default()
-    };
-    let result = spdnn_snig::infer(
-        &gpu,
-        &layers,
-        &input,
-        bias,
-        CHALLENGE_UPPER,
-        &options,
-        &spec,
-    )
-    .map_err(|e| e.to_string())?;
-    Ok(standalone::report("snig", &layers, &input, bias, &result))
+    standalone::run_example("snig", |problem| {
+        let gpu = Gpu::new(0)?;
+        // The defaults: sections as wide as fit shared memory, the layers replayed as one CUDA
+        // graph, no GLARE recorder.
+        let options = SnigOptions::default();
+        let spec = RunSpec {
+            warmup: 1,
+            repetitions: 5,
+            ..RunSpec::default()
+        };
+        Ok(spdnn_snig::infer(
+            &gpu,
+            &problem.layers,
+            &problem.input,
+            problem.bias,
+            CHALLENGE_UPPER,
+            &options,
+            &spec,
+        )?)
+    })
 }

@@ -20,37 +20,28 @@ use std::process::ExitCode;
 
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::RunSpec;
-use spdnn_cuda::standalone::{self, CHALLENGE_UPPER, TsvProblem};
+use spdnn_cuda::standalone::{self, CHALLENGE_UPPER};
 use spdnn_xy::XyOptions;
 
 fn main() -> ExitCode {
-    standalone::exit_code(run())
-}
-
-fn run() -> Result<bool, String> {
-    let TsvProblem {
-        layers,
-        input,
-        bias,
-    } = standalone::read_arguments()?;
-    let gpu = Gpu::new(0).map_err(|e| e.to_string())?;
-    // The defaults: row-major layers detected from the data, dead rows deleted after layer
-    // 22, no cache of the preprocessed network (give `cache_dir` to keep it on disk).
-    let options = XyOptions::default();
-    let spec = RunSpec {
-        warmup: 1,
-        repetitions: 5,
-        ..RunSpec::default()
-    };
-    let result = spdnn_xy::infer(
-        &gpu,
-        &layers,
-        &input,
-        bias,
-        CHALLENGE_UPPER,
-        &options,
-        &spec,
-    )
-    .map_err(|e| e.to_string())?;
-    Ok(standalone::report("xy", &layers, &input, bias, &result))
+    standalone::run_example("xy", |problem| {
+        let gpu = Gpu::new(0)?;
+        // The defaults: row-major layers detected from the data, dead rows deleted after layer
+        // 22, no cache of the preprocessed network (give `cache_dir` to keep it on disk).
+        let options = XyOptions::default();
+        let spec = RunSpec {
+            warmup: 1,
+            repetitions: 5,
+            ..RunSpec::default()
+        };
+        Ok(spdnn_xy::infer(
+            &gpu,
+            &problem.layers,
+            &problem.input,
+            problem.bias,
+            CHALLENGE_UPPER,
+            &options,
+            &spec,
+        )?)
+    })
 }
