@@ -268,7 +268,8 @@ case "$mode" in
     # synccheck, SANITIZE_JOBS runs at a time, each within SANITIZE_TIMEOUT_S and all within
     # SANITIZE_BUDGET_S (runs that would start later are "skipped"). A run is "clean", has
     # "findings" (the tool's error count), "failed" (a test failed or the process died: the
-    # tool found nothing but the run is not a pass; its panic lines are shown), or "timeout".
+    # tool found nothing but the run is not a pass; its panic lines are shown), "timeout", or
+    # "no-tests" (the name filter matched none of the executable's tests: not a failure).
     # Extra ARGS go to every test executable (e.g. a name filter); tests needing the whole GPU
     # memory (names with "memory_exhausted") are skipped. Logs: $out/sanitize/.
     san=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
@@ -294,6 +295,9 @@ case "$mode" in
         0) status=clean;; 86) status=findings;; 124|137) status=timeout;; *) status=failed;;
       esac
       [ "$status" = clean ] && [ "$found" != 0 ] && [ "$found" != - ] && status=findings
+      # A name filter that matches no test of this executable: nothing ran on the GPU (the
+      # tool then reports that the target ended before any CUDA call). Not a finding.
+      [ "$status" = failed ] && grep -q '^running 0 tests' "$log" && status=no-tests
       echo "$tool $name $status $found $secs $rc" >"$logs/$tool-$name.result"
     }
     for t in "$work"/tests/*${SPDNN_TESTS:-}*; do
@@ -307,10 +311,10 @@ case "$mode" in
     for tool in $tools; do
       cat "$logs/$tool"-*.result 2>/dev/null | awk -v tool="$tool" '
         { n++; c[$3]++; if ($4 != "-") f += $4; s += $5 }
-        END { printf "%-10s %d findings  (%d executables: %d clean, %d with findings, %d failed, %d timed out, %d skipped; %d s)\n",
-              tool, f, n, c["clean"], c["findings"], c["failed"], c["timeout"], c["skipped"], s }'
+        END { printf "%-10s %d findings  (%d executables: %d clean, %d with findings, %d failed, %d timed out, %d skipped, %d without a matching test; %d s)\n",
+              tool, f, n, c["clean"], c["findings"], c["failed"], c["timeout"], c["skipped"], c["no-tests"], s }'
       while read -r _ name status found secs rc; do
-        [ "$status" = clean ] && continue
+        [ "$status" = clean ] || [ "$status" = no-tests ] && continue
         bad=1
         echo "  $tool $name: $status (exit $rc, $secs s, findings $found)"
         if [ "$status" = findings ]; then
