@@ -100,7 +100,7 @@ impl PlanReport {
                     if g.exact_model {
                         ""
                     } else {
-                        " (model estimated)"
+                        " (the prediction is the method's estimate, not its exact accounting)"
                     },
                     if g.retries > 0 {
                         format!(", after {} refused plan(s)", g.retries)
