@@ -155,11 +155,13 @@ impl Classes {
 }
 
 /// Columns in compressed sparse form: column `j` holds `rows/vals[offsets[j]..offsets[j+1]]`
-/// with strictly increasing row indices.
+/// with strictly increasing row indices, and, when the layer has a bias per output, the
+/// bias `biases[j]` (part of what makes two columns identical).
 pub(crate) struct Columns<'a> {
     pub offsets: &'a [u32],
     pub rows: &'a [u32],
     pub vals: &'a [f32],
+    pub biases: Option<&'a [f32]>,
 }
 
 impl Columns<'_> {
@@ -168,11 +170,16 @@ impl Columns<'_> {
         (&self.rows[range.clone()], &self.vals[range])
     }
 
-    /// Whether columns `a` and `b` store the same rows with bit-identical values.
+    /// Whether columns `a` and `b` store the same rows with bit-identical values (and
+    /// bit-identical biases, when the layer has a bias per output).
     fn identical(&self, a: usize, b: usize) -> bool {
         let (rows_a, vals_a) = self.column(a);
         let (rows_b, vals_b) = self.column(b);
-        rows_a == rows_b
+        let same_bias = self
+            .biases
+            .is_none_or(|b_of| b_of[a].to_bits() == b_of[b].to_bits());
+        same_bias
+            && rows_a == rows_b
             && vals_a
                 .iter()
                 .zip(vals_b)
@@ -288,6 +295,7 @@ mod tests {
             offsets: &offsets,
             rows: &rows,
             vals: &vals,
+            biases: None,
         };
         let hashes: Vec<u64> = (0..cols.len()).map(|j| columns.hash(j)).collect();
         let classes = group(&columns, &hashes);
@@ -318,12 +326,44 @@ mod tests {
             offsets: &offsets,
             rows: &rows,
             vals: &vals,
+            biases: None,
         };
         let classes = group(&columns, &vec![0; cols.len()]);
         // −0.0 and 0.0 differ bit for bit, so they are different classes (conservative).
         assert_eq!(classes.class_map(), &[0, 1, 2, 0, 3, 1]);
         let honest: Vec<u64> = (0..cols.len()).map(|j| columns.hash(j)).collect();
         assert_eq!(group(&columns, &honest), classes);
+    }
+
+    #[test]
+    fn identical_columns_need_equal_biases() {
+        // Every column hashes to 0, so only the exact comparison decides: columns 0, 1 and
+        // 3 store the same entries, 1's bias differs, 3's equals 0's; −0.0 and 0.0 differ.
+        let cols = vec![
+            vec![(0, 1.0)],
+            vec![(0, 1.0)],
+            vec![],
+            vec![(0, 1.0)],
+            vec![],
+        ];
+        let (offsets, rows, vals) = columns_of(&cols);
+        let biases = [-0.5f32, -0.25, 0.0, -0.5, -0.0];
+        let columns = Columns {
+            offsets: &offsets,
+            rows: &rows,
+            vals: &vals,
+            biases: Some(&biases),
+        };
+        let classes = group(&columns, &vec![0; cols.len()]);
+        assert_eq!(classes.class_map(), &[0, 1, 2, 0, 3]);
+        let plain = Columns {
+            biases: None,
+            ..columns
+        };
+        assert_eq!(
+            group(&plain, &vec![0; cols.len()]).class_map(),
+            &[0, 0, 1, 0, 1]
+        );
     }
 
     #[test]

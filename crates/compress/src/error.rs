@@ -27,6 +27,10 @@ pub enum CompressError {
         /// The upper bound given.
         upper_bound: f32,
     },
+    /// Per-neuron biases that do not fit the network (a count, a length, a value that is
+    /// not finite), or an analysis asked of the wrong kind of bias (the message says which).
+    #[error("per-neuron biases: {0}")]
+    Biases(String),
     /// A buffer has the wrong length (`what` names it).
     #[error("{what}: expected {expected} values, found {found}")]
     Length {

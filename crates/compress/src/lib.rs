@@ -33,6 +33,14 @@
 //! both end at `clip(0 + b) = clip(0) = 0`. Keeping it costs an entry and needs no such
 //! argument.)
 //!
+//! **Per-neuron biases** ([`compress_with_biases`], trained networks with a bias per output
+//! neuron of every layer): the bias is part of the class key. Two outputs are one class
+//! only when their merged columns are identical and their biases are equal bit for bit
+//! (−0.0 and 0.0 differ: conservative); the compressed network carries the bias of each
+//! class ([`Compressed::biases`]). Members of a class have the same structure, values and
+//! bias, so they compute the same value under the official rule for any bias, of either
+//! sign; everything said here about one bias holds per class.
+//!
 //! **What holds in floating point.** In exact arithmetic the compressed network computes
 //! the same values. In f32 the merged weights reorder additions: where the original adds
 //! `v·w_1 + v·w_2 + …` the compressed network multiplies `v·(w_1 + w_2 + …)`. Hence:
@@ -60,7 +68,9 @@
 //! order with the classical error bound of floating-point summation, evaluated rigorously
 //! in f64, and requires every column to be structurally non-empty (an empty column gives
 //! 0). Negative weights are allowed: the input is exactly all `U`, so no monotonicity is
-//! used. If layers `k..L` all preserve, a row all at the bound after `k` layers stays so
+//! used. With a bias per neuron ([`Retirement::analyze_per_neuron`]) each column is proved
+//! with its own bias, so one column whose bias pulls it below the bound keeps its layer
+//! from preserving. If layers `k..L` all preserve, a row all at the bound after `k` layers stays so
 //! to the end in every method, bit for bit: it is finished, a category with all values
 //! `U`. A row of zeros is finished too (not a category): no structural nonzero, no bias.
 //! Retiring a row therefore never changes any result, not even in the last bit.
@@ -78,9 +88,10 @@ mod report;
 mod retire;
 
 pub use classes::Classes;
-pub use compress::{Compressed, Compressor, LayerSummary, Summary, compress};
+pub use compress::{Compressed, Compressor, LayerSummary, Summary, compress, compress_with_biases};
 pub use error::CompressError;
 pub use report::{CompressReport, LayerReport};
 pub use retire::{
     F32_UNIT_ROUNDOFF, LayerProof, PRODUCT_RELATIVE_ERROR, Retirement, RowState, prove_layer,
+    prove_layer_per_neuron,
 };

@@ -8,6 +8,11 @@
 //! `(C, j, v)` the representative `r` of `j`'s class must store `(C, r, v)` bit for bit;
 //! with equal entry counts that makes the columns identical. Should a proposal fail (a
 //! hash collision), the classes are found again by comparing transposed columns.
+//!
+//! A layer with a bias per output (a trained network) adds the bias to the class key: two
+//! outputs are one class only when their columns are identical *and* their biases are
+//! equal bit for bit. The proposal keys on the exact bias bits (no hash), and the exact
+//! fallback compares them too, so a class never holds two biases.
 
 use rayon::prelude::*;
 use spdnn_formats::{Csr, SparseMatrix};
@@ -60,27 +65,43 @@ pub(crate) struct LayerResult {
     pub layer: Csr,
     /// The classes of the layer's outputs.
     pub classes: Classes,
+    /// The bias of each class (its members' common bias), when the layer has a bias per
+    /// output.
+    pub biases: Option<Vec<f32>>,
     /// Whether a proposal failed and the exact fallback decided.
     pub fell_back: bool,
 }
 
-/// Compresses `layer` given the classes of its input rows (`None`: layer 1, never merged).
+/// Compresses `layer` given the classes of its input rows (`None`: layer 1, never merged)
+/// and, when it has them, the biases of its outputs (`biases[j]` for output `j`, one per
+/// column): outputs with different biases never share a class.
 pub(crate) fn compress_layer(
     layer: &Csr,
     previous: Option<&Classes>,
+    biases: Option<&[f32]>,
     hash: impl Fn(u32, u32) -> u64 + Sync,
 ) -> Result<LayerResult, CompressError> {
+    debug_assert!(biases.is_none_or(|b| b.len() == layer.ncols()));
     let (merged, signatures) = merge(layer, previous, hash);
-    let proposed = propose(&signatures);
+    let proposed = propose(&signatures, biases);
     let (classes, fell_back) = if verify(&merged, &proposed) {
         (proposed, false)
     } else {
-        (exact_classes(&merged, &signatures), true)
+        (exact_classes(&merged, &signatures, biases), true)
     };
     let layer = keep(&merged, &classes)?;
+    let biases = biases.map(|b| {
+        (0..classes.len())
+            .map(|c| {
+                let r = classes.representative(c).expect("a class has members");
+                b[r as usize]
+            })
+            .collect()
+    });
     Ok(LayerResult {
         layer,
         classes,
+        biases,
         fell_back,
     })
 }
@@ -175,14 +196,20 @@ fn merge(
     (merged, signatures)
 }
 
-/// Proposes classes: columns with equal signatures (hash and entry count).
-fn propose(signatures: &[(u64, u32)]) -> Classes {
+/// Proposes classes: columns with equal signatures (hash and entry count) and, with
+/// per-output biases, bit-identical biases (an exact part of the key: the check that
+/// follows compares entries only).
+fn propose(signatures: &[(u64, u32)], biases: Option<&[f32]>) -> Classes {
+    let key = |j: u32| {
+        let bias = biases.map_or(0, |b| b[j as usize].to_bits());
+        (signatures[j as usize], bias)
+    };
     let mut order: Vec<u32> = (0..signatures.len() as u32).collect();
-    order.par_sort_unstable_by_key(|&j| (signatures[j as usize], j));
+    order.par_sort_unstable_by_key(|&j| (key(j), j));
     let mut groups: Vec<Vec<u32>> = Vec::new();
     let mut previous = None;
     for &j in &order {
-        let key = signatures[j as usize];
+        let key = key(j);
         if previous == Some(key) {
             groups.last_mut().expect("a group is open").push(j);
         } else {
@@ -228,8 +255,9 @@ fn verify(merged: &Merged, classes: &Classes) -> bool {
         .all(|ok| ok)
 }
 
-/// The classes found by comparing whole columns (the merged layer transposed).
-fn exact_classes(merged: &Merged, signatures: &[(u64, u32)]) -> Classes {
+/// The classes found by comparing whole columns (the merged layer transposed), and the
+/// biases when the layer has a bias per output.
+fn exact_classes(merged: &Merged, signatures: &[(u64, u32)], biases: Option<&[f32]>) -> Classes {
     let width = merged.width;
     let mut offsets = vec![0u32; width + 1];
     for part in &merged.parts {
@@ -257,8 +285,18 @@ fn exact_classes(merged: &Merged, signatures: &[(u64, u32)]) -> Classes {
         offsets: &offsets,
         rows: &rows,
         vals: &vals,
+        biases,
     };
-    let hashes: Vec<u64> = signatures.iter().map(|&(h, _)| h).collect();
+    // The bias only sharpens the proposal here; `group` compares it exactly.
+    let hashes: Vec<u64> = signatures
+        .iter()
+        .enumerate()
+        .map(|(j, &(h, _))| {
+            biases.map_or(h, |b| {
+                h.wrapping_add(entry_hash(u32::MAX, b[j].to_bits()).rotate_left(17))
+            })
+        })
+        .collect();
     group(&columns, &hashes)
 }
 
@@ -336,9 +374,9 @@ mod tests {
                 (2, 3, 2.0),
             ],
         );
-        let honest = compress_layer(&w, None, entry_hash).unwrap();
+        let honest = compress_layer(&w, None, None, entry_hash).unwrap();
         assert!(!honest.fell_back);
-        let collided = compress_layer(&w, None, colliding).unwrap();
+        let collided = compress_layer(&w, None, None, colliding).unwrap();
         assert!(collided.fell_back);
         assert_eq!(collided.classes, honest.classes);
         assert_eq!(collided.layer, honest.layer);
@@ -360,8 +398,8 @@ mod tests {
                 (3, 1, 9.0),
             ],
         );
-        let honest = compress_layer(&w, Some(&previous), entry_hash).unwrap();
-        let collided = compress_layer(&w, Some(&previous), colliding).unwrap();
+        let honest = compress_layer(&w, Some(&previous), None, entry_hash).unwrap();
+        let collided = compress_layer(&w, Some(&previous), None, colliding).unwrap();
         assert_eq!(honest.classes.class_map(), &[0, 1, 2]);
         assert_eq!(collided.classes, honest.classes);
         assert_eq!(collided.layer, honest.layer);
@@ -372,9 +410,81 @@ mod tests {
         );
         // Columns 0 and 1 hold 0.75 in different rows: only the collision proposes them.
         let w = csr(4, 2, &[(0, 0, 0.5), (2, 0, 0.25), (1, 1, 0.75)]);
-        let c = compress_layer(&w, Some(&previous), colliding).unwrap();
+        let c = compress_layer(&w, Some(&previous), None, colliding).unwrap();
         assert!(c.fell_back);
         assert!(c.classes.is_trivial());
+    }
+
+    #[test]
+    fn identical_columns_with_different_biases_are_different_classes() {
+        // Columns 0, 1 and 2 identical; column 3 differs. Biases: 0 and 2 equal, 1 not (by
+        // one ulp), and −0.0 against +0.0 differ bit for bit (conservative).
+        let w = csr(
+            2,
+            5,
+            &[
+                (0, 0, 1.0),
+                (1, 0, 0.5),
+                (0, 1, 1.0),
+                (1, 1, 0.5),
+                (0, 2, 1.0),
+                (1, 2, 0.5),
+                (0, 3, 2.0),
+            ],
+        );
+        let below = f32::from_bits((-0.25f32).to_bits() + 1);
+        let biases = [-0.25, below, -0.25, 0.0, -0.0];
+        for hash in [entry_hash as fn(u32, u32) -> u64, colliding] {
+            let r = compress_layer(&w, None, Some(&biases), hash).unwrap();
+            assert_eq!(r.classes.class_map(), &[0, 1, 0, 2, 3]);
+            let kept = r.biases.unwrap();
+            assert_eq!(kept.len(), 4);
+            assert_eq!(
+                kept.iter().map(|b| b.to_bits()).collect::<Vec<_>>(),
+                [-0.25f32, below, 0.0, -0.0].map(f32::to_bits)
+            );
+            assert_eq!(r.layer.ncols(), 4);
+        }
+        // Without biases, columns 0–2 are one class, and so are the empty column 4 alone.
+        let r = compress_layer(&w, None, None, entry_hash).unwrap();
+        assert_eq!(r.classes.class_map(), &[0, 0, 0, 1, 2]);
+        assert!(r.biases.is_none());
+        // Equal biases merge as without them.
+        let r = compress_layer(&w, None, Some(&[-1.0; 5]), entry_hash).unwrap();
+        assert_eq!(r.classes.class_map(), &[0, 0, 0, 1, 2]);
+        assert_eq!(r.biases.unwrap(), vec![-1.0; 3]);
+    }
+
+    #[test]
+    fn the_exact_fallback_compares_biases() {
+        // A constant hash proposes columns 0–2 (two entries each, equal biases) as one
+        // class, and column 3 (the same entries as 0, another bias) apart by its exact bias
+        // key; the check fails (column 1 differs), and the exact comparison finds {0, 2},
+        // {1} and, still apart, {3}.
+        let w = csr(
+            2,
+            4,
+            &[
+                (0, 0, 1.0),
+                (1, 0, 2.0),
+                (0, 1, 3.0),
+                (1, 1, 2.0),
+                (0, 2, 1.0),
+                (1, 2, 2.0),
+                (0, 3, 1.0),
+                (1, 3, 2.0),
+            ],
+        );
+        let biases = [-0.5, -0.5, -0.5, -0.75];
+        let honest = compress_layer(&w, None, Some(&biases), entry_hash).unwrap();
+        let collided = compress_layer(&w, None, Some(&biases), colliding).unwrap();
+        assert!(!honest.fell_back);
+        assert!(collided.fell_back);
+        for r in [&honest, &collided] {
+            assert_eq!(r.classes.class_map(), &[0, 1, 0, 2]);
+            assert_eq!(r.biases.as_deref(), Some(&[-0.5, -0.5, -0.75][..]));
+        }
+        assert_eq!(collided.layer, honest.layer);
     }
 
     #[test]
@@ -382,9 +492,9 @@ mod tests {
         // One input row with 80 entries: columns k and k + 40 equal.
         let t: Vec<(u32, u32, f32)> = (0..80).map(|j| (0, j, (j % 40) as f32 + 1.0)).collect();
         let w = csr(1, 80, &t);
-        let r = compress_layer(&w, None, entry_hash).unwrap();
+        let r = compress_layer(&w, None, None, entry_hash).unwrap();
         assert_eq!(r.classes.len(), 40);
-        let r = compress_layer(&w, None, colliding).unwrap();
+        let r = compress_layer(&w, None, None, colliding).unwrap();
         assert!(r.fell_back);
         assert_eq!(r.classes.len(), 40);
     }

@@ -68,9 +68,34 @@ pub struct LayerProof {
 /// the proof covers it too.
 pub fn prove_layer(layer: &Csr, bias: f32, upper_bound: f32) -> Result<LayerProof, CompressError> {
     check_activation(bias, upper_bound)?;
+    Ok(prove_columns(layer, upper_bound, |_| bias))
+}
+
+/// [`prove_layer`] with a bias per output neuron (`biases[j]` of column `j`, one finite
+/// value per column; trained networks): column `j` must reach the bound with its own bias,
+/// `S_j = biases[j] + Σ_i U·w_i`, with the same bound of the error in every order (its
+/// `A_j` holds `|biases[j]|`). One column whose bias pulls its sum below the bound (by
+/// less than the rounding error bound, or at all) keeps the whole layer from preserving,
+/// however strong the others are.
+///
+/// The biases may have either sign: a row all at `U > 0` is nonzero at every input, so
+/// every non-empty column is structurally nonzero and the official rule adds its bias
+/// there, as `clip(Z + b)` does. Errors when the biases are not one finite value per
+/// column or the bound is not finite and positive.
+pub fn prove_layer_per_neuron(
+    layer: &Csr,
+    biases: &[f32],
+    upper_bound: f32,
+) -> Result<LayerProof, CompressError> {
+    check_upper(upper_bound)?;
+    crate::compress::check_layer_biases("the layer", layer.ncols(), biases)?;
+    Ok(prove_columns(layer, upper_bound, |j| biases[j]))
+}
+
+/// The proof of every column of `layer`, column `j` with the bias `bias_of(j)`.
+fn prove_columns(layer: &Csr, upper_bound: f32, bias_of: impl Fn(usize) -> f32) -> LayerProof {
     let width = layer.ncols();
     let upper = f64::from(upper_bound);
-    let bias64 = f64::from(bias);
     let (sums, magnitudes, counts) = column_sums(layer, upper);
     let mut proof = LayerProof {
         rows: layer.nrows(),
@@ -87,7 +112,8 @@ pub fn prove_layer(layer: &Csr, bias: f32, upper_bound: f32) -> Result<LayerProo
             proof.preserves = false;
             continue;
         }
-        let (margin, certain) = column_margin(sums[j], magnitudes[j], n, bias64, upper);
+        let bias = f64::from(bias_of(j));
+        let (margin, certain) = column_margin(sums[j], magnitudes[j], n, bias, upper);
         if margin < proof.min_margin || proof.weakest_column.is_none() {
             proof.min_margin = margin;
             proof.weakest_column = Some(j as u32);
@@ -96,7 +122,7 @@ pub fn prove_layer(layer: &Csr, bias: f32, upper_bound: f32) -> Result<LayerProo
             proof.preserves = false;
         }
     }
-    Ok(proof)
+    proof
 }
 
 /// Per column: `Σ U·w` and `Σ |U·w|` in f64 (any order) and the number of stored weights.
@@ -161,12 +187,24 @@ pub(crate) fn check_activation(bias: f32, upper_bound: f32) -> Result<(), Compre
     }
 }
 
+/// Checks the bound of a network with per-neuron biases: finite and `> 0`.
+fn check_upper(upper_bound: f32) -> Result<(), CompressError> {
+    if upper_bound.is_finite() && upper_bound > 0.0 {
+        Ok(())
+    } else {
+        Err(CompressError::Biases(format!(
+            "the upper bound must be finite and positive, got {upper_bound}"
+        )))
+    }
+}
+
 /// Where a row stands after some layers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum RowState {
     /// Every activation is 0: it stays 0 through every later layer (the bias is added
-    /// only to structural nonzeros, and with a negative bias never lifts a 0). Finished;
-    /// not a category.
+    /// only to structural nonzeros, and a bias ≤ 0 never lifts a 0 under `clip(Z + b)`
+    /// either; a kernel computing `clip(Z + b)` with a positive per-neuron bias would lift
+    /// it, which the official rule does not). Finished; not a category.
     Zero,
     /// Every activation equals the upper bound and every later layer preserves that:
     /// the final row is all at the bound. Finished; a category.
@@ -189,7 +227,8 @@ pub struct Retirement {
     input_width: usize,
     proofs: Vec<LayerProof>,
     suffix_start: usize,
-    bias: f32,
+    /// The one bias of every neuron; `None` for a network with a bias per neuron.
+    bias: Option<f32>,
     upper_bound: f32,
     analysis_time: Duration,
 }
@@ -211,6 +250,30 @@ impl Retirement {
         Ok(retirement)
     }
 
+    /// [`Retirement::analyze`] for a network with a bias per output neuron of every layer
+    /// (`biases[l][j]`, one finite value per column of `layers[l]`; trained networks):
+    /// every layer is proved with each column's own bias ([`prove_layer_per_neuron`]).
+    ///
+    /// Errors when there are no layers, the layers do not chain, the biases do not fit the
+    /// layers, or the bound is not finite and positive.
+    pub fn analyze_per_neuron(
+        layers: &[Csr],
+        biases: &[Vec<f32>],
+        upper_bound: f32,
+    ) -> Result<Self, CompressError> {
+        let start = Instant::now();
+        check_upper(upper_bound)?;
+        crate::compress::check_biases(layers, biases)?;
+        let proofs = layers
+            .iter()
+            .zip(biases)
+            .map(|(layer, b)| prove_columns(layer, upper_bound, |j| b[j]))
+            .collect();
+        let mut retirement = Self::assemble(proofs, None, upper_bound)?;
+        retirement.analysis_time = start.elapsed();
+        Ok(retirement)
+    }
+
     /// Assembles the analysis from per-layer proofs made one at a time (for layers that
     /// are streamed rather than held). Errors like [`Retirement::analyze`].
     pub fn from_proofs(
@@ -219,6 +282,24 @@ impl Retirement {
         upper_bound: f32,
     ) -> Result<Self, CompressError> {
         check_activation(bias, upper_bound)?;
+        Self::assemble(proofs, Some(bias), upper_bound)
+    }
+
+    /// [`Retirement::from_proofs`] for proofs made with per-neuron biases
+    /// ([`prove_layer_per_neuron`]).
+    pub fn from_proofs_per_neuron(
+        proofs: Vec<LayerProof>,
+        upper_bound: f32,
+    ) -> Result<Self, CompressError> {
+        check_upper(upper_bound)?;
+        Self::assemble(proofs, None, upper_bound)
+    }
+
+    fn assemble(
+        proofs: Vec<LayerProof>,
+        bias: Option<f32>,
+        upper_bound: f32,
+    ) -> Result<Self, CompressError> {
         let first = proofs.first().ok_or(CompressError::NoLayers)?;
         for (l, pair) in proofs.windows(2).enumerate() {
             if pair[1].rows != pair[0].width {
@@ -266,8 +347,9 @@ impl Retirement {
         self.proofs.len() - self.suffix_start
     }
 
-    /// The bias the proofs assumed.
-    pub fn bias(&self) -> f32 {
+    /// The one bias the proofs assumed for every neuron; `None` when each column was
+    /// proved with its own ([`Retirement::analyze_per_neuron`]).
+    pub fn bias(&self) -> Option<f32> {
         self.bias
     }
 
@@ -451,6 +533,104 @@ mod tests {
         assert!(r.sparse_row_state(1, &[2], &[1.0]).is_err());
         assert!(r.sparse_row_state(1, &[0], &[]).is_err());
         assert!(RowState::Zero.is_finished() && !RowState::Active.is_finished());
+    }
+
+    #[test]
+    fn one_columns_own_bias_breaks_the_proof() {
+        // Every column sums to U·2 = 2 from a row all at U = 1: S_j = 2 + b_j.
+        let t: Vec<(u32, u32, f32)> = (0..2)
+            .flat_map(|r| (0..3).map(move |c| (r, c, 1.0)))
+            .collect();
+        let w = csr(2, 3, &t);
+        assert!(prove_layer(&w, -0.1, 1.0).unwrap().preserves);
+        // A bias of 0 (trained networks have many) and a positive one are proved as well.
+        let p = prove_layer_per_neuron(&w, &[-0.1, 0.0, 0.5], 1.0).unwrap();
+        assert!(p.preserves);
+        assert_eq!(p.weakest_column, Some(0));
+        assert!((p.min_margin - 0.9).abs() < 1e-5, "{}", p.min_margin);
+        // Column 2 with its own bias: 2 − 1 = U exactly (not proved: the proof keeps a
+        // margin), then 2 − 1.5 < U; the other columns are as strong as before.
+        for b2 in [-1.0f32, -1.5] {
+            let p = prove_layer_per_neuron(&w, &[-0.1, -0.1, b2], 1.0).unwrap();
+            assert!(!p.preserves, "bias {b2}");
+            assert_eq!(p.weakest_column, Some(2));
+            assert!(p.min_margin <= 0.0, "{}", p.min_margin);
+        }
+        // Just past the threshold it holds again.
+        let p = prove_layer_per_neuron(&w, &[-0.1, -0.1, -0.999], 1.0).unwrap();
+        assert!(p.preserves, "{p:?}");
+        // The scalar proof with the biases' mean (−0.4) would pass; the weakest decides.
+        assert!(prove_layer(&w, -0.4, 1.0).unwrap().preserves);
+        // An empty column fails whatever its bias.
+        let e = csr(2, 2, &[(0, 0, 4.0)]);
+        let p = prove_layer_per_neuron(&e, &[0.0, 5.0], 1.0).unwrap();
+        assert!(!p.preserves);
+        assert_eq!(p.empty_columns, 1);
+    }
+
+    #[test]
+    fn the_suffix_with_per_neuron_biases() {
+        let keep = csr(2, 2, &[(0, 0, 1.0), (1, 1, 1.0), (0, 1, 1.0), (1, 0, 1.0)]);
+        let layers = [keep.clone(), keep.clone(), keep.clone(), keep];
+        // Layer 2's second column: 2 − 1.25 < 1. Every other column: 2 − 0.5 ≥ 1.
+        let biases = vec![
+            vec![-0.5, -0.5],
+            vec![-0.5, -1.25],
+            vec![0.0, -0.5],
+            vec![-0.5, -0.0],
+        ];
+        let r = Retirement::analyze_per_neuron(&layers, &biases, 1.0).unwrap();
+        assert_eq!(
+            r.layers().iter().map(|p| p.preserves).collect::<Vec<_>>(),
+            vec![true, false, true, true]
+        );
+        assert_eq!(r.suffix_start(), 2);
+        assert_eq!(r.bias(), None);
+        assert_eq!(r.upper_bound(), 1.0);
+        assert_eq!(r.row_state(2, &[1.0, 1.0]).unwrap(), RowState::AtBound);
+        assert_eq!(r.row_state(1, &[1.0, 1.0]).unwrap(), RowState::Active);
+        // The same layers with one bias of −0.5 preserve everywhere.
+        let one = Retirement::analyze(&layers, -0.5, 1.0).unwrap();
+        assert_eq!((one.suffix_start(), one.bias()), (0, Some(-0.5)));
+        // Assembled from proofs made one at a time: the same.
+        let proofs: Vec<LayerProof> = layers
+            .iter()
+            .zip(&biases)
+            .map(|(w, b)| prove_layer_per_neuron(w, b, 1.0).unwrap())
+            .collect();
+        let assembled = Retirement::from_proofs_per_neuron(proofs, 1.0).unwrap();
+        assert_eq!(assembled.layers(), r.layers());
+        assert_eq!(assembled.suffix_start(), 2);
+    }
+
+    #[test]
+    fn bad_per_neuron_biases_are_errors() {
+        let w = csr(2, 2, &[(0, 0, 1.0)]);
+        let layers = [w.clone(), w.clone()];
+        let bad = |biases: Vec<Vec<f32>>, upper: f32| match Retirement::analyze_per_neuron(
+            &layers, &biases, upper,
+        ) {
+            Err(CompressError::Biases(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        assert!(bad(vec![vec![0.0; 2]], 1.0).contains("1 bias vectors for 2 layers"));
+        let m = bad(vec![vec![0.0; 2], vec![0.0; 3]], 1.0);
+        assert!(m.contains("layer 2 has 2 outputs but 3 biases"), "{m}");
+        let m = bad(vec![vec![0.0; 2], vec![0.0, f32::NAN]], 1.0);
+        assert!(m.contains("neuron 2 of layer 2"), "{m}");
+        for upper in [0.0, -1.0, f32::INFINITY] {
+            let m = bad(vec![vec![0.0; 2]; 2], upper);
+            assert!(m.contains("upper bound"), "{m}");
+        }
+        assert!(prove_layer_per_neuron(&w, &[0.0], 1.0).is_err());
+        assert!(matches!(
+            Retirement::analyze_per_neuron(&[], &[], 1.0),
+            Err(CompressError::NoLayers)
+        ));
+        assert!(matches!(
+            Retirement::from_proofs_per_neuron(vec![], 1.0),
+            Err(CompressError::NoLayers)
+        ));
     }
 
     #[test]
