@@ -46,7 +46,9 @@ struct XyRecorder {
 };
 
 // Row-major layer on the listed rows: y_out[row][p] = clip(sum_k y_in[row][inputs[k]] *
-// values[k*G + o] + bias) for p = b*G + o < n_out = blocks*G, and row_alive[row] = 1 when
+// values[k*G + o] + bias) for p = b*G + o < n_out = blocks*G (with `biases`, not null only in
+// the _neurons instances: biases[p] instead of `bias`, one per output position, trained
+// networks with biases <= 0), and row_alive[row] = 1 when
 // any output of the row is nonzero (row_alive zeroed before). y_in rows have n_in values,
 // y_out rows n_out. Rows are read and written in place (no compaction).
 // Each thread owns one output position and XY_ROW_TILE rows (accumulators in registers);
@@ -60,7 +62,7 @@ __device__ __forceinline__ void xy_row_major_layer(
     const unsigned int* __restrict__ active_count, unsigned char* __restrict__ row_alive,
     const unsigned int* __restrict__ block_offsets, const unsigned int* __restrict__ inputs,
     const float* __restrict__ values, unsigned int blocks, unsigned int n_in, unsigned int n_out, float bias,
-    float upper, XyRecorder recorder) {
+    float upper, const float* __restrict__ biases, XyRecorder recorder) {
     __shared__ unsigned char row_at_bound[GLARE ? XY_ROW_TILE : 1][GLARE ? GLARE_MAX_ROW_UNITS : 1];
     __shared__ unsigned int off_bound_rows;
     __shared__ unsigned int vetoed_rows;
@@ -126,9 +128,11 @@ __device__ __forceinline__ void xy_row_major_layer(
         }
         tally.add(GLARE_WEIGHT_READS, 2);
     }
+    // The instances without per-neuron biases pass a literal null: this folds to `bias`.
+    const float b = (biases != nullptr && valid) ? biases[position] : bias;
     if (!GLARE) {
         for (unsigned int i = 0; i < tile; ++i) {
-            const float v = spdnn_clamp_activation(acc[i] + bias, upper);
+            const float v = spdnn_clamp_activation(acc[i] + b, upper);
             y_out[(unsigned long long)rows[i] * n_out + position] = v;
             if (v != 0.0f) {
                 row_alive[rows[i]] = 1;
@@ -138,7 +142,7 @@ __device__ __forceinline__ void xy_row_major_layer(
     }
     unsigned int off_bound = 0;
     for (unsigned int i = 0; i < tile; ++i) {
-        acc[i] = spdnn_clamp_activation(acc[i] + bias, upper);
+        acc[i] = spdnn_clamp_activation(acc[i] + b, upper);
         if (valid && acc[i] != upper) {
             off_bound |= 1u << i;
         }
@@ -237,43 +241,57 @@ __device__ __forceinline__ void xy_row_major_layer(
 
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, no shared memory.
 extern "C" __global__ void xy_row_major_layer_g16(XY_ROW_MAJOR_ARGS) {
-    xy_row_major_layer<16, false, false>(XY_ROW_MAJOR_PASS, XY_NO_RECORDER);
+    xy_row_major_layer<16, false, false>(XY_ROW_MAJOR_PASS, nullptr, XY_NO_RECORDER);
 }
 
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, no shared memory.
 extern "C" __global__ void xy_row_major_layer_g1(XY_ROW_MAJOR_ARGS) {
-    xy_row_major_layer<1, false, false>(XY_ROW_MAJOR_PASS, XY_NO_RECORDER);
+    xy_row_major_layer<1, false, false>(XY_ROW_MAJOR_PASS, nullptr, XY_NO_RECORDER);
+}
+
+// The row-major layer with a bias per output position (biases: n_out values in the layer's
+// position order; `bias` unused). Trained networks, biases <= 0; not with GLARE.
+// Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, no shared memory.
+extern "C" __global__ void xy_row_major_layer_neurons_g16(XY_ROW_MAJOR_ARGS, const float* __restrict__ biases) {
+    xy_row_major_layer<16, false, false>(XY_ROW_MAJOR_PASS, biases, XY_NO_RECORDER);
+}
+
+// Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, no shared memory.
+extern "C" __global__ void xy_row_major_layer_neurons_g1(XY_ROW_MAJOR_ARGS, const float* __restrict__ biases) {
+    xy_row_major_layer<1, false, false>(XY_ROW_MAJOR_PASS, biases, XY_NO_RECORDER);
 }
 
 // GLARE variants (census: counting accesses into census[0 .. GLARE_CENSUS_WORDS)).
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
 // XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + 2 words.
 extern "C" __global__ void xy_row_major_layer_g16_glare(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
-    xy_row_major_layer<16, true, false>(XY_ROW_MAJOR_PASS, XY_RECORDER_PASS);
+    xy_row_major_layer<16, true, false>(XY_ROW_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
 
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
 // XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + 2 words.
 extern "C" __global__ void xy_row_major_layer_g1_glare(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
-    xy_row_major_layer<1, true, false>(XY_ROW_MAJOR_PASS, XY_RECORDER_PASS);
+    xy_row_major_layer<1, true, false>(XY_ROW_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
 
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
 // XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + 2 words.
 extern "C" __global__ void xy_row_major_layer_g16_glare_census(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
-    xy_row_major_layer<16, true, true>(XY_ROW_MAJOR_PASS, XY_RECORDER_PASS);
+    xy_row_major_layer<16, true, true>(XY_ROW_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
 
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
 // XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + 2 words.
 extern "C" __global__ void xy_row_major_layer_g1_glare_census(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
-    xy_row_major_layer<1, true, true>(XY_ROW_MAJOR_PASS, XY_RECORDER_PASS);
+    xy_row_major_layer<1, true, true>(XY_ROW_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
 
 // Neuron-major layer: y_in is N_in x stride and y_out N_out x stride (position-major, one
 // column per sample, `columns` in use; N_out = gridDim.x * G). One thread per sample
 // column; the block's input list and G x inputs weights are staged in shared memory
-// XY_CHUNK inputs at a time; G accumulators live in registers.
+// XY_CHUNK inputs at a time; G accumulators live in registers. Output position p gets
+// clip(acc + bias), or clip(acc + biases[p]) with `biases` (not null only in the _neurons
+// instances: one per output position, trained networks with biases <= 0).
 // column_alive[c] = 1 when any output of the column is nonzero (zeroed before).
 // With GLARE, an input whose unit (in this block's tile) is flagged is the bound for every
 // column without a load; the block's G x 256 outputs are not written when all are at the
@@ -283,7 +301,7 @@ __device__ __forceinline__ void xy_neuron_major_layer(
     const float* __restrict__ y_in, float* __restrict__ y_out, unsigned int columns, unsigned int stride,
     unsigned char* __restrict__ column_alive, const unsigned int* __restrict__ block_offsets,
     const unsigned int* __restrict__ inputs, const float* __restrict__ values, float bias, float upper,
-    XyRecorder recorder) {
+    const float* __restrict__ biases, XyRecorder recorder) {
     __shared__ unsigned int chunk_inputs[XY_CHUNK];
     __shared__ float chunk_values[XY_CHUNK * G];
     __shared__ unsigned char chunk_at_bound[GLARE ? XY_CHUNK : 1];
@@ -344,7 +362,9 @@ __device__ __forceinline__ void xy_neuron_major_layer(
     int off_bound = 0;
 #pragma unroll
     for (int o = 0; o < G; ++o) {
-        acc[o] = spdnn_clamp_activation(acc[o] + bias, upper);
+        // The instances without per-neuron biases pass a literal null: this folds to `bias`.
+        const float b = biases != nullptr ? biases[block * G + o] : bias;
+        acc[o] = spdnn_clamp_activation(acc[o] + b, upper);
         any |= acc[o] != 0.0f;
         off_bound |= acc[o] != upper;
     }
@@ -432,33 +452,47 @@ __device__ __forceinline__ void xy_neuron_major_layer(
 
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 17 words.
 extern "C" __global__ void xy_neuron_major_layer_g16(XY_NEURON_MAJOR_ARGS) {
-    xy_neuron_major_layer<16, false, false>(XY_NEURON_MAJOR_PASS, XY_NO_RECORDER);
+    xy_neuron_major_layer<16, false, false>(XY_NEURON_MAJOR_PASS, nullptr, XY_NO_RECORDER);
 }
 
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 2 words.
 extern "C" __global__ void xy_neuron_major_layer_g1(XY_NEURON_MAJOR_ARGS) {
-    xy_neuron_major_layer<1, false, false>(XY_NEURON_MAJOR_PASS, XY_NO_RECORDER);
+    xy_neuron_major_layer<1, false, false>(XY_NEURON_MAJOR_PASS, nullptr, XY_NO_RECORDER);
+}
+
+// The neuron-major layer with a bias per output position (biases: N_out values in the
+// layer's position order; `bias` unused). Trained networks, biases <= 0; not with GLARE.
+// Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 17 words.
+extern "C" __global__ void xy_neuron_major_layer_neurons_g16(XY_NEURON_MAJOR_ARGS,
+                                                             const float* __restrict__ biases) {
+    xy_neuron_major_layer<16, false, false>(XY_NEURON_MAJOR_PASS, biases, XY_NO_RECORDER);
+}
+
+// Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 2 words.
+extern "C" __global__ void xy_neuron_major_layer_neurons_g1(XY_NEURON_MAJOR_ARGS,
+                                                            const float* __restrict__ biases) {
+    xy_neuron_major_layer<1, false, false>(XY_NEURON_MAJOR_PASS, biases, XY_NO_RECORDER);
 }
 
 // GLARE variants (census: counting accesses into census[0 .. GLARE_CENSUS_WORDS)).
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 17 words + 68 bytes.
 extern "C" __global__ void xy_neuron_major_layer_g16_glare(XY_NEURON_MAJOR_ARGS, XY_RECORDER_ARGS) {
-    xy_neuron_major_layer<16, true, false>(XY_NEURON_MAJOR_PASS, XY_RECORDER_PASS);
+    xy_neuron_major_layer<16, true, false>(XY_NEURON_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
 
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 2 words + 68 bytes.
 extern "C" __global__ void xy_neuron_major_layer_g1_glare(XY_NEURON_MAJOR_ARGS, XY_RECORDER_ARGS) {
-    xy_neuron_major_layer<1, true, false>(XY_NEURON_MAJOR_PASS, XY_RECORDER_PASS);
+    xy_neuron_major_layer<1, true, false>(XY_NEURON_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
 
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 17 words + 68 bytes.
 extern "C" __global__ void xy_neuron_major_layer_g16_glare_census(XY_NEURON_MAJOR_ARGS, XY_RECORDER_ARGS) {
-    xy_neuron_major_layer<16, true, true>(XY_NEURON_MAJOR_PASS, XY_RECORDER_PASS);
+    xy_neuron_major_layer<16, true, true>(XY_NEURON_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
 
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 2 words + 68 bytes.
 extern "C" __global__ void xy_neuron_major_layer_g1_glare_census(XY_NEURON_MAJOR_ARGS, XY_RECORDER_ARGS) {
-    xy_neuron_major_layer<1, true, true>(XY_NEURON_MAJOR_PASS, XY_RECORDER_PASS);
+    xy_neuron_major_layer<1, true, true>(XY_NEURON_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
 
 // Writes the bound into every flagged unit of neuron-major activations (n x stride,

@@ -92,6 +92,39 @@ impl XyLayer {
     /// When `y_in` is shorter than the largest input position (a caller bug), or when the
     /// layer breaks the format's invariants (see [`XyNetwork::validate`]).
     pub fn apply(&self, y_in: &[f32], bias: f32, upper: f32) -> Vec<f32> {
+        self.apply_with(y_in, |_| bias, upper)
+    }
+
+    /// [`Self::apply`] with a bias per output position: output position `p` gets
+    /// `position_biases[p]` (a trained network's biases put into position order by
+    /// [`Self::position_biases`]).
+    ///
+    /// # Panics
+    /// As [`Self::apply`], and when `position_biases` has fewer than `N_l` values.
+    pub fn apply_biased(&self, y_in: &[f32], position_biases: &[f32], upper: f32) -> Vec<f32> {
+        assert!(
+            position_biases.len() >= self.width(),
+            "{} biases for {} outputs",
+            position_biases.len(),
+            self.width()
+        );
+        self.apply_with(y_in, |p| position_biases[p], upper)
+    }
+
+    /// A bias per output neuron (`biases[k]` for original neuron `k`, `N_l` values) in
+    /// this layer's position order: `out[p] = biases[outputs[p]]`, what the kernels read
+    /// for position `p`. `None` when `biases` does not have `N_l` values.
+    pub fn position_biases(&self, biases: &[f32]) -> Option<Vec<f32>> {
+        (biases.len() == self.width()).then(|| {
+            self.outputs
+                .iter()
+                .map(|&neuron| biases[neuron as usize])
+                .collect()
+        })
+    }
+
+    /// The evaluation of [`Self::apply`] with the bias of position `p` from `bias_of(p)`.
+    fn apply_with(&self, y_in: &[f32], bias_of: impl Fn(usize) -> f32, upper: f32) -> Vec<f32> {
         let group = self.group as usize;
         let mut out = vec![0f32; self.blocks() * group];
         let mut sums = vec![0f32; group];
@@ -107,11 +140,12 @@ impl XyLayer {
                     *sum += y * weight;
                 }
             }
-            for (slot, &sum) in out[block * group..(block + 1) * group]
+            for (o, (slot, &sum)) in out[block * group..(block + 1) * group]
                 .iter_mut()
                 .zip(&sums)
+                .enumerate()
             {
-                *slot = clip(sum + bias, upper);
+                *slot = clip(sum + bias_of(block * group + o), upper);
             }
         }
         out
@@ -834,6 +868,42 @@ mod tests {
         assert!(grouped_from_rows(&layer, &counts, &proposal, &[16, 16]).is_none());
         // The whole preparation sees 15 + 1 + 16 outputs and falls back to general.
         assert!(!order_layer(&layer).is_grouped());
+    }
+
+    #[test]
+    fn position_biases_follow_the_output_order() {
+        // Even outputs read {0, 1}, odd ones {2, 3}: positions interleave the neurons.
+        let mut triplets = Vec::new();
+        for k in 0..32u32 {
+            let first = if k % 2 == 0 { 0 } else { 2 };
+            for j in [first, first + 1] {
+                triplets.push((j, k, 1.0 + (k % 3) as f32));
+            }
+        }
+        let layer = order_layer(&Csr::from_triplets(4, 32, &triplets).unwrap());
+        assert!(layer.is_grouped());
+        assert_eq!(&layer.outputs[..3], &[0, 2, 4]);
+        let biases: Vec<f32> = (0..32).map(|k| -(k as f32) / 8.0).collect();
+        let ordered = layer.position_biases(&biases).unwrap();
+        for (p, &neuron) in layer.outputs.iter().enumerate() {
+            assert_eq!(ordered[p], biases[neuron as usize]);
+        }
+        assert_eq!(layer.position_biases(&biases[1..]), None);
+        // apply_biased: output k = clip(y·W[:, k] + b[k]) once back in neuron order.
+        let y = [1.0f32, 0.5, 2.0, 0.0];
+        let out = layer.apply_biased(&y, &ordered, 32.0);
+        for (p, &k) in layer.outputs.iter().enumerate() {
+            let sum: f32 = triplets
+                .iter()
+                .filter(|t| t.1 == k)
+                .map(|t| y[t.0 as usize] * t.2)
+                .sum();
+            assert_eq!(out[p], clip(sum + biases[k as usize], 32.0), "neuron {k}");
+        }
+        assert_eq!(
+            layer.apply(&y, -0.5, 32.0),
+            layer.apply_biased(&y, &[-0.5; 32], 32.0)
+        );
     }
 
     #[test]

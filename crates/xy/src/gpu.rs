@@ -4,6 +4,12 @@
 //! Layers may be rectangular (`N_{l-1} × N_l`): the activations after layer `l` are
 //! `rows × N_l` row-major (or `N_l × stride` neuron-major), the buffers hold the widest
 //! layer, and each layer knows its input and output widths ([`DeviceXyLayer::widths`]).
+//!
+//! A layer may carry a bias per output neuron (trained networks, biases ≤ 0), uploaded in
+//! its position order ([`DeviceXyLayer::upload_with_biases`]); it then runs the `_neurons`
+//! instances of the layer kernels, which read `biases[p]` where the others add the one
+//! bias (the others pass a null pointer that the compiler folds away: the one-bias kernels
+//! are unchanged). Not with GLARE.
 
 use spdnn_cuda::method::Probe;
 use spdnn_cuda::rows::{self, PingPong, RowList};
@@ -57,6 +63,11 @@ pub const ROW_MAJOR: [KernelDecl; 2] = [
     row_major("xy_row_major_layer_g1"),
     row_major("xy_row_major_layer_g16"),
 ];
+/// The row-major layer kernels with a bias per output position, `[g1, g16]`.
+pub const ROW_MAJOR_NEURONS: [KernelDecl; 2] = [
+    row_major("xy_row_major_layer_neurons_g1"),
+    row_major("xy_row_major_layer_neurons_g16"),
+];
 /// Their GLARE variants, `[[g1, g16] plain, [g1, g16] counting accesses]`.
 pub const ROW_MAJOR_GLARE: [[KernelDecl; 2]; 2] = [
     [
@@ -72,6 +83,11 @@ pub const ROW_MAJOR_GLARE: [[KernelDecl; 2]; 2] = [
 pub const NEURON_MAJOR: [KernelDecl; 2] = [
     neuron_major("xy_neuron_major_layer_g1"),
     neuron_major("xy_neuron_major_layer_g16"),
+];
+/// The neuron-major layer kernels with a bias per output position, `[g1, g16]`.
+pub const NEURON_MAJOR_NEURONS: [KernelDecl; 2] = [
+    neuron_major("xy_neuron_major_layer_neurons_g1"),
+    neuron_major("xy_neuron_major_layer_neurons_g16"),
 ];
 /// Their GLARE variants, `[[g1, g16] plain, [g1, g16] counting accesses]`.
 pub const NEURON_MAJOR_GLARE: [[KernelDecl; 2]; 2] = [
@@ -108,12 +124,16 @@ pub const COLUMN_FLAGS_TO_ROWS: KernelDecl =
 pub const KERNELS: &[KernelDecl] = &[
     ROW_MAJOR[0],
     ROW_MAJOR[1],
+    ROW_MAJOR_NEURONS[0],
+    ROW_MAJOR_NEURONS[1],
     ROW_MAJOR_GLARE[0][0],
     ROW_MAJOR_GLARE[0][1],
     ROW_MAJOR_GLARE[1][0],
     ROW_MAJOR_GLARE[1][1],
     NEURON_MAJOR[0],
     NEURON_MAJOR[1],
+    NEURON_MAJOR_NEURONS[0],
+    NEURON_MAJOR_NEURONS[1],
     NEURON_MAJOR_GLARE[0][0],
     NEURON_MAJOR_GLARE[0][1],
     NEURON_MAJOR_GLARE[1][0],
@@ -149,6 +169,9 @@ pub struct DeviceXyLayer {
     offsets: DeviceBuffer<u32>,
     inputs: DeviceBuffer<u32>,
     values: DeviceBuffer<f32>,
+    /// A bias per output position (`N_l` values, the layer's position order), for a
+    /// network with a bias per neuron.
+    biases: Option<DeviceBuffer<f32>>,
 }
 
 /// Uploads `host`, or one zero element when it is empty (a zero-length allocation is not
@@ -174,6 +197,32 @@ fn width_u32(width: usize) -> Result<u32, CudaError> {
 impl DeviceXyLayer {
     /// Uploads one layer, which reads `inputs` positions (the width before it).
     pub fn upload(gpu: &Gpu, layer: &XyLayer, inputs: usize) -> Result<Self, CudaError> {
+        Self::upload_with_biases(gpu, layer, inputs, None)
+    }
+
+    /// [`Self::upload`] with a bias per output neuron when `biases` is given
+    /// (`biases[k]` for original neuron `k`, `N_l` values ≤ 0: `clip(Z + b)` is the
+    /// structural rule only then, which the harness checks), uploaded in the layer's
+    /// position order ([`XyLayer::position_biases`]).
+    pub fn upload_with_biases(
+        gpu: &Gpu,
+        layer: &XyLayer,
+        inputs: usize,
+        biases: Option<&[f32]>,
+    ) -> Result<Self, CudaError> {
+        let biases = match biases {
+            Some(b) => {
+                let ordered = layer.position_biases(b).ok_or_else(|| {
+                    CudaError::InvalidArgument(format!(
+                        "{} biases for an XY layer of {} outputs",
+                        b.len(),
+                        layer.width()
+                    ))
+                })?;
+                Some(gpu.upload(&ordered)?)
+            }
+            None => None,
+        };
         Ok(Self {
             group: layer.group,
             blocks: layer.blocks() as u32,
@@ -182,6 +231,7 @@ impl DeviceXyLayer {
             offsets: gpu.upload(&layer.block_offsets)?,
             inputs: upload_padded(gpu, &layer.inputs)?,
             values: upload_padded(gpu, &layer.values)?,
+            biases,
         })
     }
 
@@ -189,6 +239,20 @@ impl DeviceXyLayer {
     pub fn widths(&self) -> (usize, usize) {
         (self.in_width as usize, self.out_width as usize)
     }
+
+    /// Whether it has a bias per output neuron (it runs the `_neurons` kernels).
+    pub fn has_biases(&self) -> bool {
+        self.biases.is_some()
+    }
+}
+
+/// The error of a layer with per-neuron biases asked to run with GLARE's recorder.
+fn glare_biases_error() -> CudaError {
+    CudaError::InvalidArgument(
+        "XY's GLARE kernels take one bias for all neurons, and this layer has a bias per \
+         neuron: run without GLARE"
+            .into(),
+    )
 }
 
 /// Layers resident on the device.
@@ -207,6 +271,27 @@ impl DeviceXyNetwork {
         network: &XyNetwork,
         range: std::ops::Range<usize>,
     ) -> Result<Self, CudaError> {
+        Self::upload_with_biases(gpu, network, range, None)
+    }
+
+    /// [`Self::upload`] with a bias per output neuron of every layer when `biases` is
+    /// given (`biases[l][k]` for layer `l` of the whole network, original neuron `k`; the
+    /// layers of `range` take theirs, [`DeviceXyLayer::upload_with_biases`]).
+    pub fn upload_with_biases(
+        gpu: &Gpu,
+        network: &XyNetwork,
+        range: std::ops::Range<usize>,
+        biases: Option<&[Vec<f32>]>,
+    ) -> Result<Self, CudaError> {
+        if let Some(b) = biases
+            && b.len() != network.layers.len()
+        {
+            return Err(CudaError::InvalidArgument(format!(
+                "{} bias vectors for an XY network of {} layers",
+                b.len(),
+                network.layers.len()
+            )));
+        }
         let all = network.widths();
         let (Some(chosen), Some(widths)) = (
             network.layers.get(range.clone()),
@@ -222,7 +307,11 @@ impl DeviceXyNetwork {
         let layers = chosen
             .iter()
             .zip(widths)
-            .map(|(layer, &inputs)| DeviceXyLayer::upload(gpu, layer, inputs))
+            .enumerate()
+            .map(|(i, (layer, &inputs))| {
+                let own = biases.map(|b| b[range.start + i].as_slice());
+                DeviceXyLayer::upload_with_biases(gpu, layer, inputs, own)
+            })
             .collect::<Result<_, _>>()?;
         Ok(Self {
             widths: widths.to_vec(),
@@ -246,6 +335,8 @@ pub const STAGES: [&str; 5] = [
 pub struct XyKernels {
     row_major: [Kernel; 2],
     neuron_major: [Kernel; 2],
+    row_major_neurons: [Kernel; 2],
+    neuron_major_neurons: [Kernel; 2],
     row_major_glare: [[Kernel; 2]; 2],
     neuron_major_glare: [[Kernel; 2]; 2],
     fill_columns: Kernel,
@@ -275,6 +366,8 @@ impl XyKernels {
         Ok(Self {
             row_major: load_all(gpu, &ROW_MAJOR)?,
             neuron_major: load_all(gpu, &NEURON_MAJOR)?,
+            row_major_neurons: load_all(gpu, &ROW_MAJOR_NEURONS)?,
+            neuron_major_neurons: load_all(gpu, &NEURON_MAJOR_NEURONS)?,
             row_major_glare: [
                 load_all(gpu, &ROW_MAJOR_GLARE[0])?,
                 load_all(gpu, &ROW_MAJOR_GLARE[1])?,
@@ -294,9 +387,15 @@ impl XyKernels {
         })
     }
 
-    /// The row-major layer kernel for `layer`'s block width.
+    /// The row-major layer kernel for `layer`'s block width (the `_neurons` one when the
+    /// layer has a bias per neuron).
     pub fn row_major_kernel(&self, layer: &DeviceXyLayer) -> &Kernel {
-        &self.row_major[usize::from(layer.group as usize == GROUP)]
+        let grouped = usize::from(layer.group as usize == GROUP);
+        if layer.has_biases() {
+            &self.row_major_neurons[grouped]
+        } else {
+            &self.row_major[grouped]
+        }
     }
 
     /// The GLARE row-major kernel for `layer` (the census variant when `counting`).
@@ -728,9 +827,11 @@ impl<'a> XyRun<'a> {
             }
             _ => None,
         };
-        let kernel = match &recorder {
-            Some(r) => &self.kernels.neuron_major_glare[usize::from(r.counting)][grouped],
-            None => &self.kernels.neuron_major[grouped],
+        let kernel = match (&recorder, &layer.biases) {
+            (Some(_), Some(_)) => return Err(glare_biases_error()),
+            (Some(r), None) => &self.kernels.neuron_major_glare[usize::from(r.counting)][grouped],
+            (None, Some(_)) => &self.kernels.neuron_major_neurons[grouped],
+            (None, None) => &self.kernels.neuron_major[grouped],
         };
         let (columns_u32, stride_u32) = (self.columns as u32, self.stride as u32);
         let (bias, upper) = self.activation;
@@ -747,6 +848,9 @@ impl<'a> XyRun<'a> {
             .arg(&*layer.values)
             .arg(&bias)
             .arg(&upper);
+        if let Some(biases) = &layer.biases {
+            launch.arg(&**biases);
+        }
         if let Some(r) = recorder.as_mut() {
             r.push(&mut launch);
         }
@@ -966,9 +1070,11 @@ pub struct RowMajorStep<'b> {
     pub row_alive: &'b mut DeviceBuffer<u8>,
     /// The most rows the list can hold (sizes the grid; blocks past the count exit).
     pub capacity: usize,
-    /// (bias, upper bound).
+    /// (bias, upper bound); the bias is unused for a layer with a bias per neuron
+    /// ([`DeviceXyLayer::has_biases`]).
     pub activation: (f32, f32),
-    /// GLARE's recorders (units of a row), when the layer runs with them.
+    /// GLARE's recorders (units of a row), when the layer runs with them (not for a layer
+    /// with a bias per neuron).
     pub recorder: Option<RecorderStep<'b>>,
 }
 
@@ -986,6 +1092,7 @@ pub fn launch_row_major(
     let (n_in, n_out) = (layer.in_width, layer.out_width);
     let mut recorder = step.recorder;
     let kernel = match &recorder {
+        Some(_) if layer.has_biases() => return Err(glare_biases_error()),
         Some(r) => kernels.row_major_glare_kernel(layer, r.counting),
         None => kernels.row_major_kernel(layer),
     };
@@ -1004,6 +1111,9 @@ pub fn launch_row_major(
         .arg(&n_out)
         .arg(&bias)
         .arg(&upper);
+    if let Some(biases) = &layer.biases {
+        launch.arg(&**biases);
+    }
     if let Some(r) = recorder.as_mut() {
         r.push(&mut launch);
     }

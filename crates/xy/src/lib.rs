@@ -16,6 +16,16 @@
 //! grouping is found from its own columns (a compressed layer, whose outputs are distinct
 //! classes, is mostly general), the activations are `rows × N_l` (or `N_l × columns`
 //! neuron-major) in buffers of the widest layer, and the output is `rows × N_L`.
+//!
+//! Trained networks, with a bias per output neuron of every layer
+//! ([`LayerChain::biases`]), run too: each layer's biases are uploaded in its position order
+//! and the layer runs the `_neurons` instances of its kernel (the one-bias instances are
+//! unchanged). Biases must be ≤ 0 ([`KernelMethod::ACCEPTS_POSITIVE_BIAS`] is false): the
+//! kernels compute `clip(Z + b)`, the structural rule only then, and the deletion of dead
+//! rows relies on it too (an all-zero row gives `clip(0 + b) = 0` for every `b ≤ 0`, so it
+//! stays zero). The grouping needs no change: it reads the weights' pattern only (a dense
+//! `784 × N` layer is one class, grouped; a 55 %-dense random layer or one of 10 outputs is
+//! general). Not with GLARE.
 
 pub mod cache;
 pub mod error;
@@ -112,12 +122,13 @@ impl KernelMethod for Xy {
                                        first/stride layers, neuron-major generic kernel, dead \
                                        rows deleted once";
     type Options = XyOptions;
+    const ACCEPTS_PER_NEURON_BIAS: bool = true;
 
     /// Per row: two activation buffers of the widest rows, two row lists, the column flags,
     /// the row ids, the category flag and the transient list of live columns (GLARE: its
     /// recorders over tiles of 256 columns); per layer: at most its CSR bytes (a general
-    /// layer is its CSR; a grouped one stores its inputs once per 16 outputs), so the
-    /// model is a bound, not exact.
+    /// layer is its CSR; a grouped one stores its inputs once per 16 outputs) and its
+    /// per-neuron biases, so the model is a bound, not exact.
     fn memory(chain: &LayerChain<'_>, options: &XyOptions) -> MemoryModel {
         let widest = spdnn_cuda::memory::widest(chain);
         let (glare_row, glare_fixed) = options.glare.map_or((0, 0), |g| {
@@ -131,7 +142,7 @@ impl KernelMethod for Xy {
         });
         MemoryModel {
             per_row: 2 * 4 * widest + 2 * 4 + 1 + 4 + 1 + 4 + glare_row,
-            layers: chain.layers.iter().map(|w| csr_bytes(w) + 8).collect(),
+            layers: chain.with_bias_bytes(chain.layers.iter().map(|w| csr_bytes(w) + 8).collect()),
             fixed: 2 * 4 + glare_fixed,
             streaming: false,
             exact: false,
@@ -147,6 +158,13 @@ impl KernelMethod for Xy {
     ) -> Result<Box<dyn DeviceRun + 'g>, CudaError> {
         let layers = chain.layers;
         let widths = rows::check_widths(layers, chain.bias, chain.upper)?;
+        if options.glare.is_some() && chain.biases.is_some() {
+            return Err(CudaError::InvalidArgument(
+                "xy+glare takes one bias for all neurons, and this network has a bias per \
+                 neuron: run xy without GLARE"
+                    .into(),
+            ));
+        }
         let prepare = Instant::now();
         let (network, cache_use) = XyNetwork::load_or_prepare(layers, options.cache_dir.as_deref())
             .map_err(|e| CudaError::InvalidArgument(format!("XY preprocessing: {e}")))?;
@@ -155,7 +173,8 @@ impl KernelMethod for Xy {
             .row_major_layers
             .unwrap_or_else(|| gpu::detect_row_major_layers(&network))
             .min(layers.len());
-        let device = DeviceXyNetwork::upload(gpu, &network, 0..layers.len())?;
+        let device =
+            DeviceXyNetwork::upload_with_biases(gpu, &network, 0..layers.len(), chain.biases)?;
         let kernels = XyKernels::load(gpu)?;
         let mut run = XyRun::new(
             gpu,

@@ -4,7 +4,9 @@
 //! widest width), so an index past a buffer panics here instead of corrupting memory
 //! there; the phases follow `XyRun` (row-major layers on the row list, the transpose of the
 //! listed rows, neuron-major layers, the deletion, the export), and the result must equal
-//! a dense evaluation bit for bit (dyadic values: every order of additions is exact).
+//! a dense evaluation bit for bit (dyadic values: every order of additions is exact), with
+//! one bias for every neuron or a bias per output neuron (put into each layer's position
+//! order by `XyLayer::position_biases`, as the `_neurons` kernels read it).
 //! GLARE's unit arithmetic (`xy_neuron_major_layer`'s and `xy_row_major_layer`'s parts
 //! and units, the fill) is checked on every width of such chains for every segment length
 //! the kernels accept for the widest one.
@@ -20,7 +22,8 @@ fn clip(value: f32, upper: f32) -> f32 {
     if value > 0.0 { value.min(upper) } else { 0.0 }
 }
 
-/// `xy_row_major_layer` (plain): every listed row, every output position.
+/// `xy_row_major_layer` (plain or `_neurons`): every listed row, every output position;
+/// position `p` gets `biases[p]` (the layer's biases in position order).
 #[allow(clippy::too_many_arguments)]
 fn row_major_layer(
     layer: &XyLayer,
@@ -29,7 +32,7 @@ fn row_major_layer(
     list: &[u32],
     row_alive: &mut [u8],
     (n_in, n_out): (usize, usize),
-    bias: f32,
+    biases: &[f32],
     upper: f32,
 ) {
     let g = layer.group as usize;
@@ -43,7 +46,7 @@ fn row_major_layer(
                 let v = y_in[row * n_in + layer.inputs[k] as usize];
                 acc = v.mul_add(layer.values[k * g + out], acc);
             }
-            let v = clip(acc + bias, upper);
+            let v = clip(acc + biases[position], upper);
             y_out[row * n_out + position] = v;
             if v != 0.0 {
                 row_alive[row] = 1;
@@ -61,14 +64,15 @@ fn rows_to_columns(input: &[f32], out: &mut [f32], rows: &[u32], n: usize, strid
     }
 }
 
-/// `xy_neuron_major_layer` (plain): y_in is `N_in × stride`, y_out `N_out × stride`.
+/// `xy_neuron_major_layer` (plain or `_neurons`): y_in is `N_in × stride`, y_out
+/// `N_out × stride`; position `p` gets `biases[p]`.
 fn neuron_major_layer(
     layer: &XyLayer,
     y_in: &[f32],
     y_out: &mut [f32],
     (columns, stride): (usize, usize),
     column_alive: &mut [u8],
-    bias: f32,
+    biases: &[f32],
     upper: f32,
 ) {
     let g = layer.group as usize;
@@ -84,7 +88,7 @@ fn neuron_major_layer(
                 }
             }
             for (o, sum) in acc.iter().enumerate() {
-                let v = clip(sum + bias, upper);
+                let v = clip(sum + biases[block * g + o], upper);
                 y_out[(block * g + o) * stride + column] = v;
                 if v != 0.0 {
                     column_alive[column] = 1;
@@ -124,13 +128,14 @@ fn gather_rows(input: &[f32], out: &mut [f32], rows: &[u32], n: usize) {
 
 /// `XyRun` on the CPU: the rows alive after every layer, in original neuron order of the
 /// last layer (dead rows zero), `rows × N_L`; `room` is what a caller of `export_rows`
-/// asks for (SNICIT: its widest later width).
+/// asks for (SNICIT: its widest later width). `biases[l][k]` is the bias of original
+/// output neuron `k` of layer `l` (one value repeated for the challenge's networks).
 fn xy_run(
     network: &XyNetwork,
     input: &Csr,
     row_major_layers: usize,
     delete_at: Option<usize>,
-    (bias, upper): (f32, f32),
+    (biases, upper): (&[Vec<f32>], f32),
     room: usize,
 ) -> Vec<f32> {
     let widths = network.widths();
@@ -153,6 +158,10 @@ fn xy_run(
     for (index, layer) in network.layers.iter().enumerate() {
         assert_eq!(widths[index], width);
         let writes = layer.width();
+        // What DeviceXyLayer uploads for the `_neurons` kernels.
+        let position_biases = layer
+            .position_biases(&biases[index])
+            .expect("one bias per output");
         if !neuron_major && index >= row_major_layers {
             // transpose: the listed rows, ascending, become columns 0..count.
             list.sort_unstable();
@@ -183,7 +192,7 @@ fn xy_run(
                 y_out,
                 (columns, stride),
                 &mut alive,
-                bias,
+                &position_biases,
                 upper,
             );
         } else {
@@ -194,7 +203,7 @@ fn xy_run(
                 &list,
                 &mut alive,
                 (width, writes),
-                bias,
+                &position_biases,
                 upper,
             );
             list.retain(|&r| alive[r as usize] != 0);
@@ -250,8 +259,9 @@ fn xy_run(
     dense
 }
 
-/// The dense evaluation of every row.
-fn dense_run(layers: &[Csr], input: &Csr, bias: f32, upper: f32) -> Vec<f32> {
+/// The dense evaluation of every row (`biases[l][k]`: the bias of output `k` of layer
+/// `l`).
+fn dense_run(layers: &[Csr], input: &Csr, biases: &[Vec<f32>], upper: f32) -> Vec<f32> {
     let mut out = Vec::new();
     for row in 0..input.nrows() {
         let mut y = vec![0.0f32; input.ncols()];
@@ -260,12 +270,12 @@ fn dense_run(layers: &[Csr], input: &Csr, bias: f32, upper: f32) -> Vec<f32> {
                 y[c as usize] = v;
             }
         }
-        for layer in layers {
+        for (layer, b) in layers.iter().zip(biases) {
             let w = layer.to_dense();
             y = (0..layer.ncols())
                 .map(|k| {
                     let sum: f32 = (0..layer.nrows()).map(|j| y[j] * w[[j, k]]).sum();
-                    clip(sum + bias, upper)
+                    clip(sum + b[k], upper)
                 })
                 .collect();
         }
@@ -332,6 +342,51 @@ fn chain() -> impl Strategy<Value = (Vec<Csr>, Csr, usize, Option<usize>, usize)
         )
 }
 
+/// Outputs `c` and `c + 2` share their input set: two classes, even and odd outputs, so a
+/// grouped layer's positions interleave the neurons (`outputs` is not the identity). A
+/// bias that differs for every neuron then lands on the wrong output unless it is put
+/// into position order.
+#[test]
+fn per_neuron_biases_follow_the_grouped_positions() {
+    let (n, rows) = (32usize, 6usize);
+    let parity_layer = |salt: usize| {
+        let mut triplets = Vec::new();
+        for j in 0..n {
+            for c in 0..n {
+                if !(j + c % 2 + salt).is_multiple_of(3) {
+                    let w = ((j * 5 + c * 3 + salt) % 7) as f32 / 4.0 - 0.5;
+                    triplets.push((j as u32, c as u32, w));
+                }
+            }
+        }
+        Csr::from_triplets(n, n, &triplets).unwrap()
+    };
+    let layers = vec![parity_layer(0), parity_layer(1), parity_layer(2)];
+    let network = XyNetwork::prepare(&layers).unwrap();
+    for layer in &network.layers {
+        assert!(layer.is_grouped());
+        assert_ne!(layer.outputs, (0..n as u32).collect::<Vec<_>>());
+    }
+    let biases: Vec<Vec<f32>> = (0..layers.len())
+        .map(|l| (0..n).map(|k| -(((k + l) % 5) as f32) / 4.0).collect())
+        .collect();
+    let mut triplets = Vec::new();
+    for r in 0..rows {
+        for c in 0..n {
+            if !(r + c).is_multiple_of(3) {
+                triplets.push((r as u32, c as u32, ((r * c) % 8 + 1) as f32 / 2.0));
+            }
+        }
+    }
+    let input = Csr::from_triplets(rows, n, &triplets).unwrap();
+    let expected = dense_run(&layers, &input, &biases, 32.0);
+    assert!(expected.iter().any(|&v| v != 0.0));
+    for (row_major, delete_at) in [(0, Some(1)), (1, Some(2)), (2, None), (5, None)] {
+        let found = xy_run(&network, &input, row_major, delete_at, (&biases, 32.0), 0);
+        assert_eq!(found, expected, "{row_major} row-major layers");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -342,8 +397,37 @@ proptest! {
     ) {
         let network = XyNetwork::prepare(&layers).unwrap();
         let (bias, upper) = (-(bias_quarters as f32) / 4.0, 32.0);
-        let found = xy_run(&network, &input, row_major, delete_at, (bias, upper), room);
-        let expected = dense_run(&layers, &input, bias, upper);
+        let biases: Vec<Vec<f32>> = layers.iter().map(|w| vec![bias; w.ncols()]).collect();
+        let found = xy_run(&network, &input, row_major, delete_at, (&biases, upper), room);
+        let expected = dense_run(&layers, &input, &biases, upper);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        prop_assert_eq!(bits(&found), bits(&expected));
+    }
+
+    /// A bias per output neuron (trained networks, biases ≤ 0, zero included): each
+    /// layer's biases in its position order give the dense result in every phase, with
+    /// grouped layers (whose positions permute the neurons) and general ones.
+    #[test]
+    fn xy_phases_with_a_bias_per_neuron_are_exact(
+        (layers, input, row_major, delete_at, room) in chain(),
+        seeds in prop::collection::vec(0i8..=8, 1..=53),
+        upper in prop_oneof![Just(32.0f32), Just(1.5)],
+    ) {
+        let network = XyNetwork::prepare(&layers).unwrap();
+        let mut next = 0usize;
+        let biases: Vec<Vec<f32>> = layers
+            .iter()
+            .map(|w| {
+                (0..w.ncols())
+                    .map(|_| {
+                        next += 1;
+                        -f32::from(seeds[(next * 7) % seeds.len()]) / 4.0
+                    })
+                    .collect()
+            })
+            .collect();
+        let found = xy_run(&network, &input, row_major, delete_at, (&biases, upper), room);
+        let expected = dense_run(&layers, &input, &biases, upper);
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         prop_assert_eq!(bits(&found), bits(&expected));
     }

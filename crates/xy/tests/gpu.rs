@@ -2,9 +2,13 @@
 //! on the GPU machine (`cargo xtask device-pack`).
 
 use spdnn_cuda::Gpu;
+use spdnn_cuda::method::{self, LayerChain};
 use spdnn_cuda::rows::{GpuInference, RunSpec};
 use spdnn_formats::SparseMatrix;
 use spdnn_glare::{Glare, GlareKernel, model};
+use spdnn_gputest::biased::{
+    BiasedProblem, check_biased_random, check_trained_nets, check_trained_shaped,
+};
 use spdnn_gputest::{
     Problem, check_challenge, check_compressed, check_exact_random, check_general_random,
     check_glare, check_grouped_random, check_official_1024, check_rectangular_random,
@@ -189,4 +193,66 @@ fn glare_challenge_networks() {
     check_challenge(&run_with(with(2048)), 4096, 40, 600);
     check_official_1024(&run_with(with(1024)));
     check_official_1024(&run_with(with(64)));
+}
+
+/// XY on a problem with a bias per output neuron (the `_neurons` kernels).
+fn run_biased(
+    options: XyOptions,
+) -> impl Fn(&Gpu, &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    move |gpu, p| {
+        method::run::<Xy>(
+            gpu,
+            &LayerChain::with_biases(&p.layers, &p.biases, p.upper),
+            &p.input,
+            &options,
+            &SPEC,
+        )
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn per_neuron_biases() {
+    // Detected phases (the first layer row-major, then neuron-major).
+    check_biased_random(&run_biased(options(None, Some(22))), false);
+    // One row-major layer, the deletion after layer 2.
+    check_biased_random(&run_biased(options(Some(1), Some(2))), false);
+    // Neuron-major from the input on, the deletion after layer 1.
+    check_biased_random(&run_biased(options(Some(0), Some(1))), false);
+    // Row-major through every layer.
+    check_biased_random(&run_biased(options(Some(10), None)), false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_shaped_chains() {
+    // The dense first layer is one class (grouped), the sparse and last layers general.
+    check_trained_shaped(&run_biased(XyOptions::default()), false);
+    check_trained_shaped(&run_biased(options(Some(2), Some(3))), false);
+    check_trained_shaped(&run_biased(options(Some(10), None)), false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_networks_a_b_c() {
+    check_trained_nets(&run_biased(XyOptions::default()));
+    check_trained_nets(&run_biased(options(Some(1), Some(3))));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn positive_biases_and_glare_are_refused() {
+    let gpu = spdnn_gputest::gpu();
+    let p = spdnn_gputest::biased::trained_shaped_problem(32, 1, 4, true, 3);
+    let error = run_biased(XyOptions::default())(&gpu, &p)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("only for biases ≤ 0"), "{error}");
+    let p = spdnn_gputest::biased::trained_shaped_problem(32, 1, 4, false, 3);
+    let glare = XyOptions {
+        glare: Some(Glare::new(32)),
+        ..options(Some(1), Some(1))
+    };
+    let error = run_biased(glare)(&gpu, &p).unwrap_err().to_string();
+    assert!(error.contains("xy+glare takes one bias"), "{error}");
 }
