@@ -5,7 +5,7 @@ use spdnn_cuda::method::Probe;
 use spdnn_cuda::slab_weights::{
     DEFAULT_SHARED_BYTES, DeviceSlabWeights, Residency, SlabLayout, pack_layers, slab_width_for,
 };
-use spdnn_cuda::{CudaError, Gpu};
+use spdnn_cuda::{CudaError, DeviceBuffer, Gpu};
 use spdnn_formats::{Csr, SparseMatrix};
 
 /// The pre-convergence layers as BF column slabs, resident.
@@ -13,16 +13,21 @@ pub struct BfPre {
     weights: DeviceSlabWeights,
     kernels: BfKernels,
     shape: SlabShape,
+    /// A bias per output neuron of every layer (original neuron order, as BF reads them),
+    /// for a trained network.
+    biases: Option<Vec<DeviceBuffer<f32>>>,
 }
 
 impl BfPre {
     /// Packs and uploads `layers`, which take rows of `n` values and may chain any widths
-    /// (`N_{l-1} × N_l`); the slabs are those of the widest width.
+    /// (`N_{l-1} × N_l`); the slabs are those of the widest width. With `biases`
+    /// (`biases[l][k]` for each of `layers`, ≤ 0) the layers run BF's per-neuron kernel
+    /// and `bias` is unused.
     pub fn new(
         gpu: &Gpu,
         layers: &[Csr],
         n: usize,
-        bias: f32,
+        (bias, biases): (f32, Option<&[Vec<f32>]>),
         upper: f32,
     ) -> Result<Self, CudaError> {
         let mut widths = vec![n];
@@ -40,6 +45,23 @@ impl BfPre {
                 widths[l]
             )));
         }
+        let biases = match biases {
+            Some(all) => {
+                if all.len() != layers.len() {
+                    return Err(CudaError::InvalidArgument(format!(
+                        "BF stage: {} bias vectors for {} layers",
+                        all.len(),
+                        layers.len()
+                    )));
+                }
+                Some(
+                    all.iter()
+                        .map(|b| gpu.upload(b))
+                        .collect::<Result<Vec<_>, _>>()?,
+                )
+            }
+            None => None,
+        };
         let widest = widths.iter().copied().max().unwrap_or(n);
         let slab_width = slab_width_for(widest, DEFAULT_SHARED_BYTES);
         let packed = pack_layers(layers, slab_width)?;
@@ -51,6 +73,7 @@ impl BfPre {
                 bias,
                 upper,
             },
+            biases,
         })
     }
 
@@ -77,13 +100,14 @@ impl BfPre {
         probe: &mut Probe,
     ) -> Result<(), CudaError> {
         for layer in 0..self.weights.layers() {
-            run.layer(
+            run.layer_with_biases(
                 gpu,
                 &self.kernels,
                 &mut self.weights,
                 layer,
                 &self.shape,
                 None,
+                self.biases.as_ref().map(|b| &b[layer]),
             )?;
             probe.layer("layers")?;
         }

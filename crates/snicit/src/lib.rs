@@ -19,6 +19,17 @@
 //! centroid is implied): `σ(W(c + δ) + b)` is then computed exactly as the reference
 //! does, instead of `σ(Wc + Wδ + b) − σ(Wc + b)`, whose rounding could change values
 //! and categories. The saving is the same: empty residues cost nothing.
+//!
+//! Trained networks, with a bias per output neuron of every layer
+//! ([`LayerChain::biases`], all ≤ 0), run too: XY's layers (before and after the threshold)
+//! take their biases in XY's position order and run XY's `_neurons` kernels, BF's stage
+//! runs BF's per-neuron kernel. The conversion needs nothing more: a bias belongs to an
+//! output neuron, not to a row, so every row gets the same bias at a position, and a row
+//! equal to its centroid (an empty residue) still gives the centroid's outputs bit for bit
+//! at every later layer; a row whose outputs are all zero stays zero (`clip(0 + b) = 0`
+//! for `b ≤ 0`), so dead rows stay dead. Positive biases are refused (the kernels compute
+//! `clip(Z + b)`, the structural rule only for `b ≤ 0`), and so is GLARE with per-neuron
+//! biases.
 
 pub mod cluster;
 
@@ -204,6 +215,7 @@ impl KernelMethod for Snicit {
     const DESCRIPTION: &'static str = "SNICIT: XY (or BF) before layer t, then centroids + \
                                        residues and the load-reduced update";
     type Options = SnicitOptions;
+    const ACCEPTS_PER_NEURON_BIAS: bool = true;
 
     /// Per row, from `Context::start`, `export`, `convert`, the recovery and `output`:
     /// the pre-convergence spMM's two buffers, lists and flags, the post-convergence buffer,
@@ -247,7 +259,7 @@ impl KernelMethod for Snicit {
             .collect();
         MemoryModel {
             per_row: pre_row + post_row + 4 * w_l + glare_row,
-            layers: layer_bytes,
+            layers: chain.with_bias_bytes(layer_bytes),
             fixed: 4 * options.samples * (options.bins + 1) + 4 * w_t + 16 + glare_fixed,
             streaming: false,
             exact: false,
@@ -265,6 +277,13 @@ impl KernelMethod for Snicit {
         let layers = chain.layers;
         let widths = rows::check_widths(layers, chain.bias, chain.upper)?;
         let (bias, upper) = (chain.bias, chain.upper);
+        if options.glare.is_some() && chain.biases.is_some() {
+            return Err(CudaError::InvalidArgument(
+                "snicit+glare takes one bias for all neurons, and this network has a bias per \
+                 neuron: run snicit without GLARE"
+                    .into(),
+            ));
+        }
         let prepare = Instant::now();
         let (network, _) = XyNetwork::load_or_prepare(layers, options.xy.cache_dir.as_deref())
             .map_err(|e| CudaError::InvalidArgument(format!("XY preprocessing: {e}")))?;
@@ -272,14 +291,25 @@ impl KernelMethod for Snicit {
         let threshold = options.threshold.min(layers.len());
         let pre = match options.pre_convergence {
             PreConvergence::Xy => Pre::Xy {
-                layers: DeviceXyNetwork::upload(gpu, &network, 0..threshold)?,
+                layers: DeviceXyNetwork::upload_with_biases(
+                    gpu,
+                    &network,
+                    0..threshold,
+                    chain.biases,
+                )?,
                 row_major: options
                     .xy
                     .row_major_layers
                     .unwrap_or_else(|| spdnn_xy::gpu::detect_row_major_layers(&network)),
             },
             PreConvergence::Bf => {
-                let bf = bf_pre::BfPre::new(gpu, &layers[..threshold], widths[0], bias, upper)?;
+                let bf = bf_pre::BfPre::new(
+                    gpu,
+                    &layers[..threshold],
+                    widths[0],
+                    (bias, chain.biases.map(|b| b.get(..threshold).unwrap_or(b))),
+                    upper,
+                )?;
                 // The conversion reads BF's rows as rows of N_t values.
                 if bf.output_width() != widths[threshold] {
                     return Err(CudaError::InvalidArgument(format!(
@@ -292,7 +322,12 @@ impl KernelMethod for Snicit {
                 Pre::Bf(Box::new(bf))
             }
         };
-        let post = DeviceXyNetwork::upload(gpu, &network, threshold..layers.len())?;
+        let post = DeviceXyNetwork::upload_with_biases(
+            gpu,
+            &network,
+            threshold..layers.len(),
+            chain.biases,
+        )?;
         let context = Context {
             gpu,
             kernels: Kernels::load(gpu)?,
@@ -486,6 +521,44 @@ impl GlareKernel for Snicit {
         SnicitOptions {
             glare: Some(glare),
             ..options.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A trained network's per-neuron biases are device bytes of their layer, whichever
+    /// spMM runs it (BF's slabs before the threshold, XY's layout after).
+    #[test]
+    fn the_memory_model_counts_per_neuron_biases() {
+        let widths = [6usize, 5, 7, 3];
+        let layers: Vec<Csr> = widths
+            .windows(2)
+            .map(|w| Csr::from_triplets(w[0], w[1], &[(0, 0, 1.0)]).unwrap())
+            .collect();
+        let biases: Vec<Vec<f32>> = layers.iter().map(|w| vec![-0.5; w.ncols()]).collect();
+        let plain = LayerChain::new(&layers, -0.5, 1.0);
+        let trained = LayerChain::with_biases(&layers, &biases, 1.0);
+        for pre_convergence in [PreConvergence::Xy, PreConvergence::Bf] {
+            let options = SnicitOptions {
+                threshold: 2,
+                pre_convergence,
+                ..SnicitOptions::default()
+            };
+            let (without, with) = (
+                Snicit::memory(&plain, &options),
+                Snicit::memory(&trained, &options),
+            );
+            let added: Vec<usize> = with
+                .layers
+                .iter()
+                .zip(&without.layers)
+                .map(|(a, b)| a - b)
+                .collect();
+            assert_eq!(added, [20, 28, 12], "{pre_convergence:?}");
+            assert_eq!(with.per_row, without.per_row);
         }
     }
 }

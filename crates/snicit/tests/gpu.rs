@@ -2,9 +2,13 @@
 //! on the GPU machine (`cargo xtask device-pack`).
 
 use spdnn_cuda::Gpu;
+use spdnn_cuda::method::{self, LayerChain};
 use spdnn_cuda::rows::{GpuInference, RunSpec};
 use spdnn_formats::SparseMatrix;
 use spdnn_glare::{Glare, GlareKernel, model};
+use spdnn_gputest::biased::{
+    BiasedProblem, check_biased_random, check_trained_nets, check_trained_shaped,
+};
 use spdnn_gputest::{
     Problem, check_challenge, check_compressed, check_exact_random, check_general_random,
     check_glare, check_grouped_random, check_official_1024, check_rectangular_random,
@@ -318,4 +322,95 @@ fn glare_challenge_networks() {
         pre_convergence: PreConvergence::Bf,
         ..with(512)
     }));
+}
+
+/// SNICIT on a problem with a bias per output neuron (XY's `_neurons` kernels before and
+/// after the threshold, or BF's per-neuron kernel before it).
+fn run_biased(
+    options: SnicitOptions,
+) -> impl Fn(&Gpu, &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    move |gpu, p| {
+        method::run::<Snicit>(
+            gpu,
+            &LayerChain::with_biases(&p.layers, &p.biases, p.upper),
+            &p.input,
+            &options,
+            &SPEC,
+        )
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn per_neuron_biases() {
+    check_biased_random(&run_biased(options(1)), false);
+    check_biased_random(
+        &run_biased(SnicitOptions {
+            samples: 3,
+            bins: 5,
+            refresh_interval: 1,
+            batch: Some(37),
+            ..options(2)
+        }),
+        false,
+    );
+    check_biased_random(
+        &run_biased(SnicitOptions {
+            pre_convergence: PreConvergence::Bf,
+            ..options(1)
+        }),
+        false,
+    );
+    // The threshold past the last layer: XY's stage through every layer.
+    check_biased_random(&run_biased(options(30)), false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_shaped_chains() {
+    // Converted after the dense first layer and in the middle of the sparse layers, with
+    // XY's or BF's stage before; the dense last layer runs after the conversion.
+    check_trained_shaped(&run_biased(options(1)), false);
+    check_trained_shaped(
+        &run_biased(SnicitOptions {
+            refresh_interval: 2,
+            batch: Some(700),
+            ..options(3)
+        }),
+        false,
+    );
+    check_trained_shaped(
+        &run_biased(SnicitOptions {
+            pre_convergence: PreConvergence::Bf,
+            ..options(3)
+        }),
+        false,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_networks_a_b_c() {
+    check_trained_nets(&run_biased(options(4)));
+    check_trained_nets(&run_biased(SnicitOptions {
+        pre_convergence: PreConvergence::Bf,
+        refresh_interval: 3,
+        ..options(4)
+    }));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn positive_biases_and_glare_are_refused() {
+    let gpu = spdnn_gputest::gpu();
+    let p = spdnn_gputest::biased::trained_shaped_problem(32, 1, 4, true, 3);
+    let error = run_biased(options(1))(&gpu, &p).unwrap_err().to_string();
+    assert!(error.contains("only for biases ≤ 0"), "{error}");
+    let p = spdnn_gputest::biased::trained_shaped_problem(32, 1, 4, false, 3);
+    let glare = SnicitOptions {
+        glare: Some(Glare::new(128)),
+        ..options(1)
+    };
+    let error = run_biased(glare)(&gpu, &p).unwrap_err().to_string();
+    assert!(error.contains("snicit+glare takes one bias"), "{error}");
 }
