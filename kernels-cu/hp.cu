@@ -40,8 +40,10 @@ static_assert(HP_WARPS * SPDNN_WARP_SIZE == HP_BLOCK, "HP_BLOCK must be HP_WARPS
 // every lane adds value * features[index * STRIDE + f] into its MB accumulators. Products
 // and sums are rounded separately (no contraction), in the layout's entry order.
 // y_in rows are n_in floats apart, y_out rows n_out.
-// Writes clip(acc + bias) for every listed row of the item and every position < n_out, and
-// sets alive[list position] when the row has a nonzero output (plain stores of 1).
+// Writes clip(acc + bias) for every listed row of the item and every position < n_out (with
+// `biases`, not null only in the hp_layer_neurons instances: clip(acc + biases[position]),
+// one bias per output position, trained networks with biases <= 0), and sets
+// alive[list position] when the row has a nonzero output (plain stores of 1).
 // Block 0 also zeroes *count_out for hp_compact_rows, which runs next.
 template <int MB>
 __device__ __forceinline__ void hp_layer_body(const float* __restrict__ y_in, float* __restrict__ y_out,
@@ -56,7 +58,7 @@ __device__ __forceinline__ void hp_layer_body(const float* __restrict__ y_in, fl
                                               const unsigned short* __restrict__ index,
                                               const float* __restrict__ value, unsigned int n_in,
                                               unsigned int n_out, unsigned int blocks, float bias,
-                                              float upper) {
+                                              float upper, const float* __restrict__ biases) {
     constexpr unsigned int STRIDE = MB | 1;
     extern __shared__ float hp_features[];
     __shared__ unsigned int hp_rows[MB];
@@ -114,11 +116,13 @@ __device__ __forceinline__ void hp_layer_body(const float* __restrict__ y_in, fl
             __syncthreads();
         }
         const unsigned int position = block * HP_BLOCK + threadIdx.x;
+        // The instances without per-neuron biases pass a literal null: this folds to `bias`.
+        const float b = (biases != nullptr && position < n_out) ? biases[position] : bias;
 #pragma unroll
         for (int f = 0; f < MB; ++f) {
             bool nonzero = false;
             if ((unsigned int)f < here && position < n_out) {
-                const float v = spdnn_clamp_activation(__fadd_rn(acc[f], bias), upper);
+                const float v = spdnn_clamp_activation(__fadd_rn(acc[f], b), upper);
                 y_out[(unsigned long long)hp_rows[f] * n_out + position] = v;
                 nonzero = v != 0.0f;
             }
@@ -140,6 +144,8 @@ __device__ __forceinline__ void hp_layer_body(const float* __restrict__ y_in, fl
 #define HP_LAYER_PASS                                                                                          \
     y_in, y_out, rows_in, count_in, alive, count_out, block_buffers, buffer_starts, map, slice_starts, index,  \
         value, n_in, n_out, blocks, bias, upper
+// The arguments of the hp_layer_neurons instances: a bias per output position after them.
+#define HP_NEURONS_ARGS HP_LAYER_ARGS, const float *__restrict__ biases
 
 // The instances, one per supported minibatch MB (spdnn_hp::MINIBATCHES and spdnn_hp::LAYERS):
 // the grid is the resident set of blocks (at most the items at full capacity), striding over
@@ -147,49 +153,99 @@ __device__ __forceinline__ void hp_layer_body(const float* __restrict__ y_in, fl
 // Launch: grid min(ceil(capacity / 1) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 1 floats, static shared 1 word.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_mb1(HP_LAYER_ARGS) {
-    hp_layer_body<1>(HP_LAYER_PASS);
+    hp_layer_body<1>(HP_LAYER_PASS, nullptr);
 }
 
 // Launch: grid min(ceil(capacity / 2) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 3 floats, static shared 2 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_mb2(HP_LAYER_ARGS) {
-    hp_layer_body<2>(HP_LAYER_PASS);
+    hp_layer_body<2>(HP_LAYER_PASS, nullptr);
 }
 
 // Launch: grid min(ceil(capacity / 4) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 5 floats, static shared 4 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_mb4(HP_LAYER_ARGS) {
-    hp_layer_body<4>(HP_LAYER_PASS);
+    hp_layer_body<4>(HP_LAYER_PASS, nullptr);
 }
 
 // Launch: grid min(ceil(capacity / 8) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 9 floats, static shared 8 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_mb8(HP_LAYER_ARGS) {
-    hp_layer_body<8>(HP_LAYER_PASS);
+    hp_layer_body<8>(HP_LAYER_PASS, nullptr);
 }
 
 // Launch: grid min(ceil(capacity / 12) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 13 floats, static shared 12 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_mb12(HP_LAYER_ARGS) {
-    hp_layer_body<12>(HP_LAYER_PASS);
+    hp_layer_body<12>(HP_LAYER_PASS, nullptr);
 }
 
 // Launch: grid min(ceil(capacity / 16) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 17 floats, static shared 16 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_mb16(HP_LAYER_ARGS) {
-    hp_layer_body<16>(HP_LAYER_PASS);
+    hp_layer_body<16>(HP_LAYER_PASS, nullptr);
 }
 
 // Launch: grid min(ceil(capacity / 24) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 25 floats, static shared 24 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_mb24(HP_LAYER_ARGS) {
-    hp_layer_body<24>(HP_LAYER_PASS);
+    hp_layer_body<24>(HP_LAYER_PASS, nullptr);
 }
 
 // Launch: grid min(ceil(capacity / 32) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 33 floats, static shared 32 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_mb32(HP_LAYER_ARGS) {
-    hp_layer_body<32>(HP_LAYER_PASS);
+    hp_layer_body<32>(HP_LAYER_PASS, nullptr);
+}
+
+// hp_layer_mb* with a bias per output position (biases: n_out values in the layer's position
+// order; `bias` unused), for trained networks with biases <= 0.
+// Launch: grid min(ceil(capacity / 1) * blocks, resident blocks), block HP_BLOCK,
+// dynamic shared (longest buffer) * 1 floats, static shared 1 word.
+extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_neurons_mb1(HP_NEURONS_ARGS) {
+    hp_layer_body<1>(HP_LAYER_PASS, biases);
+}
+
+// Launch: grid min(ceil(capacity / 2) * blocks, resident blocks), block HP_BLOCK,
+// dynamic shared (longest buffer) * 3 floats, static shared 2 words.
+extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_neurons_mb2(HP_NEURONS_ARGS) {
+    hp_layer_body<2>(HP_LAYER_PASS, biases);
+}
+
+// Launch: grid min(ceil(capacity / 4) * blocks, resident blocks), block HP_BLOCK,
+// dynamic shared (longest buffer) * 5 floats, static shared 4 words.
+extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_neurons_mb4(HP_NEURONS_ARGS) {
+    hp_layer_body<4>(HP_LAYER_PASS, biases);
+}
+
+// Launch: grid min(ceil(capacity / 8) * blocks, resident blocks), block HP_BLOCK,
+// dynamic shared (longest buffer) * 9 floats, static shared 8 words.
+extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_neurons_mb8(HP_NEURONS_ARGS) {
+    hp_layer_body<8>(HP_LAYER_PASS, biases);
+}
+
+// Launch: grid min(ceil(capacity / 12) * blocks, resident blocks), block HP_BLOCK,
+// dynamic shared (longest buffer) * 13 floats, static shared 12 words.
+extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_neurons_mb12(HP_NEURONS_ARGS) {
+    hp_layer_body<12>(HP_LAYER_PASS, biases);
+}
+
+// Launch: grid min(ceil(capacity / 16) * blocks, resident blocks), block HP_BLOCK,
+// dynamic shared (longest buffer) * 17 floats, static shared 16 words.
+extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_neurons_mb16(HP_NEURONS_ARGS) {
+    hp_layer_body<16>(HP_LAYER_PASS, biases);
+}
+
+// Launch: grid min(ceil(capacity / 24) * blocks, resident blocks), block HP_BLOCK,
+// dynamic shared (longest buffer) * 25 floats, static shared 24 words.
+extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_neurons_mb24(HP_NEURONS_ARGS) {
+    hp_layer_body<24>(HP_LAYER_PASS, biases);
+}
+
+// Launch: grid min(ceil(capacity / 32) * blocks, resident blocks), block HP_BLOCK,
+// dynamic shared (longest buffer) * 33 floats, static shared 32 words.
+extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_neurons_mb32(HP_NEURONS_ARGS) {
+    hp_layer_body<32>(HP_LAYER_PASS, biases);
 }
 
 // Lists the rows that stayed non-empty: rows_out gets rows_in[i] for every i < *count_in

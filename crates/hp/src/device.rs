@@ -4,6 +4,9 @@
 //! Layers may be rectangular (`N_{l-1} × N_l`, a compressed network): layer `l` reads
 //! rows × `N_{l-1}` activations and writes rows × `N_l` (row-major, each at its own
 //! width), both inside the two activation buffers sized for the widest layer.
+//!
+//! A trained network's layers carry a bias per output neuron, uploaded in position order,
+//! and run `hp_layer_neurons_mb{MB}` (the one-bias kernel is not touched).
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -18,7 +21,7 @@ use spdnn_formats::{Csr, SparseMatrix};
 use crate::format::{self, HpLayer, LayoutStats, Params};
 use crate::{
     COMPACT_ROWS, HpOptions, SCATTER_ROWS, dynamic_shared_bytes, dynamic_shared_floats,
-    layer_kernel, static_shared_bytes,
+    layer_kernel, neurons_layer_kernel, static_shared_bytes,
 };
 
 /// One layer's layout on the device, its widths and its grid.
@@ -35,6 +38,8 @@ struct DeviceHpLayer {
     slice_starts: DeviceBuffer<u32>,
     index: DeviceBuffer<u16>,
     value: DeviceBuffer<f32>,
+    /// A bias per output position (`N_l` values, position order), for a trained network.
+    biases: Option<DeviceBuffer<f32>>,
     /// Dynamic shared memory: the longest buffer × the feature stride, in floats.
     shared_floats: usize,
     /// The same in bytes.
@@ -57,12 +62,19 @@ fn upload_padded<T: DeviceRepr + Default + Copy>(
 }
 
 impl DeviceHpLayer {
+    /// Uploads `layer`, with its per-neuron biases (neuron order, put into position
+    /// order here) when given.
     fn upload(
         gpu: &Gpu,
         layer: &HpLayer,
+        biases: Option<&[f32]>,
         shared_floats: usize,
         shared_bytes: u32,
     ) -> Result<Self, CudaError> {
+        let biases = match biases {
+            Some(b) => Some(gpu.upload(&layer.position_biases(b)?)?),
+            None => None,
+        };
         Ok(Self {
             inputs: layer.inputs() as u32,
             outputs: layer.neurons() as u32,
@@ -73,6 +85,7 @@ impl DeviceHpLayer {
             slice_starts: upload_padded(gpu, layer.slice_starts())?,
             index: upload_padded(gpu, layer.index())?,
             value: upload_padded(gpu, layer.value())?,
+            biases,
             shared_floats,
             shared_bytes,
             grid: 1,
@@ -204,7 +217,22 @@ impl<'g> HpRun<'g> {
             )));
         }
 
-        let layer_decl = layer_kernel(minibatch).ok_or_else(|| {
+        if let Some(biases) = chain.biases
+            && biases.len() != chain.layers.len()
+        {
+            return Err(CudaError::InvalidArgument(format!(
+                "hp: {} bias vectors for {} layers",
+                biases.len(),
+                chain.layers.len()
+            )));
+        }
+        // A trained network (a bias per neuron) runs the _neurons instance for every layer.
+        let decl_for = if chain.biases.is_some() {
+            neurons_layer_kernel
+        } else {
+            layer_kernel
+        };
+        let layer_decl = decl_for(minibatch).ok_or_else(|| {
             CudaError::InvalidArgument(format!("hp: no layer kernel for minibatch {minibatch}"))
         })?;
         let layer_kernel = gpu.kernel(layer_decl)?;
@@ -246,8 +274,14 @@ impl<'g> HpRun<'g> {
             }
             stats.add(&layer);
             layers.push(
-                DeviceHpLayer::upload(gpu, &layer, shared_floats, shared as u32)
-                    .map_err(|e| resident_error(e, l, total))?,
+                DeviceHpLayer::upload(
+                    gpu,
+                    &layer,
+                    chain.layer_biases(l),
+                    shared_floats,
+                    shared as u32,
+                )
+                .map_err(|e| resident_error(e, l, total))?,
             );
             if l + 1 == total {
                 outputs = layer.outputs().to_vec();
@@ -380,6 +414,9 @@ impl<'g> HpRun<'g> {
             .arg(&blocks)
             .arg(&self.bias)
             .arg(&self.upper);
+        if let Some(biases) = &layer.biases {
+            launch.arg(&**biases);
+        }
         let config = self
             .layer_kernel
             .config_shared(layer.grid, layer.shared_floats)?;

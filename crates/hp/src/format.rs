@@ -34,7 +34,9 @@
 //!   no sum, since every activation is finite).
 //!
 //! Stored zero weights are dropped: with a negative bias, `clip(Z + b)` does not depend on
-//! whether an output with `Z = 0` is structurally nonzero.
+//! whether an output with `Z = 0` is structurally nonzero (nor with a bias per neuron, all
+//! ≤ 0, as trained networks have: those are put into position order by
+//! [`HpLayer::position_biases`]).
 
 use std::collections::HashMap;
 
@@ -418,6 +420,50 @@ impl HpLayer {
         bias: f32,
         upper: f32,
     ) -> Result<Vec<f32>, HpError> {
+        self.emulate_with(y, rows, |_| bias, upper)
+    }
+
+    /// [`Self::emulate`] with a bias per output position (`hp_layer_neurons_mb*`):
+    /// position `p` gets `position_biases[p]` ([`Self::position_biases`]).
+    pub fn emulate_biased(
+        &self,
+        y: &[f32],
+        rows: usize,
+        position_biases: &[f32],
+        upper: f32,
+    ) -> Result<Vec<f32>, HpError> {
+        if position_biases.len() != self.neurons {
+            return Err(HpError::Invalid(format!(
+                "{} biases for {} outputs",
+                position_biases.len(),
+                self.neurons
+            )));
+        }
+        self.emulate_with(y, rows, |p| position_biases[p], upper)
+    }
+
+    /// A bias per output neuron (`biases[k]` for neuron `k`, `N_l` values) in this
+    /// layer's position order, `out[p] = biases[outputs[p]]`: what `hp_layer_neurons_mb*`
+    /// reads for position `p`.
+    pub fn position_biases(&self, biases: &[f32]) -> Result<Vec<f32>, HpError> {
+        if biases.len() != self.neurons {
+            return Err(HpError::Invalid(format!(
+                "{} biases for a layer of {} outputs",
+                biases.len(),
+                self.neurons
+            )));
+        }
+        Ok(self.outputs.iter().map(|&k| biases[k as usize]).collect())
+    }
+
+    /// The emulation with the bias of position `p` from `bias_of(p)`.
+    fn emulate_with(
+        &self,
+        y: &[f32],
+        rows: usize,
+        bias_of: impl Fn(usize) -> f32,
+        upper: f32,
+    ) -> Result<Vec<f32>, HpError> {
         let (inputs, n) = (self.inputs, self.neurons);
         if y.len() != rows * inputs {
             return Err(HpError::Invalid(format!(
@@ -454,7 +500,7 @@ impl HpLayer {
                 for (t, &sum) in acc.iter().enumerate() {
                     let p = block * BLOCK + t;
                     if p < n {
-                        out[row * n + p] = (sum + bias).max(0.0).min(upper);
+                        out[row * n + p] = (sum + bias_of(p)).max(0.0).min(upper);
                     }
                 }
             }
@@ -897,6 +943,36 @@ impl HpNetwork {
             None => y,
         })
     }
+
+    /// [`Self::emulate`] with a bias per output neuron of every layer (`biases[l][k]`,
+    /// neuron order), as the device runs a trained network: each layer's biases in its
+    /// position order ([`HpLayer::position_biases`]).
+    pub fn emulate_biased(
+        &self,
+        input: &[f32],
+        rows: usize,
+        biases: &[Vec<f32>],
+        upper: f32,
+    ) -> Result<Vec<f32>, HpError> {
+        if biases.len() != self.layers.len() {
+            return Err(HpError::Invalid(format!(
+                "{} bias vectors for {} layers",
+                biases.len(),
+                self.layers.len()
+            )));
+        }
+        let mut y = match &self.input_order {
+            Some(order) => to_position_order(input, order),
+            None => input.to_vec(),
+        };
+        for (layer, b) in self.layers.iter().zip(biases) {
+            y = layer.emulate_biased(&y, rows, &layer.position_biases(b)?, upper)?;
+        }
+        Ok(match self.layers.last() {
+            Some(last) => to_neuron_order(&y, last.outputs()),
+            None => y,
+        })
+    }
 }
 
 /// Rows of activations in position order (`outputs`: position → neuron) put back into
@@ -997,6 +1073,11 @@ mod tests {
     /// `Y · W` then the activation, row by row in neuron order (the reference's rule
     /// with a negative bias): `y` is rows × `w.nrows()`, the result rows × `w.ncols()`.
     fn dense_layer(y: &[f32], rows: usize, w: &Csr, bias: f32, upper: f32) -> Vec<f32> {
+        dense_layer_biased(y, rows, w, &vec![bias; w.ncols()], upper)
+    }
+
+    /// [`dense_layer`] with `biases[k]` for output `k`.
+    fn dense_layer_biased(y: &[f32], rows: usize, w: &Csr, biases: &[f32], upper: f32) -> Vec<f32> {
         let (inputs, n) = (w.nrows(), w.ncols());
         let mut out = vec![0f32; rows * n];
         for row in 0..rows {
@@ -1010,8 +1091,8 @@ mod tests {
                     }
                 }
             }
-            for a in acc.iter_mut() {
-                *a = (*a + bias).max(0.0).min(upper);
+            for (a, &b) in acc.iter_mut().zip(biases) {
+                *a = (*a + b).max(0.0).min(upper);
             }
         }
         out
@@ -1500,6 +1581,44 @@ mod tests {
                 want = dense_layer(&want, 3, w, bias, 32.0);
             }
             prop_assert_eq!(got.len(), 3 * widths[widths.len() - 1]);
+            prop_assert_eq!(got.len(), want.len());
+            for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                prop_assert!(g == e, "value {} of widths {:?}: {} != {}", i, widths, g, e);
+            }
+        }
+
+        /// A bias per output neuron (trained networks, ≤ 0, zero included): each layer's
+        /// biases in its position order give the dense result exactly, in both layouts
+        /// (the grouped one permutes the positions).
+        #[test]
+        fn emulated_chain_with_a_bias_per_neuron_is_exact(
+            (widths, ws, y) in widths(300, 3).prop_flat_map(|widths| (
+                Just(widths.clone()),
+                chain(&widths, 0.05, (-8i32..=8).prop_map(|k| k as f32 / 4.0)),
+                proptest::collection::vec(prop_oneof![Just(0.0f32), (1i32..=8).prop_map(|k| k as f32 / 2.0)], 3 * widths[0]),
+            )),
+            seeds in proptest::collection::vec(0i32..=8, 1..=61),
+            buffer in 1usize..=40,
+            layout in layout(),
+        ) {
+            let hp = HpNetwork::build(&ws, &params(buffer, layout)).unwrap();
+            let mut next = 0usize;
+            let biases: Vec<Vec<f32>> = ws
+                .iter()
+                .map(|w| {
+                    (0..w.ncols())
+                        .map(|_| {
+                            next += 1;
+                            -(seeds[(next * 7) % seeds.len()] as f32) / 4.0
+                        })
+                        .collect()
+                })
+                .collect();
+            let got = hp.emulate_biased(&y, 3, &biases, 32.0).unwrap();
+            let mut want = y.clone();
+            for (w, b) in ws.iter().zip(&biases) {
+                want = dense_layer_biased(&want, 3, w, b, 32.0);
+            }
             prop_assert_eq!(got.len(), want.len());
             for (i, (g, e)) in got.iter().zip(&want).enumerate() {
                 prop_assert!(g == e, "value {} of widths {:?}: {} != {}", i, widths, g, e);

@@ -23,6 +23,15 @@
 //! Any chain of layers whose widths match runs (`N_{l-1} × N_l`, e.g. a compressed
 //! network: 1024 × 64, then 64 × 64 and 64 × 32 layers): each layer's blocks cover its
 //! outputs, its footprints its inputs, and its activations are rows × `N_l`.
+//!
+//! Trained networks, with a bias per output neuron of every layer
+//! ([`LayerChain::biases`]), run with the `hp_layer_neurons_mb{MB}` instances
+//! ([`LAYERS_NEURONS`]): each layer's biases are uploaded in its position order
+//! ([`HpLayer::position_biases`]) and read where the one-bias kernels add `bias` (those
+//! are unchanged: they pass a null pointer the compiler folds away). Biases must be ≤ 0
+//! ([`KernelMethod::ACCEPTS_POSITIVE_BIAS`] is false): the kernels compute `clip(Z + b)`,
+//! the structural rule only then, the layout drops stored zeros, and a row that died stays
+//! dead only then.
 
 mod device;
 pub mod format;
@@ -70,6 +79,18 @@ pub const LAYERS: [KernelDecl; MINIBATCHES.len()] = [
     layer("hp_layer_mb24"),
     layer("hp_layer_mb32"),
 ];
+/// `hp_layer_neurons_mb{MB}`: [`LAYERS`] with a bias per output position, one per
+/// minibatch of [`MINIBATCHES`], in its order ([`neurons_layer_kernel`]).
+pub const LAYERS_NEURONS: [KernelDecl; MINIBATCHES.len()] = [
+    layer("hp_layer_neurons_mb1"),
+    layer("hp_layer_neurons_mb2"),
+    layer("hp_layer_neurons_mb4"),
+    layer("hp_layer_neurons_mb8"),
+    layer("hp_layer_neurons_mb12"),
+    layer("hp_layer_neurons_mb16"),
+    layer("hp_layer_neurons_mb24"),
+    layer("hp_layer_neurons_mb32"),
+];
 /// `hp_compact_rows`: one thread per list slot ([`KernelDecl::config_for`] the capacity).
 pub const COMPACT_ROWS: KernelDecl = KernelDecl::new(&HP, "hp_compact_rows", 256);
 /// `hp_scatter_rows`: blocks stride over the input rows (grid min(rows, 65535·16)).
@@ -86,6 +107,14 @@ pub const KERNELS: &[KernelDecl] = &[
     LAYERS[5],
     LAYERS[6],
     LAYERS[7],
+    LAYERS_NEURONS[0],
+    LAYERS_NEURONS[1],
+    LAYERS_NEURONS[2],
+    LAYERS_NEURONS[3],
+    LAYERS_NEURONS[4],
+    LAYERS_NEURONS[5],
+    LAYERS_NEURONS[6],
+    LAYERS_NEURONS[7],
     COMPACT_ROWS,
     SCATTER_ROWS,
 ];
@@ -94,6 +123,13 @@ pub const KERNELS: &[KernelDecl] = &[
 pub fn layer_kernel(minibatch: usize) -> Option<&'static KernelDecl> {
     let i = MINIBATCHES.iter().position(|&mb| mb == minibatch)?;
     Some(&LAYERS[i])
+}
+
+/// The layer kernel of `minibatch` with a bias per output position (`None` when it is not
+/// one of [`MINIBATCHES`]).
+pub fn neurons_layer_kernel(minibatch: usize) -> Option<&'static KernelDecl> {
+    let i = MINIBATCHES.iter().position(|&mb| mb == minibatch)?;
+    Some(&LAYERS_NEURONS[i])
 }
 
 /// The default minibatch. The inner loop does one shared-memory load per multiply-add
@@ -208,21 +244,25 @@ impl KernelMethod for Hp {
     const DESCRIPTION: &'static str =
         "H&P-2020: sliced-ELL slices per warp, shared-memory input buffers, register minibatches";
     type Options = HpOptions;
+    const ACCEPTS_PER_NEURON_BIAS: bool = true;
 
     /// Per row: two activation buffers of the widest rows, two row lists, the `alive` and
     /// category flags; fixed: the input's positions. The sliced-ELL bytes of a layer are
     /// known only once its layout is built in `prepare`: estimated at 8 bytes a nonzero
     /// (its 16-bit index and value, with padding and maps) plus an offset an output, so the
-    /// model is an estimate. Resident only.
+    /// model is an estimate (plus the per-neuron biases of a trained network). Resident
+    /// only.
     fn memory(chain: &LayerChain<'_>, _options: &HpOptions) -> MemoryModel {
         let widest = spdnn_cuda::memory::widest(chain);
         MemoryModel {
             per_row: 2 * 4 * widest + 2 * 4 + 2,
-            layers: chain
-                .layers
-                .iter()
-                .map(|w| 8 * w.nnz() + 4 * (w.ncols() + 1))
-                .collect(),
+            layers: chain.with_bias_bytes(
+                chain
+                    .layers
+                    .iter()
+                    .map(|w| 8 * w.nnz() + 4 * (w.ncols() + 1))
+                    .collect(),
+            ),
             fixed: 4 * chain.neurons() + 8,
             streaming: false,
             exact: false,
@@ -331,10 +371,14 @@ mod tests {
         assert_eq!(define("HP_MIN_BLOCKS"), MIN_BLOCKS_PER_SM as u64);
         // hp.cu asserts HP_WARPS * SPDNN_WARP_SIZE == HP_BLOCK: WARP is the device's warp.
         assert_eq!(WARPS * WARP, BLOCK);
-        // One layer kernel per minibatch, named after it, with the layer's launch shape.
-        for (&mb, decl) in MINIBATCHES.iter().zip(&LAYERS) {
+        // One layer kernel per minibatch, named after it, with the layer's launch shape;
+        // the same with a bias per neuron.
+        for ((&mb, decl), neurons) in MINIBATCHES.iter().zip(&LAYERS).zip(&LAYERS_NEURONS) {
             assert_eq!(decl.name, format!("hp_layer_mb{mb}"));
             assert_eq!(layer_kernel(mb), Some(decl));
+            assert_eq!(neurons.name, format!("hp_layer_neurons_mb{mb}"));
+            assert_eq!(neurons_layer_kernel(mb), Some(neurons));
+            assert_eq!(neurons.threads(), decl.threads());
             let config = decl
                 .config_shared(3, dynamic_shared_floats(721, mb))
                 .unwrap();
@@ -345,6 +389,7 @@ mod tests {
             );
         }
         assert_eq!(layer_kernel(3), None);
+        assert_eq!(neurons_layer_kernel(3), None);
         // The feature stride and the static shared memory are the kernel's.
         let src = HP.source;
         assert!(src.contains("constexpr unsigned int STRIDE = MB | 1;"));

@@ -3,13 +3,17 @@
 
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use spdnn_cuda::Gpu;
+use spdnn_cuda::method::{self, LayerChain};
 use spdnn_cuda::rows::{GpuInference, RunSpec};
 use spdnn_formats::{Csr, SparseMatrix};
+use spdnn_gputest::biased::{
+    BiasedProblem, biased_problem, check_biased_random, check_trained_nets, check_trained_shaped,
+};
 use spdnn_gputest::{
     Problem, Tolerance, check_challenge, check_compressed, check_exact_random,
     check_general_random, check_official_1024, check_rectangular_random, compare,
 };
-use spdnn_hp::{HpOptions, Layout, MINIBATCHES, infer};
+use spdnn_hp::{Hp, HpOptions, Layout, MINIBATCHES, infer};
 
 const SPEC: RunSpec = RunSpec {
     warmup: 1,
@@ -373,4 +377,68 @@ fn bad_problems_and_options_are_errors() {
     .unwrap_err();
     assert!(e.to_string().contains("shared memory"), "{e}");
     assert_eq!(p.input.ncols(), 4096);
+}
+
+/// H&P on a problem with a bias per output neuron (`hp_layer_neurons_mb*`).
+fn run_biased(
+    options: HpOptions,
+) -> impl Fn(&Gpu, &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    move |gpu, p| {
+        method::run::<Hp>(
+            gpu,
+            &LayerChain::with_biases(&p.layers, &p.biases, p.upper),
+            &p.input,
+            &options,
+            &SPEC,
+        )
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn per_neuron_biases() {
+    check_biased_random(&run_biased(HpOptions::default()), false);
+    // The published layout (positions in neuron order), footprints in many buffers.
+    check_biased_random(&run_biased(options(4, Some(7), Layout::Paper)), false);
+    // Layers wider than a block (several output blocks, a partial last one): the bias of
+    // every position of every block.
+    let gpu = spdnn_gputest::gpu();
+    for options in [HpOptions::default(), options(12, Some(40), Layout::Grouped)] {
+        let run = run_biased(options.clone());
+        let mut runner = TestRunner::new(Config::with_cases(24));
+        let outcome = runner.run(&biased_problem(700, 64, false), |p| {
+            let result =
+                run(&gpu, &p).map_err(|e| TestCaseError::fail(format!("hp failed: {e}")))?;
+            spdnn_gputest::biased::compare(&p, &result, Tolerance::Exact, 0.0)
+                .map(|_| ())
+                .map_err(TestCaseError::fail)
+        });
+        if let Err(e) = outcome {
+            panic!("{options:?}: {e}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_shaped_chains() {
+    check_trained_shaped(&run_biased(HpOptions::default()), false);
+    check_trained_shaped(&run_biased(options(32, Some(100), Layout::Paper)), false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_networks_a_b_c() {
+    check_trained_nets(&run_biased(HpOptions::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn positive_biases_are_refused() {
+    let gpu = spdnn_gputest::gpu();
+    let p = spdnn_gputest::biased::trained_shaped_problem(32, 1, 4, true, 3);
+    let error = run_biased(HpOptions::default())(&gpu, &p)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("only for biases ≤ 0"), "{error}");
 }
