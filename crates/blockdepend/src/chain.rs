@@ -5,13 +5,47 @@
 //! Everything here is detected and proved from the data (`spdnn-compress`); when a step
 //! finds nothing (no classes, no preserving suffix) or cannot be trusted (a merged weight
 //! that overflowed), the chain falls back to the plain network and says why.
+//!
+//! A trained network has a bias per output neuron of every layer ([`Bias::PerNeuron`]):
+//! compression merges outputs only where their biases are equal too and the chain carries
+//! a bias per compressed output; the retirement proof takes each column's own bias. The
+//! kernels compute `clip(Z + b)`, which is the official rule (the bias only where `Y·W` is
+//! structurally nonzero) only for `b ≤ 0`: a positive bias is refused.
 
 use std::borrow::Cow;
 use std::time::Instant;
 
 use serde::Serialize;
-use spdnn_compress::{Classes, Retirement, compress};
+use spdnn_compress::{Classes, Retirement, compress, compress_with_biases};
 use spdnn_formats::{Csr, SparseMatrix};
+
+/// The bias of a chain's neurons.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Bias<'a> {
+    /// One bias for every neuron of every layer (the challenge's networks; negative).
+    One(f32),
+    /// A bias per output neuron of every layer, `biases[l][k]` (trained networks): one
+    /// finite value ≤ 0 per column of layer `l`.
+    PerNeuron(&'a [Vec<f32>]),
+}
+
+impl From<f32> for Bias<'_> {
+    fn from(bias: f32) -> Self {
+        Bias::One(bias)
+    }
+}
+
+impl<'a> From<&'a [Vec<f32>]> for Bias<'a> {
+    fn from(biases: &'a [Vec<f32>]) -> Self {
+        Bias::PerNeuron(biases)
+    }
+}
+
+impl<'a> From<&'a Vec<Vec<f32>>> for Bias<'a> {
+    fn from(biases: &'a Vec<Vec<f32>>) -> Self {
+        Bias::PerNeuron(biases)
+    }
+}
 
 /// What compression did for this run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -61,6 +95,8 @@ pub enum Retire {
 #[derive(Debug, Clone)]
 pub struct Chain<'a> {
     layers: Cow<'a, [Csr]>,
+    /// Per-neuron biases of the layers the kernels run (`None`: one bias for all).
+    biases: Option<Cow<'a, [Vec<f32>]>>,
     classes: Option<Classes>,
     suffix_start: Option<usize>,
     compression: Compression,
@@ -109,19 +145,41 @@ impl<'a> Chain<'a> {
     /// Prepares `layers` (`N_{l-1} × N_l`, row = input neuron; at least one) for the
     /// kernels: compressed when `compress` (falling back to the layers as given when no
     /// class merges or a merged weight is not finite), with the retirement proof when
-    /// `retire`. Errors when the layers do not chain.
+    /// `retire`. `bias` is one bias for all neurons (an `f32`) or a bias per output neuron
+    /// of every layer ([`Bias::PerNeuron`]; compression then merges outputs only where
+    /// their biases are equal, and the proof takes each column's own). Errors when the
+    /// layers do not chain, or the per-neuron biases do not fit them or are not all finite
+    /// and ≤ 0.
     pub fn build(
         layers: &'a [Csr],
-        bias: f32,
+        bias: impl Into<Bias<'a>>,
         upper: f32,
         compress_network: bool,
         retire: bool,
     ) -> Result<Self, String> {
         check_chain(layers)?;
+        let bias = bias.into();
+        let given = match bias {
+            Bias::One(_) => None,
+            Bias::PerNeuron(biases) => {
+                check_biases(layers, biases)?;
+                Some(biases)
+            }
+        };
         let started = Instant::now();
-        let (run_layers, classes, compression) = if compress_network {
-            match compress(layers) {
-                Ok(c) if c.is_identity() => (Cow::Borrowed(layers), None, Compression::Identity),
+        let borrowed = || given.map(Cow::Borrowed);
+        let (run_layers, run_biases, classes, compression) = if compress_network {
+            let compressed = match given {
+                None => compress(layers),
+                Some(biases) => compress_with_biases(layers, biases),
+            };
+            match compressed {
+                Ok(c) if c.is_identity() => (
+                    Cow::Borrowed(layers),
+                    borrowed(),
+                    None,
+                    Compression::Identity,
+                ),
                 Ok(c) => {
                     let finite = c
                         .layers()
@@ -138,11 +196,18 @@ impl<'a> Chain<'a> {
                         };
                         let classes = c.final_classes().clone();
                         let classes = (!classes.is_trivial()).then_some(classes);
-                        (Cow::Owned(c.into_layers()), classes, compression)
+                        let (small, small_biases) = c.into_parts();
+                        (
+                            Cow::Owned(small),
+                            small_biases.map(Cow::Owned),
+                            classes,
+                            compression,
+                        )
                     } else {
                         let reason = "a merged weight is not finite (its sum overflowed f32)";
                         (
                             Cow::Borrowed(layers),
+                            borrowed(),
                             None,
                             Compression::FellBack {
                                 reason: reason.into(),
@@ -152,6 +217,7 @@ impl<'a> Chain<'a> {
                 }
                 Err(e) => (
                     Cow::Borrowed(layers),
+                    borrowed(),
                     None,
                     Compression::FellBack {
                         reason: e.to_string(),
@@ -159,13 +225,18 @@ impl<'a> Chain<'a> {
                 ),
             }
         } else {
-            (Cow::Borrowed(layers), None, Compression::Off)
+            (Cow::Borrowed(layers), borrowed(), None, Compression::Off)
         };
         let compress_ms = started.elapsed().as_secs_f64() * 1e3;
 
         let started = Instant::now();
         let (suffix_start, retire) = if retire {
-            match Retirement::analyze(&run_layers, bias, upper) {
+            let analysis = match (&run_biases, bias) {
+                (Some(biases), _) => Retirement::analyze_per_neuron(&run_layers, biases, upper),
+                (None, Bias::One(bias)) => Retirement::analyze(&run_layers, bias, upper),
+                (None, Bias::PerNeuron(_)) => unreachable!("per-neuron biases are carried"),
+            };
+            match analysis {
                 Ok(r) if r.preserving_suffix_len() > 0 => (
                     Some(r.suffix_start()),
                     Retire::Proved {
@@ -191,6 +262,7 @@ impl<'a> Chain<'a> {
         let retire_ms = started.elapsed().as_secs_f64() * 1e3;
         Ok(Self {
             layers: run_layers,
+            biases: run_biases,
             classes,
             suffix_start,
             compression,
@@ -207,6 +279,7 @@ impl<'a> Chain<'a> {
         check_chain(&layers)?;
         Ok(Self {
             layers: Cow::Owned(layers),
+            biases: None,
             classes: None,
             suffix_start,
             compression: Compression::Off,
@@ -219,9 +292,25 @@ impl<'a> Chain<'a> {
         })
     }
 
+    /// The chain with a bias per output neuron of every layer (`biases[l][k]`, one finite
+    /// value ≤ 0 per column of its layer) instead of one bias for all. For chains built by
+    /// [`Chain::from_parts`]; the caller vouches for the suffix with these biases. Errors
+    /// when the biases do not fit the layers.
+    pub fn with_biases(mut self, biases: Vec<Vec<f32>>) -> Result<Self, String> {
+        check_biases(&self.layers, &biases)?;
+        self.biases = Some(Cow::Owned(biases));
+        Ok(self)
+    }
+
     /// The layers the kernels run (compressed: `N'_{l-1} × N'_l`, `N'_0 = N_0`).
     pub fn layers(&self) -> &[Csr] {
         &self.layers
+    }
+
+    /// The bias of every output of the layers the kernels run (`biases()[l][k]`, compressed
+    /// with them), or `None` when one bias serves every neuron.
+    pub fn biases(&self) -> Option<&[Vec<f32>]> {
+        self.biases.as_deref()
     }
 
     /// Width of the input rows.
@@ -285,6 +374,47 @@ impl<'a> Chain<'a> {
             classes: self.classes.clone(),
         }
     }
+}
+
+/// Checks per-neuron biases against the layers: one vector per layer, one finite value
+/// ≤ 0 per output (the kernels compute `clip(Z + b)`, the official rule only for `b ≤ 0`).
+fn check_biases(layers: &[Csr], biases: &[Vec<f32>]) -> Result<(), String> {
+    if biases.len() != layers.len() {
+        return Err(format!(
+            "{} bias vectors for {} layers",
+            biases.len(),
+            layers.len()
+        ));
+    }
+    for (l, (w, b)) in layers.iter().zip(biases).enumerate() {
+        if b.len() != w.ncols() {
+            return Err(format!(
+                "layer {} has {} outputs but {} biases",
+                l + 1,
+                w.ncols(),
+                b.len()
+            ));
+        }
+        if let Some(k) = b.iter().position(|v| !v.is_finite()) {
+            return Err(format!(
+                "the bias of neuron {} of layer {} is {}, not finite",
+                k + 1,
+                l + 1,
+                b[k]
+            ));
+        }
+        if let Some(k) = b.iter().position(|&v| v > 0.0) {
+            return Err(format!(
+                "the kernels compute clip(Z + b), which equals the structural rule (the bias \
+                 only where Y·W is structurally nonzero) only for biases ≤ 0, and neuron {} of \
+                 layer {} has bias {}",
+                k + 1,
+                l + 1,
+                b[k]
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn check_chain(layers: &[Csr]) -> Result<(), String> {
@@ -365,6 +495,130 @@ mod tests {
         let e = Chain::build(&[a, b], -0.3, 32.0, true, true).unwrap_err();
         assert!(e.contains("layer 2"), "{e}");
         assert!(Chain::from_parts(vec![], None).is_err());
+    }
+
+    #[test]
+    fn per_neuron_biases_split_classes_and_follow_compression() {
+        // Outputs 0, 1 and 2 of layer 1 identical; 0 and 2 share a bias, 1 does not.
+        let w1 = csr(
+            2,
+            3,
+            &[
+                (0, 0, 1.0),
+                (0, 1, 1.0),
+                (0, 2, 1.0),
+                (1, 0, 0.5),
+                (1, 1, 0.5),
+                (1, 2, 0.5),
+            ],
+        );
+        let w2 = csr(3, 2, &[(0, 0, 1.0), (1, 1, 2.0), (2, 0, 0.5)]);
+        let layers = [w1, w2];
+        let biases = vec![vec![-0.25, -0.5, -0.25], vec![0.0, -0.125]];
+        let c = Chain::build(&layers, &biases, 4.0, true, true).unwrap();
+        assert!(matches!(c.compression(), Compression::Compressed { .. }));
+        assert_eq!(c.layers()[0].ncols(), 2);
+        assert_eq!(c.biases().unwrap(), &[vec![-0.25, -0.5], vec![0.0, -0.125]]);
+        // Rows 0 and 2 of layer 2 merged: 1.0 + 0.5 in column 0.
+        assert_eq!(
+            c.layers()[1].triplets().collect::<Vec<_>>(),
+            vec![(0, 0, 1.5), (1, 1, 2.0)]
+        );
+        // One bias for all: the three outputs are one class.
+        let one = Chain::build(&layers, -0.25, 4.0, true, true).unwrap();
+        assert_eq!(one.layers()[0].ncols(), 1);
+        assert!(one.biases().is_none());
+        // Not compressed: the biases as given, borrowed.
+        let off = Chain::build(&layers, &biases, 4.0, false, false).unwrap();
+        assert_eq!(off.biases().unwrap(), &biases[..]);
+        assert!(matches!(off.biases, Some(Cow::Borrowed(_))));
+        assert_eq!(off.layers(), &layers);
+    }
+
+    #[test]
+    fn the_retirement_proof_takes_each_columns_bias() {
+        // Every column sums to 2 from a row all at 1.
+        let w = csr(2, 2, &[(0, 0, 1.0), (1, 0, 1.0), (0, 1, 1.0), (1, 1, 1.0)]);
+        let layers = [w.clone(), w.clone(), w];
+        let strong = vec![vec![-0.5, 0.0]; 3];
+        let c = Chain::build(&layers, &strong, 1.0, false, true).unwrap();
+        assert_eq!(c.suffix_start(), Some(0));
+        // Layer 2's second column: 2 − 1.5 < 1: the suffix starts after it.
+        let mut weak = strong.clone();
+        weak[1][1] = -1.5;
+        let c = Chain::build(&layers, &weak, 1.0, false, true).unwrap();
+        assert_eq!(c.retire(), &Retire::Proved { suffix_start: 2 });
+        // In the last layer: no suffix at all.
+        let mut last = strong;
+        last[2][0] = -1.0;
+        let c = Chain::build(&layers, &last, 1.0, true, true).unwrap();
+        assert!(matches!(c.retire(), Retire::None { .. }));
+        assert_eq!(c.suffix_start(), None);
+    }
+
+    #[test]
+    fn positive_and_misfit_biases_are_errors() {
+        let w = csr(2, 2, &[(0, 0, 1.0), (1, 1, 2.0)]);
+        let layers = [w.clone(), w];
+        let e = Chain::build(
+            &layers,
+            &vec![vec![-1.0, 0.0], vec![0.0, 0.25]],
+            4.0,
+            true,
+            true,
+        )
+        .unwrap_err();
+        for part in [
+            "clip(Z + b)",
+            "only for biases ≤ 0",
+            "neuron 2 of layer 2 has bias 0.25",
+        ] {
+            assert!(e.contains(part), "{part}: {e}");
+        }
+        let e = Chain::build(&layers, &vec![vec![0.0; 2]], 4.0, true, true).unwrap_err();
+        assert!(e.contains("1 bias vectors for 2 layers"), "{e}");
+        let e =
+            Chain::build(&layers, &vec![vec![0.0; 2], vec![0.0; 3]], 4.0, true, true).unwrap_err();
+        assert!(e.contains("layer 2 has 2 outputs but 3 biases"), "{e}");
+        let e = Chain::build(
+            &layers,
+            &vec![vec![f32::NAN, 0.0], vec![0.0; 2]],
+            4.0,
+            true,
+            true,
+        )
+        .unwrap_err();
+        assert!(e.contains("neuron 1 of layer 1"), "{e}");
+        let parts = Chain::from_parts(layers.to_vec(), None).unwrap();
+        assert!(parts.clone().with_biases(vec![vec![0.0; 2]]).is_err());
+        let biased = parts.with_biases(vec![vec![-0.0; 2]; 2]).unwrap();
+        assert_eq!(biased.biases().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn trained_shapes_chain_with_dense_ends() {
+        // 784 → 128 (dense) → 128 (sparse) → 10 (dense), bound 1, biases ≤ 0.
+        let dense = |rows: usize, cols: usize| {
+            let t: Vec<(u32, u32, f32)> = (0..rows as u32)
+                .flat_map(|r| {
+                    (0..cols as u32)
+                        .map(move |c| (r, c, ((r * 7 + c * 3) % 11) as f32 / 64.0 - 0.08))
+                })
+                .collect();
+            csr(rows, cols, &t)
+        };
+        let sparse: Vec<(u32, u32, f32)> = (0..128u32)
+            .flat_map(|r| {
+                (0..128u32)
+                    .filter(move |c| (r + 3 * c) % 9 < 5)
+                    .map(move |c| (r, c, ((r + c) % 5) as f32 / 32.0 - 0.05))
+            })
+            .collect();
+        let layers = [dense(784, 128), csr(128, 128, &sparse), dense(128, 10)];
+        let biases = vec![vec![-0.01; 128], vec![0.0; 128], vec![-0.02; 10]];
+        let c = Chain::build(&layers, &biases, 1.0, true, true).unwrap();
+        assert_eq!((c.input_width(), c.output_width()), (784, 10));
+        assert_eq!(c.biases().unwrap().len(), 3);
     }
 
     #[test]

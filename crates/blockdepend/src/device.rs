@@ -12,7 +12,7 @@ use spdnn_formats::{Csr, SparseMatrix};
 use crate::layout::{Layout, WARP};
 use crate::plan::{self, Limits, MAX_TILE, Placement, Segment};
 use crate::{
-    BlockDependOptions, CHAIN_GLOBAL, CHAIN_SHARED, CHAIN_SHARED_WIDE, CHAIN_SPLIT,
+    Bias, BlockDependOptions, CHAIN_GLOBAL, CHAIN_SHARED, CHAIN_SHARED_WIDE, CHAIN_SPLIT,
     CHAIN_SPLIT_WIDE, Chain, Compression, Expansion, Retire,
 };
 
@@ -169,6 +169,8 @@ struct DeviceLayout {
     group_starts: DeviceBuffer<u32>,
     w1_offsets: DeviceBuffer<u32>,
     w1_entries: DeviceBuffer<[u32; 2]>,
+    /// Per-neuron biases of every layer (one placeholder with one bias for all).
+    biases: DeviceBuffer<f32>,
 }
 
 /// The loaded batch of input rows (CSR).
@@ -200,6 +202,8 @@ pub(crate) struct BdRun<'g> {
     counters: DeviceBuffer<u32>,
     scratch: DeviceBuffer<f32>,
     bias: f32,
+    /// Floats per layer of the per-neuron biases (0: the scalar `bias` for every neuron).
+    bias_stride: u32,
     upper: f32,
     suffix_start: u32,
     details: Vec<(String, String)>,
@@ -216,12 +220,16 @@ impl<'g> BdRun<'g> {
         rows: usize,
         options: &BlockDependOptions,
     ) -> Result<Self, CudaError> {
-        if !(chain.bias.is_finite() && chain.bias < 0.0) {
-            return Err(invalid(format!(
-                "the bias must be negative and finite, got {}",
-                chain.bias
-            )));
-        }
+        let bias = match chain.biases {
+            Some(biases) => Bias::PerNeuron(biases),
+            None if chain.bias.is_finite() && chain.bias < 0.0 => Bias::One(chain.bias),
+            None => {
+                return Err(invalid(format!(
+                    "the bias must be negative and finite, got {}",
+                    chain.bias
+                )));
+            }
+        };
         if !(chain.upper.is_finite() && chain.upper > 0.0) {
             return Err(invalid(format!(
                 "the upper bound must be positive and finite, got {}",
@@ -232,7 +240,7 @@ impl<'g> BdRun<'g> {
         let started = Instant::now();
         let network = Chain::build(
             chain.layers,
-            chain.bias,
+            bias,
             chain.upper,
             options.compress,
             options.retire,
@@ -370,6 +378,7 @@ impl<'g> BdRun<'g> {
             group_starts: upload_padded(gpu, &layout.group_starts).map_err(weights)?,
             w1_offsets: upload_padded(gpu, &layout.first.offsets).map_err(weights)?,
             w1_entries: upload_padded(gpu, &layout.first.entries).map_err(weights)?,
+            biases: upload_padded(gpu, &layout.biases).map_err(weights)?,
         };
         let out_width = network.output_width();
         let carry_floats = launches
@@ -410,6 +419,7 @@ impl<'g> BdRun<'g> {
             counters: gpu.alloc_zeros::<u32>(2 * launch_count + 1)?,
             scratch: alloc_f32(scratch_floats, "the tiles in global memory")?,
             bias: chain.bias,
+            bias_stride: layout.bias_stride as u32,
             upper: chain.upper,
             suffix_start: network
                 .suffix_start()
@@ -475,6 +485,17 @@ impl<'g> BdRun<'g> {
             ("retire_ms".into(), format!("{:.1}", network.retire_ms())),
             ("compression".into(), compression),
             ("retirement".into(), retire),
+            (
+                "biases".into(),
+                if layout.bias_stride == 0 {
+                    "one for every neuron".to_string()
+                } else {
+                    format!(
+                        "per neuron ({} floats a layer, padding 0)",
+                        layout.bias_stride
+                    )
+                },
+            ),
             ("widths".into(), format!("{min_w}..{max_w}")),
             (
                 "formats".into(),
@@ -586,6 +607,8 @@ impl<'g> BdRun<'g> {
             .arg(&mut *self.state)
             .arg(&mut *self.out)
             .arg(&self.bias)
+            .arg(&*self.layout.biases)
+            .arg(&self.bias_stride)
             .arg(&self.upper)
             .arg(&self.suffix_start)
             .arg(&tile)

@@ -149,18 +149,24 @@ impl Ctx<'_> {
             }
             c0 += chunk;
         }
+        let biases = self.layout.biases_of(0);
         for r in 0..n {
-            for v in &mut tile.cur[r * stride..r * stride + width] {
-                *v = activate(*v, self.bias, self.upper);
+            for (c, v) in tile.cur[r * stride..r * stride + width]
+                .iter_mut()
+                .enumerate()
+            {
+                *v = activate(*v, biases.map_or(self.bias, |b| b[c]), self.upper);
             }
         }
     }
 
     /// Layer `l` (after the first) over the live rows: `next[slot] = clip(W·cur[slot] + b)`
-    /// on every padded output.
+    /// on every padded output, `b` the scalar bias or the output's own (padding: 0).
     fn layer(&self, tile: &mut Tile, l: usize) -> Result<(), String> {
         let layer = self.layout.layers[l];
         let outputs = round_up(layer.out_width, WARP);
+        let biases = self.layout.biases_of(l);
+        let bias_of = |c: usize| biases.map_or(self.bias, |b| b[c]);
         let stride = tile.stride;
         for &slot in &tile.live {
             let y = &tile.cur[slot * stride..(slot + 1) * stride];
@@ -177,7 +183,7 @@ impl Ctx<'_> {
                         for k in 0..inputs {
                             acc = y[k].mul_add(w[k * layer.dense_stride + c], acc);
                         }
-                        *o = activate(acc, self.bias, self.upper);
+                        *o = activate(acc, bias_of(c), self.upper);
                     }
                 }
                 Format::Ell => {
@@ -194,7 +200,7 @@ impl Ctx<'_> {
                             }
                             acc = v.mul_add(f32::from_bits(w), acc);
                         }
-                        *o = activate(acc, self.bias, self.upper);
+                        *o = activate(acc, bias_of(c), self.upper);
                     }
                 }
                 Format::Input => return Err(format!("layer {} is laid out as layer 1", l + 1)),
@@ -287,7 +293,9 @@ impl Ctx<'_> {
 
 /// Runs the fused kernel's algorithm over `input` (rows × the layout's input width) through
 /// `segments`, segment `s` launched on `blocks[s]` blocks (which sets its tile size as on
-/// the device), with rows all at `upper` finished after `suffix_start` layers.
+/// the device), with rows all at `upper` finished after `suffix_start` layers. The bias is
+/// `bias` for every neuron, or each output's own where the layout has per-neuron biases
+/// ([`Layout::biases_of`]; `bias` is then unused), read as the kernel reads them.
 pub fn emulate(
     layout: &Layout,
     segments: &[Segment],
@@ -408,12 +416,14 @@ impl EmulatedRun<'_> {
 }
 
 /// Emulates BlockDepend with `options` on `input` through `layers` (`N_{l-1} × N_l`), as a
-/// device with `limits` would run it on `blocks` blocks per launch. Errors like the
-/// method's preparation (bad options, shapes) or when the emulated kernel misbehaves.
+/// device with `limits` would run it on `blocks` blocks per launch. `bias` is one bias for
+/// every neuron (an `f32`) or a bias per output neuron of every layer
+/// ([`crate::Bias::PerNeuron`], each ≤ 0). Errors like the method's preparation (bad
+/// options, shapes, biases) or when the emulated kernel misbehaves.
 pub fn run<'a>(
     layers: &'a [Csr],
     input: &Csr,
-    bias: f32,
+    bias: impl Into<crate::Bias<'a>>,
     upper: f32,
     options: &crate::BlockDependOptions,
     limits: &crate::Limits,
@@ -421,7 +431,13 @@ pub fn run<'a>(
 ) -> Result<EmulatedRun<'a>, String> {
     use spdnn_cuda::method::MethodOptions;
     options.validate()?;
+    let bias = bias.into();
     let chain = crate::Chain::build(layers, bias, upper, options.compress, options.retire)?;
+    // With per-neuron biases the layout carries them; the scalar is unused.
+    let scalar = match bias {
+        crate::Bias::One(b) => b,
+        crate::Bias::PerNeuron(_) => -1.0,
+    };
     let layout = Layout::build(&chain, options.format)?;
     let cuts = crate::plan::cut_points(layout.layers.len(), options.cuts.as_deref())?;
     let segments = crate::plan::plan(&layout, limits, &cuts, options.placement, options.tile_rows)?;
@@ -431,7 +447,7 @@ pub fn run<'a>(
         &segments,
         &grids,
         input,
-        bias,
+        scalar,
         upper,
         chain.suffix_start(),
     )?;

@@ -24,7 +24,14 @@
 //!   1.6–1.9. Padding reads an address the slot reads anyway (a broadcast).
 //!
 //! Every layer's outputs are written for all `⌈out/32⌉·32` columns (the padding computes
-//! `clip(0 + b) = 0`, as `b < 0`), so the next layer's float4 reads past `in` see zeros.
+//! `clip(0 + b) = 0`, as `b ≤ 0`), so the next layer's float4 reads past `in` see zeros.
+//!
+//! **Biases.** A chain with one bias passes it to the kernel as a scalar. A chain with a
+//! bias per output neuron (trained networks) stores layer `l`'s biases at
+//! `l·`[`Layout::bias_stride`] in [`Layout::biases`], one float per output column up to
+//! the widest padded layer (the padding's bias is 0, so it still computes
+//! `clip(0 + 0) = 0`): the kernel finds them from the layer index and the column alone,
+//! which keeps its registers as they were.
 //!
 //! The summation order is fixed per output: Dense adds `y_k·W[k][c]` for `k` ascending
 //! (padding included), Ell in slot order (padding included), each with one fused
@@ -132,7 +139,8 @@ pub struct LayerLayout {
     /// lies in global memory (per slot of each group, the distinct sectors its lanes
     /// read); else 0.
     pub sectors: usize,
-    /// Bytes the kernel reads for one pass over the layer.
+    /// Bytes the kernel reads for one pass over the layer (its per-neuron biases
+    /// included).
     pub bytes: usize,
 }
 
@@ -229,6 +237,12 @@ pub struct Layout {
     pub ell: Vec<[u32; 2]>,
     /// Per ELL layer, `groups + 1` slot starts (cumulative within the layer).
     pub group_starts: Vec<u32>,
+    /// With per-neuron biases: layer `l`'s output `c` at `l·bias_stride + c`, padding 0;
+    /// empty with one bias for all.
+    pub biases: Vec<f32>,
+    /// Floats per layer in [`Layout::biases`]: the widest layer's outputs rounded up to 32;
+    /// 0 with one bias for all (the kernel then adds its scalar bias).
+    pub bias_stride: usize,
 }
 
 /// The sliced-ELL slots per lane of `layer` (`in × out`): per group of 32 columns, its
@@ -482,6 +496,8 @@ impl Layout {
             dense: Vec::new(),
             ell: Vec::new(),
             group_starts: Vec::new(),
+            biases: Vec::new(),
+            bias_stride: 0,
         };
         let first_bytes = 4 * out.first.offsets.len() + 8 * out.first.entries.len();
         out.layers.push(LayerLayout {
@@ -514,6 +530,23 @@ impl Layout {
         }
         if out.group_starts.len() > u32::MAX as usize {
             return Err("the ELL group tables are too long to index with 32 bits".into());
+        }
+        if let Some(biases) = chain.biases() {
+            let stride = out
+                .layers
+                .iter()
+                .map(|l| round_up(l.out_width, WARP))
+                .max()
+                .unwrap_or(WARP);
+            if stride > u32::MAX as usize {
+                return Err("a layer is too wide to index its biases with 32 bits".into());
+            }
+            out.bias_stride = stride;
+            out.biases = vec![0.0; stride * out.layers.len()];
+            for (l, (layout, b)) in out.layers.iter_mut().zip(biases).enumerate() {
+                layout.bytes += 4 * round_up(layout.out_width, WARP);
+                out.biases[l * stride..l * stride + b.len()].copy_from_slice(b);
+            }
         }
         Ok(out)
     }
@@ -558,6 +591,16 @@ impl Layout {
         let layer = &self.layers[l];
         let len = round_up(layer.in_width, VECTOR) * layer.dense_stride;
         &self.dense[layer.offset..layer.offset + len]
+    }
+
+    /// The biases of layer `l`'s `⌈out/32⌉·32` padded outputs (padding 0), or `None` when
+    /// one bias serves every neuron.
+    pub fn biases_of(&self, l: usize) -> Option<&[f32]> {
+        if self.bias_stride == 0 {
+            return None;
+        }
+        let start = l * self.bias_stride;
+        Some(&self.biases[start..start + round_up(self.layers[l].out_width, WARP)])
     }
 
     /// The group starts of ELL layer `l` (`groups + 1`).
@@ -664,7 +707,30 @@ mod tests {
         assert_eq!(d.iter().filter(|v| **v != 0.0).count(), 4);
         let desc = dense.descriptors();
         assert_eq!(desc.len(), 2 * DESC_WORDS);
-        assert_eq!(&desc[8..15], &[1, 2, 33, 64, 0, 0, 0]);
+        assert_eq!(&desc[8..16], &[1, 2, 33, 64, 0, 0, 0, 0]);
+        assert!(dense.biases.is_empty() && dense.biases_of(1).is_none());
+        assert_eq!(dense.bias_stride, 0);
+
+        // With a bias per output: one float per padded output column, padding 0.
+        let b1 = vec![-0.5, 0.0];
+        let b2: Vec<f32> = (0..33).map(|k| -(k as f32) / 8.0).collect();
+        let biased = chain
+            .clone()
+            .with_biases(vec![b1.clone(), b2.clone()])
+            .unwrap();
+        let layout = Layout::build(&biased, FormatChoice::Dense).unwrap();
+        // Layer l at l · 64 (the widest padded layer), padding +0.
+        assert_eq!(layout.bias_stride, 64);
+        assert_eq!(layout.biases.len(), 2 * 64);
+        assert_eq!(&layout.biases[..2], &b1[..]);
+        assert!(layout.biases[2..64].iter().all(|&b| b.to_bits() == 0));
+        assert_eq!(&layout.biases[64..97], &b2[..]);
+        assert!(layout.biases[97..].iter().all(|&b| b.to_bits() == 0));
+        assert_eq!(layout.biases_of(0).unwrap(), &layout.biases[..32]);
+        assert_eq!(layout.biases_of(1).unwrap(), &layout.biases[64..128]);
+        assert_eq!(layout.descriptors(), dense.descriptors());
+        assert_eq!(layout.layers[0].bytes, dense.layers[0].bytes + 4 * 32);
+        assert_eq!(layout.layers[1].bytes, dense.layers[1].bytes + 4 * 64);
     }
 
     #[test]

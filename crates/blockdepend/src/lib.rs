@@ -22,6 +22,15 @@
 //! 3. **Results**: a row is a category iff its state is not zero; final values come back
 //!    in the compressed width and are expanded through the class map.
 //!
+//! **Trained networks** (a bias per output neuron of every layer, [`infer_with_biases`] or
+//! [`spdnn_cuda::method::LayerChain::with_biases`]): compression merges outputs only where
+//! their biases are equal too, the retirement proof takes each column's own bias, and the
+//! kernels read layer `l`'s output `c` bias from a per-layer array
+//! ([`layout::Layout::biases`]). The kernels compute `clip(Z + b)`, which equals the
+//! official rule (the bias only where `Y·W` is structurally nonzero) for `b ≤ 0` only: a
+//! positive bias is refused with an error naming the neuron. Dense first and last layers
+//! (`784 → N`, `N → 10`) are ordinary layers of a rectangular chain.
+//!
 //! The CPU emulation ([`emulate`]) repeats the kernel's algorithm step for step for the
 //! tests.
 
@@ -37,7 +46,7 @@ use spdnn_cuda::rows::{GpuInference, RunSpec};
 use spdnn_cuda::{CudaError, Define, Gpu, KernelDecl, KernelSource};
 use spdnn_formats::{Csr, SparseMatrix};
 
-pub use chain::{Chain, Compression, Expansion, Retire};
+pub use chain::{Bias, Chain, Compression, Expansion, Retire};
 pub use layout::{Format, FormatChoice, LayerLayout, Layout};
 pub use plan::{Limits, Placement, PlacementChoice, Segment};
 
@@ -178,6 +187,10 @@ impl KernelMethod for BlockDepend {
     const DESCRIPTION: &'static str = "BlockDepend: the layer chain fused in persistent kernels, tiles of rows on chip, \
          over the exactly compressed network with finished rows retired";
     type Options = BlockDependOptions;
+    /// Trained networks: compression merges outputs only where their biases are equal,
+    /// the retirement proof takes each column's own bias, and the kernels read a bias per
+    /// (compressed) output from a per-layer array.
+    const ACCEPTS_PER_NEURON_BIAS: bool = true;
 
     /// Per row: the state, the final values, and two carried rows between launches; per
     /// layer: its laid-out weights; fixed: the tiles placed in global memory (at most a
@@ -192,11 +205,13 @@ impl KernelMethod for BlockDepend {
         let shrink = if options.compress { 8 } else { 1 };
         MemoryModel {
             per_row: 1 + 4 * out.div_ceil(shrink) + 2 * 4 + 2 * 4 * widest.div_ceil(shrink),
-            layers: chain
-                .layers
-                .iter()
-                .map(|w| (8 * w.nnz() + 4 * (w.nrows() + 1)).div_ceil(shrink))
-                .collect(),
+            layers: chain.with_bias_bytes(
+                chain
+                    .layers
+                    .iter()
+                    .map(|w| (8 * w.nnz() + 4 * (w.nrows() + 1)).div_ceil(shrink))
+                    .collect(),
+            ),
             fixed: 0,
             streaming: false,
             exact: false,
@@ -227,6 +242,27 @@ pub fn infer(
     method::run::<BlockDepend>(
         gpu,
         &LayerChain::new(layers, bias, upper),
+        input,
+        options,
+        spec,
+    )
+}
+
+/// Runs BlockDepend on `input` through `layers` with a bias per output neuron of every layer
+/// (`biases[l][k]`, each ≤ 0: the kernels compute `clip(Z + b)`, the official rule only
+/// then; a positive bias is an error) and the bound `upper`, as [`infer`] does.
+pub fn infer_with_biases(
+    gpu: &Gpu,
+    layers: &[Csr],
+    biases: &[Vec<f32>],
+    input: &Csr,
+    upper: f32,
+    options: &BlockDependOptions,
+    spec: &RunSpec,
+) -> Result<GpuInference, CudaError> {
+    method::run::<BlockDepend>(
+        gpu,
+        &LayerChain::with_biases(layers, biases, upper),
         input,
         options,
         spec,
