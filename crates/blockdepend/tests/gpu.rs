@@ -2,15 +2,23 @@
 //! `--include-ignored` on the GPU machine (`crates/blockdepend/device.sh`).
 
 use proptest::prelude::*;
-use spdnn_blockdepend::{BlockDependOptions, FormatChoice, PlacementChoice, infer};
+use spdnn_blockdepend::{
+    BlockDependOptions, FormatChoice, PlacementChoice, infer, infer_with_biases,
+};
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::{GpuInference, RunSpec};
 use spdnn_formats::Csr;
+use spdnn_gputest::biased::{
+    BiasedProblem, check_biased_random, check_trained_nets, check_trained_shaped,
+    trained_shaped_problem,
+};
 use spdnn_gputest::{
     Problem, Tolerance, check_challenge, check_compressed, check_exact_random,
     check_general_random, check_grouped_random, check_official_1024, check_rectangular_random,
     compare,
 };
+
+mod common;
 
 const SPEC: RunSpec = RunSpec {
     warmup: 1,
@@ -370,4 +378,128 @@ fn bad_options_and_problems_are_errors() {
         )
         .is_err()
     );
+}
+
+/// A run with per-neuron biases (trained networks), cuts kept within the network's layers.
+fn run_biased(
+    options: BlockDependOptions,
+) -> impl Fn(&Gpu, &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    move |gpu, p| {
+        let mut o = options.clone();
+        if let Some(cuts) = &mut o.cuts {
+            cuts.retain(|&c| c < p.layers.len());
+        }
+        infer_with_biases(gpu, &p.layers, &p.biases, &p.input, p.upper, &o, &SPEC)
+    }
+}
+
+/// Runs `strategy`'s problems through `runner`, each bit for bit against the reference with
+/// its per-neuron biases (predictions included).
+fn check_biased_exact(
+    strategy: impl Strategy<Value = BiasedProblem>,
+    runner: &dyn Fn(&Gpu, &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError>,
+) {
+    let gpu = spdnn_gputest::gpu();
+    let mut proptest = proptest::test_runner::TestRunner::new(ProptestConfig::default());
+    let outcome = proptest.run(&strategy, |p| {
+        let result = runner(&gpu, &p).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        spdnn_gputest::biased::compare(&p, &result, Tolerance::Exact, 0.0)
+            .map(|_| ())
+            .map_err(TestCaseError::fail)
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn per_neuron_biases() {
+    // Random rectangular chains with dyadic biases ≤ 0, bit for bit, under every option set.
+    for (name, o) in variants() {
+        eprintln!("per-neuron biases: {name}");
+        check_biased_random(&run_biased(o), false);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn per_neuron_biases_split_compressed_classes() {
+    // Planted classes of identical columns with one bias each, some neurons with a bias of
+    // their own: compression merges only equal biases, the kernel reads each class's bias.
+    for (name, o) in variants() {
+        eprintln!("planted classes with per-neuron biases: {name}");
+        check_biased_exact(common::planted(), &run_biased(o));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn per_neuron_biases_retire_rows() {
+    // Saturating chains with per-column biases: rows retire where every later column was
+    // proved with its own bias; retiring or not, bit for bit.
+    for (name, o) in [
+        ("retire", BlockDependOptions::default()),
+        ("no retirement", options(|o| o.retire = false)),
+        (
+            "retire, global tiles",
+            options(|o| o.placement = PlacementChoice::Global),
+        ),
+    ] {
+        eprintln!("saturating with per-neuron biases: {name}");
+        check_biased_exact(common::saturating_biased(), &run_biased(o));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_shaped_chains() {
+    // 784 → 128 × 6 → 10 and 784 → 256 × 4 → 10, dense ends, bound 1, 2000 rows.
+    check_trained_shaped(&run_biased(BlockDependOptions::default()), false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_shaped_chains_other_placements() {
+    for (name, o) in [
+        ("uncompressed", options(|o| o.compress = false)),
+        (
+            "global tiles",
+            options(|o| o.placement = PlacementChoice::Global),
+        ),
+        (
+            "split tiles",
+            options(|o| o.placement = PlacementChoice::Split),
+        ),
+        (
+            "tiles of 3, cut after every layer",
+            options(|o| {
+                o.tile_rows = Some(3);
+                o.cuts = Some((1..12).collect());
+            }),
+        ),
+    ] {
+        eprintln!("trained-shaped: {name}");
+        check_trained_shaped(&run_biased(o), false);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_networks_a_b_c() {
+    // data/nets/{A,B,C}.safetensors over the 10000 MNIST test images (skipped with a
+    // message when absent).
+    check_trained_nets(&run_biased(BlockDependOptions::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn positive_biases_are_refused() {
+    let gpu = spdnn_gputest::gpu();
+    let p = trained_shaped_problem(32, 1, 4, true, 3);
+    let error = run_biased(BlockDependOptions::default())(&gpu, &p)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("blockdepend"), "{error}");
+    assert!(error.contains("only for biases ≤ 0"), "{error}");
 }

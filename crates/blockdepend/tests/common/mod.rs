@@ -1,0 +1,139 @@
+//! Shared by the CPU emulation tests and the GPU tests: problems with a bias per output
+//! neuron that exercise compression (planted classes split by their biases) and retirement
+//! (saturating chains with per-column biases).
+
+#![allow(dead_code)]
+
+use proptest::prelude::*;
+use spdnn_formats::{Csr, SparseMatrix};
+use spdnn_gputest::Problem;
+use spdnn_gputest::biased::BiasedProblem;
+
+/// splitmix64: the per-neuron biases below, from a seed (no `rand` in this crate).
+pub fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A small generator (splitmix64 steps) for the planted problems below.
+pub struct Draw(pub u64);
+
+impl Draw {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(1);
+        mix(self.0)
+    }
+
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    pub fn chance(&mut self, eighths: u64) -> bool {
+        self.below(8) < eighths
+    }
+}
+
+/// Exact problems with planted classes of identical columns in every layer (1–4 layers,
+/// widths 1–70, dyadic weights of both signs, mostly positive), and dyadic biases ≤ 0 per
+/// planted class, except that a neuron gets a bias of its own with probability
+/// `split / 8`: compression must merge the classes and split them exactly where biases
+/// differ.
+pub fn planted_biased(seed: u64, split: u64) -> BiasedProblem {
+    let mut d = Draw(seed);
+    let depth = 1 + d.below(4) as usize;
+    let widths: Vec<usize> = (0..=depth).map(|_| 1 + d.below(70) as usize).collect();
+    let bias = |d: &mut Draw| -(d.below(5) as f32) / 16.0;
+    let mut layers = Vec::new();
+    let mut biases = Vec::new();
+    for l in 0..depth {
+        let (rows, cols) = (widths[l], widths[l + 1]);
+        let classes = 1 + d.below(cols.div_ceil(4) as u64) as usize;
+        let density = 1 + d.below(5);
+        let mut columns: Vec<Vec<(u32, f32)>> = vec![Vec::new(); classes];
+        for column in &mut columns {
+            for r in 0..rows as u32 {
+                if d.chance(density) {
+                    let k = 1 + d.below(8) as i32;
+                    let w = if d.chance(2) { -k } else { k };
+                    column.push((r, w as f32 / 8.0));
+                }
+            }
+        }
+        let class_bias: Vec<f32> = (0..classes).map(|_| bias(&mut d)).collect();
+        let mut triplets = Vec::new();
+        let mut layer_biases = Vec::with_capacity(cols);
+        for j in 0..cols {
+            let c = d.below(classes as u64) as usize;
+            triplets.extend(columns[c].iter().map(|&(r, w)| (r, j as u32, w)));
+            layer_biases.push(if d.chance(split) {
+                bias(&mut d)
+            } else {
+                class_bias[c]
+            });
+        }
+        triplets.sort_by_key(|&(r, j, _)| (r, j));
+        layers.push(Csr::from_triplets(rows, cols, &triplets).unwrap());
+        biases.push(layer_biases);
+    }
+    let rows = 1 + d.below(100) as usize;
+    let mut input = Vec::new();
+    for r in 0..rows as u32 {
+        for c in 0..widths[0] as u32 {
+            if d.chance(4) {
+                input.push((r, c, (1 + d.below(8)) as f32 / 2.0));
+            }
+        }
+    }
+    BiasedProblem {
+        layers,
+        input: Csr::from_triplets(rows, widths[0], &input).unwrap(),
+        biases,
+        upper: if d.chance(4) { 4.0 } else { 32.0 },
+    }
+}
+
+pub fn planted() -> impl Strategy<Value = BiasedProblem> {
+    (any::<u64>(), prop_oneof![Just(0u64), Just(1), Just(4)])
+        .prop_map(|(seed, split)| planted_biased(seed, split))
+}
+
+pub fn biased(p: Problem, biases: Vec<Vec<f32>>) -> BiasedProblem {
+    BiasedProblem {
+        layers: p.layers,
+        input: p.input,
+        biases,
+        upper: p.upper,
+    }
+}
+
+/// Saturating problems (rows reach the bound) with dyadic per-column biases ≤ 0; now and
+/// then one column sinks far below (its layer can then not be proved to preserve).
+pub fn saturating_biased() -> impl Strategy<Value = BiasedProblem> {
+    (
+        spdnn_gputest::saturating_problem(1, 60, 8, 100),
+        any::<u64>(),
+    )
+        .prop_map(|(p, seed)| {
+            let biases = p
+                .layers
+                .iter()
+                .enumerate()
+                .map(|(l, w)| {
+                    (0..w.ncols())
+                        .map(|j| {
+                            let h = mix(seed ^ (l as u64) << 32 ^ j as u64);
+                            match h % 16 {
+                                0 => -64.0,
+                                1..=3 => 0.0,
+                                k => -((k % 5) as f32) / 8.0,
+                            }
+                        })
+                        .collect()
+                })
+                .collect();
+            biased(p, biases)
+        })
+}
