@@ -111,21 +111,26 @@ extern "C" __global__ void snicit_assign(const float* __restrict__ y, unsigned i
 // stays live; a row whose outputs are all zero is dead (live 0, dead 1); any other row is
 // live while it differs from its centroid's output anywhere (a nonempty residue) and
 // becomes empty (live 0) when it equals it. Rows leave the list only when it is refreshed.
+// With prune > 0 (lossy, the paper's pruning of residue elements close to zero), every
+// element of a non-centroid row within prune of its centroid's (|y - c| <= prune) is first
+// set to the centroid's value, in place; a row then equal to its centroid is empty, one then
+// all zero is dead. With prune = 0 nothing is written and the test is the exact one.
 // With clear_flags, each listed row's row_alive flag is cleared once read, ready for the
 // next layer (no memset between layers); the last layer keeps them for the recovery, which
 // also reads the centroids' flags.
 // With GLARE (flags: rows x units, units of 2^shift positions), values in flagged units are
-// the bound without a load.
+// the bound without a load; GLARE never prunes (a pruned element would change a unit held
+// at the bound), and Rust refuses prune > 0 with it.
 template <bool GLARE>
-__device__ __forceinline__ void snicit_update_body(const float* __restrict__ y, unsigned int n,
+__device__ __forceinline__ void snicit_update_body(float* __restrict__ y, unsigned int n,
                                                    const unsigned int* __restrict__ list,
                                                    const unsigned int* __restrict__ count,
                                                    const unsigned int* __restrict__ centroid_of,
                                                    unsigned char* __restrict__ row_alive,
                                                    unsigned char* __restrict__ live,
                                                    unsigned char* __restrict__ dead, int clear_flags,
-                                                   const unsigned char* __restrict__ flags, unsigned int shift,
-                                                   unsigned int units, float upper) {
+                                                   float prune, const unsigned char* __restrict__ flags,
+                                                   unsigned int shift, unsigned int units, float upper) {
     if (blockIdx.x >= *count) {
         return;
     }
@@ -149,39 +154,55 @@ __device__ __forceinline__ void snicit_update_body(const float* __restrict__ y, 
         }
         return;
     }
-    const float* row = y + (unsigned long long)r * n;
+    // Only this block writes row r; the centroid's row is only read (centroids never prune).
+    float* row = y + (unsigned long long)r * n;
     const float* centre_row = y + (unsigned long long)centre * n;
     int differs = 0;
+    int nonzero = 0;
     for (unsigned int p = threadIdx.x; p < n; p += blockDim.x) {
         if (GLARE) {
             const bool row_bound = flags[(unsigned long long)r * units + (p >> shift)] != 0;
             const bool centre_bound = flags[(unsigned long long)centre * units + (p >> shift)] != 0;
             differs |= glare_read(row_bound, row + p, upper) != glare_read(centre_bound, centre_row + p, upper);
         } else {
-            differs |= row[p] != centre_row[p];
+            float v = row[p];
+            const float c = centre_row[p];
+            if (prune > 0.0f && v != c && fabsf(v - c) <= prune) {
+                row[p] = c;
+                v = c;
+            }
+            differs |= v != c;
+            nonzero |= v != 0.0f;
         }
     }
     differs = __syncthreads_or(differs);
+    // Block-uniform (prune is an argument): only a pruning run can leave a live row all zero.
+    const bool zeroed = !GLARE && prune > 0.0f && !__syncthreads_or(nonzero);
     if (threadIdx.x == 0) {
-        live[r] = differs ? 1 : 0;
+        if (differs && zeroed) {
+            live[r] = 0;
+            dead[r] = 1;
+        } else {
+            live[r] = differs ? 1 : 0;
+        }
     }
 }
 
 // Launch: grid (list capacity; blocks past *count exit), block SNICIT_THREADS, no shared memory.
-extern "C" __global__ void snicit_update(const float* __restrict__ y, unsigned int n,
+extern "C" __global__ void snicit_update(float* __restrict__ y, unsigned int n,
                                          const unsigned int* __restrict__ list,
                                          const unsigned int* __restrict__ count,
                                          const unsigned int* __restrict__ centroid_of,
                                          unsigned char* __restrict__ row_alive,
                                          unsigned char* __restrict__ live, unsigned char* __restrict__ dead,
-                                         int clear_flags) {
-    snicit_update_body<false>(y, n, list, count, centroid_of, row_alive, live, dead, clear_flags, nullptr, 0u, 0u,
-                              0.0f);
+                                         int clear_flags, float prune) {
+    snicit_update_body<false>(y, n, list, count, centroid_of, row_alive, live, dead, clear_flags, prune, nullptr, 0u,
+                              0u, 0.0f);
 }
 
 // snicit_update reading the activations through the GLARE recorder.
 // Launch: grid (list capacity; blocks past *count exit), block SNICIT_THREADS, no shared memory.
-extern "C" __global__ void snicit_update_glare(const float* __restrict__ y, unsigned int n,
+extern "C" __global__ void snicit_update_glare(float* __restrict__ y, unsigned int n,
                                                const unsigned int* __restrict__ list,
                                                const unsigned int* __restrict__ count,
                                                const unsigned int* __restrict__ centroid_of,
@@ -189,8 +210,8 @@ extern "C" __global__ void snicit_update_glare(const float* __restrict__ y, unsi
                                                unsigned char* __restrict__ live, unsigned char* __restrict__ dead,
                                                int clear_flags, const unsigned char* __restrict__ flags,
                                                unsigned int shift, unsigned int units, float upper) {
-    snicit_update_body<true>(y, n, list, count, centroid_of, row_alive, live, dead, clear_flags, flags, shift, units,
-                             upper);
+    snicit_update_body<true>(y, n, list, count, centroid_of, row_alive, live, dead, clear_flags, 0.0f, flags, shift,
+                             units, upper);
 }
 
 // Final recovery: row j of the block is non-empty when it is live (its own flag from the

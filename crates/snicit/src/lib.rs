@@ -20,6 +20,16 @@
 //! does, instead of `σ(Wc + Wδ + b) − σ(Wc + b)`, whose rounding could change values
 //! and categories. The saving is the same: empty residues cost nothing.
 //!
+//! The paper also prunes residue elements close to zero (§3.3.1), which is where its
+//! accuracy loss on trained networks comes from (§4.2.2, Table 4). Here that is an option,
+//! off by default: with [`SnicitOptions::prune`] = ε > 0, the update after each
+//! post-convergence layer sets every element of a non-centroid row within ε of its
+//! centroid's to the centroid's value (the residue element becomes zero); a row that then
+//! equals its centroid has an empty residue (and one left all zero is dead). The run is
+//! then lossy: its details say so, and its categories are compared with the truth or the
+//! reference like any other run's. With ε = 0 (the default) nothing is written and the
+//! run is exact, bit for bit.
+//!
 //! Trained networks, with a bias per output neuron of every layer
 //! ([`LayerChain::biases`], all ≤ 0), run too: XY's layers (before and after the threshold)
 //! take their biases in XY's position order and run XY's `_neurons` kernels, BF's stage
@@ -90,6 +100,10 @@ pub struct SnicitOptions {
     /// Run the GLARE variant of the post-convergence spMM (units of `segment` neurons of a
     /// row). The pre-convergence layers run without it.
     pub glare: Option<Glare>,
+    /// Lossy residue pruning (the paper's §3.3.1), off at 0: after each post-convergence
+    /// layer, a non-centroid row's elements within this distance of its centroid's are set
+    /// to the centroid's. Finite and ≥ 0; not with GLARE.
+    pub prune: f32,
 }
 
 impl Default for SnicitOptions {
@@ -105,6 +119,7 @@ impl Default for SnicitOptions {
             pre_convergence: PreConvergence::Xy,
             xy: XyOptions::default(),
             glare: None,
+            prune: 0.0,
         }
     }
 }
@@ -123,6 +138,7 @@ impl serde::Serialize for SnicitOptions {
             pre_convergence: PreConvergence,
             #[serde(skip_serializing_if = "Option::is_none")]
             xy: Option<&'a XyOptions>,
+            prune: report::Shortest,
         }
         Parameters {
             threshold: self.threshold,
@@ -134,6 +150,7 @@ impl serde::Serialize for SnicitOptions {
             batch: report::CountOrAll(self.batch),
             pre_convergence: self.pre_convergence,
             xy: (self.pre_convergence == PreConvergence::Xy).then_some(&self.xy),
+            prune: report::Shortest(self.prune),
         }
         .serialize(s)
     }
@@ -170,9 +187,13 @@ mod report {
 /// SNICIT as a method of the registry.
 pub struct Snicit;
 
+/// Why pruning and GLARE do not run together.
+const GLARE_PRUNE: &str = "SNICIT prune > 0 runs without GLARE (a pruned element would change \
+                           a unit the recorder holds at the bound): give one or the other";
+
 impl MethodOptions for SnicitOptions {
-    /// t, s, n, the refresh interval and the batch at least 1; ε and η finite and ≥ 0;
-    /// XY's options valid. A threshold t ≥ L is allowed: the pre-convergence spMM then runs
+    /// t, s, n, the refresh interval and the batch at least 1; ε, η and the prune distance
+    /// finite and ≥ 0 (pruning not with GLARE); XY's options valid. A threshold t ≥ L is allowed: the pre-convergence spMM then runs
     /// through every layer.
     fn validate(&self) -> Result<(), String> {
         let counts = [
@@ -187,12 +208,19 @@ impl MethodOptions for SnicitOptions {
                 return Err(format!("SNICIT {what} must be at least 1, not 0"));
             }
         }
-        for (what, value) in [("epsilon ε", self.epsilon), ("eta η", self.eta)] {
+        for (what, value) in [
+            ("epsilon ε", self.epsilon),
+            ("eta η", self.eta),
+            ("prune", self.prune),
+        ] {
             if !value.is_finite() || value < 0.0 {
                 return Err(format!(
                     "SNICIT {what} must be a finite number ≥ 0, not {value}"
                 ));
             }
+        }
+        if self.prune > 0.0 && self.glare.is_some() {
+            return Err(GLARE_PRUNE.into());
         }
         self.xy.validate()
     }
@@ -283,6 +311,9 @@ impl KernelMethod for Snicit {
                  neuron: run snicit without GLARE"
                     .into(),
             ));
+        }
+        if options.prune > 0.0 && options.glare.is_some() {
+            return Err(CudaError::InvalidArgument(GLARE_PRUNE.into()));
         }
         let prepare = Instant::now();
         let (network, _) = XyNetwork::load_or_prepare(layers, options.xy.cache_dir.as_deref())
@@ -477,8 +508,21 @@ impl DeviceRun for SnicitRun<'_> {
                 "nonempty_rows_after_conversion".into(),
                 outcome.nonempty_after_conversion.to_string(),
             ),
+            (
+                "nonempty_rows_at_end".into(),
+                outcome.nonempty_at_end.to_string(),
+            ),
             ("preprocessing_ms".into(), format!("{:.1}", self.prepare_ms)),
+            ("prune".into(), self.context.options.prune.to_string()),
         ];
+        if self.context.options.prune > 0.0 {
+            details.push((
+                "lossy".into(),
+                "yes: residue elements within prune of the centroid's were set to it; the \
+                 categories may differ from the reference's"
+                    .into(),
+            ));
+        }
         if let Some(glare) = &self.context.options.glare {
             details.push(("glare_segment".into(), glare.segment.to_string()));
         }
@@ -528,6 +572,57 @@ impl GlareKernel for Snicit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pruning is off by default (the exact run), checked like ε and η, refused with GLARE,
+    /// and reported among the parameters.
+    #[test]
+    fn prune_defaults_to_off_and_is_validated() {
+        let options = SnicitOptions::default();
+        assert_eq!(options.prune, 0.0);
+        assert_eq!(options.validate(), Ok(()));
+        let small = SnicitOptions {
+            prune: 0.01,
+            ..SnicitOptions::default()
+        };
+        assert_eq!(small.validate(), Ok(()));
+        for bad in [-0.01, -1.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let error = SnicitOptions {
+                prune: bad,
+                ..SnicitOptions::default()
+            }
+            .validate()
+            .unwrap_err();
+            assert!(error.contains("prune"), "{bad}: {error}");
+        }
+        let with_glare = SnicitOptions {
+            glare: Some(Glare::new(256)),
+            ..small.clone()
+        };
+        let error = with_glare.validate().unwrap_err();
+        assert!(
+            error.contains("prune") && error.contains("GLARE"),
+            "{error}"
+        );
+        // GLARE alone, and GLARE with pruning off, stay valid.
+        let glare_exact = SnicitOptions {
+            prune: 0.0,
+            ..with_glare
+        };
+        assert_eq!(glare_exact.validate(), Ok(()));
+    }
+
+    #[test]
+    fn prune_is_a_parameter() {
+        let value = serde_json::to_value(SnicitOptions::default()).unwrap();
+        assert_eq!(value["prune"], 0.0);
+        let value = serde_json::to_value(SnicitOptions {
+            prune: 0.01,
+            ..SnicitOptions::default()
+        })
+        .unwrap();
+        // As given (0.01, not 0.009999…).
+        assert_eq!(value["prune"].to_string(), "0.01");
+    }
 
     /// A trained network's per-neuron biases are device bytes of their layer, whichever
     /// spMM runs it (BF's slabs before the threshold, XY's layout after).

@@ -108,6 +108,9 @@ pub(crate) struct Outcome {
     pub centroids: usize,
     /// Centroids plus rows with a non-empty residue right after the conversion.
     pub nonempty_after_conversion: usize,
+    /// Centroids plus rows with a non-empty residue after the last layer (counted in the
+    /// profiled pass only, after its recovery step; what pruning reduces).
+    pub nonempty_at_end: usize,
 }
 
 impl Outcome {
@@ -115,6 +118,7 @@ impl Outcome {
         self.rows_at_threshold += other.rows_at_threshold;
         self.centroids += other.centroids;
         self.nonempty_after_conversion += other.nonempty_after_conversion;
+        self.nonempty_at_end += other.nonempty_at_end;
     }
 }
 
@@ -345,6 +349,12 @@ impl<'a> Context<'a> {
             recorder.clear(gpu)?;
         }
         let upper = self.activation.1;
+        // GLARE refuses pruning: its update never prunes.
+        let prune = if self.glare.is_some() {
+            0.0f32
+        } else {
+            self.options.prune
+        };
         for (index, layer) in self.post.layers.iter().enumerate() {
             let absolute = self.threshold + index + 1;
             let list = post.lists.current();
@@ -392,7 +402,7 @@ impl<'a> Context<'a> {
             let n_u32 = layer.widths().1 as u32;
             let mut update = stream.launch_builder(kernel);
             update
-                .arg(&*clustered.y)
+                .arg(&mut *clustered.y)
                 .arg(&n_u32)
                 .arg(&*list.rows)
                 .arg(&*list.count)
@@ -408,6 +418,8 @@ impl<'a> Context<'a> {
                     .arg(&g.shift)
                     .arg(&units_u32)
                     .arg(&upper);
+            } else {
+                update.arg(&prune);
             }
             let config = kernel.config(listed_u32)?;
             unsafe { update.launch(config) }.context("launching snicit_update")?;
@@ -432,6 +444,11 @@ impl<'a> Context<'a> {
         let config = self.kernels.recover.config_for(count)?;
         unsafe { recover.launch(config) }.context("launching snicit_recover")?;
         probe.step(recovery)?;
+        if probe.is_recording() {
+            // Outside the timed stages: the rows still non-empty after the last layer.
+            let live = gpu.download(&*clustered.live)?;
+            outcome.nonempty_at_end = live.iter().filter(|&&l| l != 0).count();
+        }
         batch.clustered = Some(clustered);
         Ok(outcome)
     }
