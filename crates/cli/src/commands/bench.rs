@@ -196,6 +196,11 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
                             report.infer_ms,
                             report.matched_label()
                         );
+                        if let Some(lossy) =
+                            report.details.found.get("lossy").and_then(|v| v.as_str())
+                        {
+                            eprintln!("{:<14} lossy: {lossy}", "");
+                        }
                         if let Some(glare) = report.glare() {
                             eprintln!("{:<14} {}", "", glare.text());
                         }

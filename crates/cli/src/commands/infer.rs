@@ -214,6 +214,9 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
             ),
             None => println!("matched     - (no truth given)"),
         }
+        if let Some(lossy) = report.details.found.get("lossy").and_then(|v| v.as_str()) {
+            println!("lossy       {lossy}");
+        }
         println!(
             "infer       {:.3} ms ({:?})",
             report.infer_ms, report.timing

@@ -242,6 +242,7 @@ mod tests {
         assert_eq!(snicit.refresh_interval, 200);
         assert_eq!(snicit.batch, None);
         assert_eq!(snicit.pre_convergence, spdnn_snicit::PreConvergence::Xy);
+        assert_eq!(snicit.prune, 0.0);
         let xy = spdnn_xy::XyOptions::default();
         assert_eq!(xy.delete_at, Some(22));
         assert_eq!(xy.row_major_layers, None);
@@ -352,6 +353,8 @@ mod tests {
             "10000",
             "--pre-convergence",
             "bf",
+            "--prune",
+            "0.01",
             "--delete-at",
             "30",
             "--row-major-layers",
@@ -366,6 +369,7 @@ mod tests {
         );
         assert_eq!((s.epsilon, s.eta), (0.1, 0.0));
         assert_eq!(s.pre_convergence, spdnn_snicit::PreConvergence::Bf);
+        assert_eq!(s.prune, 0.01);
         for xy in [&o.xy, &o.snicit.xy] {
             assert_eq!(xy.delete_at, Some(30));
             assert_eq!(xy.row_major_layers, Some(3));
@@ -409,6 +413,10 @@ mod tests {
             &["--delete-at", "sometimes"],
             &["--row-major-layers", "-1"],
             &["--pre-convergence", "cusparse"],
+            &["--prune", "-0.01"],
+            &["--prune", "nan"],
+            &["--prune", "inf"],
+            &["--prune", "small"],
             &["--xy-cache", "d", "--no-xy-cache"],
             &["--glare-segment", "0"],
             &["--glare-segment", "-64"],

@@ -39,6 +39,12 @@ pub struct SnicitArgs {
     /// The spMM of layers 1..=t [default: xy].
     #[arg(long, value_enum, value_name = "KERNEL")]
     pub pre_convergence: Option<PreConvergenceArg>,
+    /// LOSSY: after each layer past t, set a non-centroid row's elements within EPS of its
+    /// centroid's to the centroid's (the paper's pruning of near-zero residues) [default: 0,
+    /// off: exact]. The categories may then differ from the truth; `spdnn classify` shows
+    /// the accuracy it costs. Not with --glare.
+    #[arg(long, value_name = "EPS", value_parser = non_negative, allow_hyphen_values = true)]
+    pub prune: Option<f32>,
 }
 
 /// The pre-convergence spMM of SNICIT.
@@ -93,6 +99,9 @@ impl GroupArgs for SnicitArgs {
             if let Some(p) = self.pre_convergence {
                 snicit.pre_convergence = p.into();
             }
+            if let Some(eps) = self.prune {
+                snicit.prune = eps;
+            }
         });
     }
 
@@ -106,6 +115,7 @@ impl GroupArgs for SnicitArgs {
             ("--refresh", self.refresh.is_some()),
             ("--batch", self.batch.is_some()),
             ("--pre-convergence", self.pre_convergence.is_some()),
+            ("--prune", self.prune.is_some()),
         ]
         .into_iter()
         .filter(|(_, given)| *given)
