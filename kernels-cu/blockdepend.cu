@@ -15,10 +15,9 @@
 // Layer 1 reads the sparse input rows (CSR): the tile's column indices are first staged in
 // the second tile buffer (free during layer 1) with many loads in flight, then each x·W[k, c]
 // is scattered with shared-memory atomics (any order). Later layers are pulled: lane c % 32
-// of a warp computes output c for up to BD_ROWS rows of the tile (BD_ROWS_SCRATCH when the
-// outputs go to scratch) from a dense (row-major, padded) or sliced-ELL layer (groups of 32
-// columns, slot-major (input, weight) pairs), one fused multiply-add per slot from 0 in the
-// layout's order, then the bias and the clip.
+// of a warp computes output c for up to BD_ROWS rows of the tile from a dense (row-major,
+// padded) or sliced-ELL layer (groups of 32 columns, slot-major (input, weight) pairs), one
+// fused multiply-add per slot from 0 in the layout's order, then the bias and the clip.
 // Every padded output column (up to a multiple of 32) is written (clip(0 + b) = 0 there,
 // b <= 0), so float4 reads of the next layer never see stale data.
 //
@@ -50,9 +49,6 @@
 #endif
 #ifndef BD_ROWS
 #error "BD_ROWS must come from Rust (-D)"
-#endif
-#ifndef BD_ROWS_SCRATCH
-#error "BD_ROWS_SCRATCH must come from Rust (-D)"
 #endif
 #ifndef BD_MAX_TILE
 #error "BD_MAX_TILE must come from Rust (-D)"
@@ -330,10 +326,11 @@ __device__ __forceinline__ void bd_load_carried(float* cur, unsigned int stride,
     __syncthreads();
 }
 
-// Layer l (after the first) over the live slots: work items of (32 outputs, ROWS live rows),
-// one per warp at a time; lane c % 32 accumulates output c of each of the rows, then adds its
-// bias (biases[l * bias_stride + c], one load an item, or the scalar when bias_stride is 0).
-template <unsigned int THREADS, unsigned int ROWS>
+// Layer l (after the first) over the live slots: work items of (32 outputs, BD_ROWS live
+// rows), one per warp at a time; lane c % 32 accumulates output c of each of the rows, then
+// adds its bias (biases[l * bias_stride + c], one load an item, or the scalar when
+// bias_stride is 0).
+template <unsigned int THREADS>
 __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, const float* cur, float* next,
                                          unsigned int stride, unsigned int live, const BdTile& tile,
                                          const float* __restrict__ dense, const uint2* __restrict__ ell,
@@ -343,16 +340,16 @@ __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, c
     const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int groups = (layer.out_width + 31u) / 32u;
-    const unsigned int items = groups * ((live + ROWS - 1u) / ROWS);
+    const unsigned int items = groups * ((live + BD_ROWS - 1u) / BD_ROWS);
     for (unsigned int item = warp; item < items; item += warps) {
         const unsigned int g = item % groups;
-        const unsigned int first_row = (item / groups) * ROWS;
-        const unsigned int rows = min((unsigned int)ROWS, live - first_row);
+        const unsigned int first_row = (item / groups) * BD_ROWS;
+        const unsigned int rows = min((unsigned int)BD_ROWS, live - first_row);
         const unsigned int c = g * 32u + lane;
-        unsigned int at[ROWS];
-        float acc[ROWS];
+        unsigned int at[BD_ROWS];
+        float acc[BD_ROWS];
 #pragma unroll
-        for (unsigned int r = 0; r < ROWS; ++r) {
+        for (unsigned int r = 0; r < BD_ROWS; ++r) {
             // Rows past the item's count (the tile's last, short item) are neither read nor
             // written: with few rows a tile (wide rows) they would cost as much as real ones.
             at[r] = tile.live[first_row + min(r, rows - 1u)] * stride;
@@ -369,7 +366,7 @@ __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, c
                 const float w2 = __ldg(w + (k + 2) * ws);
                 const float w3 = __ldg(w + (k + 3) * ws);
 #pragma unroll
-                for (unsigned int r = 0; r < ROWS; ++r) {
+                for (unsigned int r = 0; r < BD_ROWS; ++r) {
                     if (r < rows) {
                         const float4 y = *reinterpret_cast<const float4*>(cur + at[r] + k);
                         acc[r] = fmaf(y.x, w0, acc[r]);
@@ -388,7 +385,7 @@ __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, c
                 const uint2 entry = __ldg(e);
                 const float wv = __uint_as_float(entry.y);
 #pragma unroll
-                for (unsigned int r = 0; r < ROWS; ++r) {
+                for (unsigned int r = 0; r < BD_ROWS; ++r) {
                     if (r < rows) {
                         acc[r] = fmaf(cur[at[r] + entry.x], wv, acc[r]);
                     }
@@ -399,7 +396,7 @@ __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, c
         // instance at its 80 registers.
         const float b = bias_stride != 0u ? __ldg(biases + (unsigned long long)l * bias_stride + c) : bias;
 #pragma unroll
-        for (unsigned int r = 0; r < ROWS; ++r) {
+        for (unsigned int r = 0; r < BD_ROWS; ++r) {
             if (r < rows) {
                 next[at[r] + c] = spdnn_clamp_activation(acc[r] + b, upper);
             }
@@ -607,8 +604,8 @@ __device__ __forceinline__ void bd_chain(
                 break;
             }
             const BdLayer layer = bd_layer_at(desc, l);
-            bd_layer<THREADS, PLACE == BD_PLACE_SHARED ? BD_ROWS : BD_ROWS_SCRATCH>(
-                layer, l, cur, next, stride, live, tile, dense, ell, group_starts, bias, biases, bias_stride, upper);
+            bd_layer<THREADS>(layer, l, cur, next, stride, live, tile, dense, ell, group_starts, bias, biases,
+                              bias_stride, upper);
             __syncthreads();
             if (PLACE == BD_PLACE_SPLIT) {
                 bd_copy_back<THREADS>(cur, next, stride, bd_round32(layer.out_width), tile);

@@ -51,11 +51,6 @@ pub const WARP: usize = 32;
 pub const VECTOR: usize = 4;
 /// Rows of the tile per work item: accumulators per thread (`BD_ROWS` in the kernel).
 pub const ROWS_PER_ITEM: usize = 8;
-/// Rows per work item when a layer's outputs go through global memory (split and global
-/// tiles, `BD_ROWS_SCRATCH`): those tiles hold 14–32 wide rows (uncompressed random layers),
-/// and a work item reads its 32 columns' weights once, so one item for up to 16 rows halves
-/// the weight reads through L2 of a 14-row split tile (docs/blockdepend.md).
-pub const ROWS_PER_ITEM_SCRATCH: usize = 16;
 /// Words per layer descriptor (`BD_DESC_WORDS`): format, in, out, dense stride, offset
 /// (low, high), ELL group table, unused.
 pub const DESC_WORDS: usize = 8;

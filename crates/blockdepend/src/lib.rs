@@ -64,7 +64,6 @@ pub const DEFINES: &[Define] = &[
     Define::new("BD_THREADS", plan::THREADS as u64),
     Define::new("BD_THREADS_WIDE", plan::THREADS_WIDE as u64),
     Define::new("BD_ROWS", layout::ROWS_PER_ITEM as u64),
-    Define::new("BD_ROWS_SCRATCH", layout::ROWS_PER_ITEM_SCRATCH as u64),
     Define::new("BD_MAX_TILE", plan::MAX_TILE as u64),
     Define::new("BD_DESC_WORDS", layout::DESC_WORDS as u64),
     Define::new("BD_FORMAT_DENSE", 1),
