@@ -357,6 +357,55 @@ pub fn challenge_problem(neurons: usize, layers: usize, rows: usize, seed: u64) 
     }
 }
 
+/// The data folder the GPU tests read: `$SPDNN_DATA`, else the workspace's `data/`.
+fn data_folder() -> PathBuf {
+    std::env::var_os("SPDNN_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            paths::workspace_root_from_manifest(env!("CARGO_MANIFEST_DIR")).join("data")
+        })
+}
+
+/// The generated `neurons`-`layers` challenge network over the challenge's kind of input:
+/// MNIST training images `k·rows..(k+1)·rows` (k = `seed` modulo the slices there are)
+/// through the official recipe (`images::from_mnist`; `neurons` a square of an even side
+/// ≥ 28). Rows of these survive the challenge networks as the official ones do (about 3 %
+/// to the last layer, most of them past layer 30), while [`challenge_problem`]'s uniform
+/// random rows all die within the first ~10 layers at N = 1024, so a check on those only
+/// sees rows die. Falls back to [`challenge_problem`], saying so, when MNIST is not in the
+/// data folder (`spdnn fetch --mnist`).
+pub fn challenge_problem_mnist(neurons: usize, layers: usize, rows: usize, seed: u64) -> Problem {
+    static MNIST: std::sync::OnceLock<Option<spdnn_sdgc::images::MnistImages>> =
+        std::sync::OnceLock::new();
+    let mnist = MNIST.get_or_init(|| spdnn_sdgc::images::load_mnist_train(&data_folder()).ok());
+    let Some(mnist) = mnist.as_ref().filter(|m| rows > 0 && rows <= m.count) else {
+        eprintln!(
+            "note: no MNIST training images (or fewer than {rows}) under {}: synthetic rows, \
+             which die early",
+            data_folder().display()
+        );
+        return challenge_problem(neurons, layers, rows, seed);
+    };
+    let image = mnist.height * mnist.width;
+    let slices = (mnist.count / rows) as u64;
+    let first = (seed % slices) as usize * rows;
+    let subset = spdnn_sdgc::images::MnistImages {
+        count: rows,
+        height: mnist.height,
+        width: mnist.width,
+        pixels: mnist.pixels[first * image..(first + rows) * image].to_vec(),
+    };
+    let input = spdnn_sdgc::images::from_mnist(&subset, neurons, &|_, _| {}).expect("the recipe");
+    let network = spdnn_sdgc::generator::network(neurons, layers, seed).expect("generator");
+    let bias = spdnn_sdgc::benchmark::official_bias(neurons).unwrap_or(-0.3);
+    Problem {
+        layers: network.layers().to_vec(),
+        input: input.features,
+        bias,
+        upper: 32.0,
+    }
+}
+
 /// The real N = 1024 network (120 layers) over the official first 1200 images, and the
 /// official 120-layer truth restricted to those rows; `None` (with the reason printed)
 /// when the shared files are absent and CI is not set.
@@ -506,10 +555,11 @@ pub fn check_compressed(runner: Runner<'_>) {
     }
 }
 
-/// The generated `neurons`-`layers` challenge network over `rows` synthetic rows.
+/// The generated `neurons`-`layers` challenge network over `rows` MNIST-recipe rows
+/// ([`challenge_problem_mnist`]).
 pub fn check_challenge(runner: Runner<'_>, neurons: usize, layers: usize, rows: usize) {
     let gpu = gpu();
-    let problem = challenge_problem(neurons, layers, rows, 7);
+    let problem = challenge_problem_mnist(neurons, layers, rows, 7);
     if let Err(e) = run_checked(&gpu, runner, &problem, Tolerance::Relative(1e-5)) {
         panic!("{neurons}-{layers}, {rows} rows: {e}");
     }

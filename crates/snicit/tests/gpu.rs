@@ -461,8 +461,11 @@ fn prune_zero_is_exact() {
 fn small_prune_on_a_challenge_network() {
     let gpu = spdnn_gputest::gpu();
     let rows = 3000;
-    let problem = spdnn_gputest::challenge_problem(1024, 120, rows, 7);
+    // MNIST-recipe rows: 138 of the 3000 are alive at layer 30 (the synthetic rows of
+    // `challenge_problem` all die within 10 layers, which left this test nothing to prune).
+    let problem = spdnn_gputest::challenge_problem_mnist(1024, 120, rows, 7);
     let expected = spdnn_gputest::reference(&problem).categories;
+    assert!(!expected.is_empty(), "the problem must keep rows alive");
     let exact = run_with(options(30))(&gpu, &problem).expect("the exact run");
     assert_eq!(exact.categories, expected);
     let pruned = run_with(SnicitOptions {
@@ -495,21 +498,28 @@ fn small_prune_on_a_challenge_network() {
 }
 
 /// A prune larger than any activation snaps every non-centroid row onto its centroid at
-/// the first post-convergence update: at the end only the centroids are non-empty, and
+/// the first post-convergence update: at the end at most the centroids are non-empty, and
 /// every surviving row has the category of its centroid (so the run still completes).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn huge_prune_leaves_only_the_centroids() {
     let gpu = spdnn_gputest::gpu();
-    let problem = spdnn_gputest::challenge_problem(1024, 60, 2000, 7);
+    // MNIST-recipe rows: 71 of the 2000 are alive at layer 10 (on 2026-11-23 this test ran
+    // with synthetic rows, all dead by layer 10: no centroid, and it failed).
+    let problem = spdnn_gputest::challenge_problem_mnist(1024, 60, 2000, 7);
     let result = run_with(SnicitOptions {
         prune: 1e30,
         ..options(10)
     })(&gpu, &problem)
     .expect("the pruned run");
     let centroids = detail(&result, "centroids");
-    assert!(centroids >= 1);
-    assert_eq!(detail(&result, "nonempty_rows_at_end"), centroids);
+    assert!(centroids >= 1, "{:?}", result.details);
+    // Every other row snaps onto its centroid; a centroid itself may still die later.
+    assert!(
+        detail(&result, "nonempty_rows_at_end") <= centroids,
+        "{:?}",
+        result.details
+    );
     assert!(result.categories.len() <= detail(&result, "rows_at_threshold"));
 }
 
