@@ -324,8 +324,15 @@ fn random_wide_networks_split_their_tiles_and_agree() {
 
 #[test]
 fn generated_challenge_networks_match() {
-    for (n, l, rows) in [(1024, 30, 300), (4096, 12, 60)] {
-        let p = spdnn_gputest::challenge_problem(n, l, rows, 5);
+    for (n, l, rows) in [(1024, 30, 300), (4096, 12, 200)] {
+        // MNIST-recipe rows, some of which live through every layer (uniform random rows
+        // all die within the first ~10 layers and would only test dying).
+        let p = spdnn_gputest::challenge_problem_mnist(n, l, rows, 5);
+        let alive = spdnn_gputest::reference(&p).categories.len();
+        assert!(
+            alive > 0 || !spdnn_gputest::has_mnist(),
+            "{n}-{l}: no row lives to the end"
+        );
         for compress in [true, false] {
             let k = Knobs {
                 options: BlockDependOptions {

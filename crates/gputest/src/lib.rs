@@ -366,6 +366,21 @@ fn data_folder() -> PathBuf {
         })
 }
 
+/// MNIST's training images from the data folder, read once; `None` when they are not there.
+fn mnist_train() -> Option<&'static spdnn_sdgc::images::MnistImages> {
+    static MNIST: std::sync::OnceLock<Option<spdnn_sdgc::images::MnistImages>> =
+        std::sync::OnceLock::new();
+    MNIST
+        .get_or_init(|| spdnn_sdgc::images::load_mnist_train(&data_folder()).ok())
+        .as_ref()
+}
+
+/// Whether [`challenge_problem_mnist`] has MNIST to draw from (else it falls back to
+/// synthetic rows, outside CI).
+pub fn has_mnist() -> bool {
+    mnist_train().is_some()
+}
+
 /// The generated `neurons`-`layers` challenge network over the challenge's kind of input:
 /// MNIST training images `k·rows..(k+1)·rows` (k = `seed` modulo the slices there are)
 /// through the official recipe (`images::from_mnist`; `neurons` a square of an even side
@@ -373,12 +388,14 @@ fn data_folder() -> PathBuf {
 /// to the last layer, most of them past layer 30), while [`challenge_problem`]'s uniform
 /// random rows all die within the first ~10 layers at N = 1024, so a check on those only
 /// sees rows die. Falls back to [`challenge_problem`], saying so, when MNIST is not in the
-/// data folder (`spdnn fetch --mnist`).
+/// data folder (`spdnn fetch --mnist`), except under CI, where that is an error.
 pub fn challenge_problem_mnist(neurons: usize, layers: usize, rows: usize, seed: u64) -> Problem {
-    static MNIST: std::sync::OnceLock<Option<spdnn_sdgc::images::MnistImages>> =
-        std::sync::OnceLock::new();
-    let mnist = MNIST.get_or_init(|| spdnn_sdgc::images::load_mnist_train(&data_folder()).ok());
-    let Some(mnist) = mnist.as_ref().filter(|m| rows > 0 && rows <= m.count) else {
+    let Some(mnist) = mnist_train().filter(|m| rows > 0 && rows <= m.count) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI needs MNIST's training images under {} (`cargo xtask setup`)",
+            data_folder().display()
+        );
         eprintln!(
             "note: no MNIST training images (or fewer than {rows}) under {}: synthetic rows, \
              which die early",
