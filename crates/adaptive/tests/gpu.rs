@@ -7,7 +7,7 @@ use spdnn_adaptive::memory::{MemoryModel, WeightPlacement};
 use spdnn_adaptive::{AdaptiveRun, MemorySettings};
 use spdnn_cuda::method::{KernelMethod, LayerChain};
 use spdnn_cuda::rows::RunSpec;
-use spdnn_gputest::{Problem, Tolerance, challenge_problem, compare, gpu};
+use spdnn_gputest::{Problem, Tolerance, challenge_problem_mnist, compare, gpu};
 
 fn spec() -> RunSpec {
     RunSpec {
@@ -53,7 +53,7 @@ fn tight_budget(model: &MemoryModel, rows: usize, streamed: bool) -> usize {
 /// one in several batches, and (exact or bounding models) the measured peak is at most the
 /// prediction.
 fn check_method<K: KernelMethod>(options: &K::Options, streamed: bool, neurons: usize) {
-    let problem = challenge_problem(neurons, 24, 999, 3);
+    let problem = challenge_problem_mnist(neurons, 24, 999, 3);
     let model = model_of::<K>(&problem, options);
     for budget in [None, Some(tight_budget(&model, 999, streamed))] {
         let settings = MemorySettings {
@@ -131,7 +131,7 @@ fn blockdepend_batched_matches_the_reference() {
 fn bf_streams_in_tuned_batches_of_layers() {
     // Weights far larger than the budget leaves: BF must stream, and the probe and the
     // online rule run.
-    let problem = challenge_problem(4096, 120, 3000, 5);
+    let problem = challenge_problem_mnist(4096, 120, 3000, 5);
     let options = spdnn_bf::BfOptions::default();
     let model = model_of::<spdnn_bf::Bf>(&problem, &options);
     let budget = model.fixed + 8 * model.largest_layer() + model.per_row * 3000 + (8 << 20);
@@ -166,7 +166,7 @@ fn bf_streams_in_tuned_batches_of_layers() {
 fn a_refused_allocation_gives_a_smaller_plan_or_a_clear_error() {
     // hp's model underestimates nothing it cannot know; give it a budget its estimate
     // believes and the allocation refuses: the run retries with smaller batches.
-    let problem = challenge_problem(1024, 12, 2000, 7);
+    let problem = challenge_problem_mnist(1024, 12, 2000, 7);
     let options = spdnn_cusparse::Cusparse;
     let _ = options;
     let model = model_of::<spdnn_cusparse::Cusparse>(&problem, &Default::default());
@@ -237,7 +237,7 @@ fn a_refused_allocation_gives_a_smaller_plan_or_a_clear_error() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn two_handles_on_one_gpu_split_the_rows() {
-    let problem = challenge_problem(1024, 24, 1001, 9);
+    let problem = challenge_problem_mnist(1024, 24, 1001, 9);
     for method in ["bf", "xy"] {
         let settings = MemorySettings {
             gpu_memory: None,
