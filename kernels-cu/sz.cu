@@ -13,7 +13,10 @@
 // layout; every product of terms is exact and accumulates in fp32, one accumulator per
 // activation term, the three added at the end. A CUDA-core thread computes one row x 8
 // outputs from the blocks' fp32 weights in fp64, rounded to fp32 once. Both then add the
-// tile's CSR rest in fp32, the bias and the clip. Layouts: crates/sz/src/format.rs; the
+// tile's CSR rest in fp32, the bias and the clip. The sz_layer_neurons_* instances take a bias
+// per output position (trained networks, biases <= 0: clip(Z + b) is the structural rule only
+// then), `biases[pos]` in the layer's output order, where the others add the one `bias` (they
+// pass a literal null that the compiler folds away: those kernels are unchanged). Layouts: crates/sz/src/format.rs; the
 // split: crates/sz/src/half.rs; the error analysis: docs/sz.md.
 #include "common.cuh"
 
@@ -82,13 +85,21 @@ struct SzLayerArgs {
     const float* __restrict__ rest_values;
     float x_scale;    // 2^s: activations to at most 2^15
     float inv_scale;  // 2^-(s + t): tensor-core sums back to the activations' scale
-    float bias;
+    float bias;       // every output's, unless `biases`
     float upper;
+    const float* __restrict__ biases;  // per output position (N_l values), or null: `bias` for all
 };
 
-// Stores min(max(z + bias, 0), upper) at (pos, row) of a live row, flagging nonzeros.
-__device__ __forceinline__ void sz_store(const SzLayerArgs& a, unsigned int pos, unsigned int row, float z) {
-    const float y = spdnn_clamp_activation(z + a.bias, a.upper);
+// Output position pos's bias: biases[pos] with per-neuron biases, else the one bias (the
+// one-bias instances pass a literal null: this folds to a.bias).
+__device__ __forceinline__ float sz_bias(const SzLayerArgs& a, unsigned int pos) {
+    return a.biases != nullptr ? a.biases[pos] : a.bias;
+}
+
+// Stores min(max(z + b, 0), upper) at (pos, row) of a live row, flagging nonzeros.
+__device__ __forceinline__ void sz_store(const SzLayerArgs& a, unsigned int pos, unsigned int row, float z,
+                                         float b) {
+    const float y = spdnn_clamp_activation(z + b, a.upper);
     if (row < a.rows) {
         a.y_out[(unsigned long long)pos * a.ld + row] = y;
         if (a.alive != nullptr && y != 0.0f) {
@@ -110,8 +121,9 @@ __device__ __forceinline__ void sz_finish2(const SzLayerArgs& a, unsigned int po
         za = fmaf(x[ra], w, za);
         zb = fmaf(x[rb], w, zb);
     }
-    sz_store(a, pos, ra, za);
-    sz_store(a, pos, rb, zb);
+    const float b = sz_bias(a, pos);
+    sz_store(a, pos, ra, za, b);
+    sz_store(a, pos, rb, zb, b);
 }
 
 // The same for one row.
@@ -123,7 +135,7 @@ __device__ __forceinline__ void sz_finish1(const SzLayerArgs& a, unsigned int po
     for (unsigned int e = a.rest_offsets[pos]; e < end; ++e) {
         z = fmaf(a.y_in[(unsigned long long)a.rest_inputs[e] * a.ld + row], a.rest_values[e], z);
     }
-    sz_store(a, pos, row, z);
+    sz_store(a, pos, row, z, sz_bias(a, pos));
 }
 
 // Tensor-core warp: rows r0..r0+16 x tile t. Lane (g = lane / 4, q = lane % 4) holds the A
@@ -258,11 +270,16 @@ __device__ __forceinline__ void sz_layer(SzLayerArgs a, const unsigned int* __re
         const unsigned int *__restrict__ rest_offsets, const unsigned int *__restrict__ rest_inputs,           \
         const float *__restrict__ rest_values, float x_scale, float inv_scale, float bias, float upper
 
-#define SZ_LAYER_ARGS                                                                                          \
+// The layer's arguments with `biases` (a literal null in the one-bias instances).
+#define SZ_LAYER_ARGS_WITH(biases)                                                                             \
     SzLayerArgs{y_in,         y_out,       ld,        0u,        alive,       n_out,       tile_blocks,         \
                 block_chunk,  fuse,        frags,     weight_terms, block_f32, rest_offsets,                    \
-                rest_inputs,  rest_values, x_scale,   inv_scale, bias,        upper},                           \
+                rest_inputs,  rest_values, x_scale,   inv_scale, bias,        upper,       biases},             \
         count, tiles, group, tc_tiles
+#define SZ_LAYER_ARGS SZ_LAYER_ARGS_WITH(nullptr)
+// The _neurons instances: one more parameter, the layer's biases in its output order.
+#define SZ_LAYER_NEURONS_PARAMS SZ_LAYER_PARAMS, const float *__restrict__ biases
+#define SZ_LAYER_NEURONS_ARGS SZ_LAYER_ARGS_WITH(biases)
 
 // The layer kernels, one per (rows per item, tensor-core warps, CUDA-core warps): the
 // plain S&Z kernels have no CUDA-core warps; T4's have four.
@@ -309,6 +326,53 @@ extern "C" __global__ void __launch_bounds__(192) sz_layer_r128_t2_c4(SZ_LAYER_P
 // Launch: grid min(items, resident blocks), block 256, no shared memory.
 extern "C" __global__ void __launch_bounds__(256) sz_layer_r128_t4_c4(SZ_LAYER_PARAMS) {
     sz_layer<128, 4, 4>(SZ_LAYER_ARGS);
+}
+
+// The same nine shapes with a bias per output position (`biases`: N_l values in the layer's
+// output order; `bias` unused): trained networks, biases <= 0.
+// Launch: grid min(items, resident blocks), block 64, no shared memory.
+extern "C" __global__ void __launch_bounds__(64) sz_layer_neurons_r32_t2_c0(SZ_LAYER_NEURONS_PARAMS) {
+    sz_layer<32, 2, 0>(SZ_LAYER_NEURONS_ARGS);
+}
+
+// Launch: grid min(items, resident blocks), block 128, no shared memory.
+extern "C" __global__ void __launch_bounds__(128) sz_layer_neurons_r64_t4_c0(SZ_LAYER_NEURONS_PARAMS) {
+    sz_layer<64, 4, 0>(SZ_LAYER_NEURONS_ARGS);
+}
+
+// Launch: grid min(items, resident blocks), block 128, no shared memory.
+extern "C" __global__ void __launch_bounds__(128) sz_layer_neurons_r128_t4_c0(SZ_LAYER_NEURONS_PARAMS) {
+    sz_layer<128, 4, 0>(SZ_LAYER_NEURONS_ARGS);
+}
+
+// Launch: grid min(items, resident blocks), block 192, no shared memory.
+extern "C" __global__ void __launch_bounds__(192) sz_layer_neurons_r32_t2_c4(SZ_LAYER_NEURONS_PARAMS) {
+    sz_layer<32, 2, 4>(SZ_LAYER_NEURONS_ARGS);
+}
+
+// Launch: grid min(items, resident blocks), block 256, no shared memory.
+extern "C" __global__ void __launch_bounds__(256) sz_layer_neurons_r32_t4_c4(SZ_LAYER_NEURONS_PARAMS) {
+    sz_layer<32, 4, 4>(SZ_LAYER_NEURONS_ARGS);
+}
+
+// Launch: grid min(items, resident blocks), block 192, no shared memory.
+extern "C" __global__ void __launch_bounds__(192) sz_layer_neurons_r64_t2_c4(SZ_LAYER_NEURONS_PARAMS) {
+    sz_layer<64, 2, 4>(SZ_LAYER_NEURONS_ARGS);
+}
+
+// Launch: grid min(items, resident blocks), block 256, no shared memory.
+extern "C" __global__ void __launch_bounds__(256) sz_layer_neurons_r64_t4_c4(SZ_LAYER_NEURONS_PARAMS) {
+    sz_layer<64, 4, 4>(SZ_LAYER_NEURONS_ARGS);
+}
+
+// Launch: grid min(items, resident blocks), block 192, no shared memory.
+extern "C" __global__ void __launch_bounds__(192) sz_layer_neurons_r128_t2_c4(SZ_LAYER_NEURONS_PARAMS) {
+    sz_layer<128, 2, 4>(SZ_LAYER_NEURONS_ARGS);
+}
+
+// Launch: grid min(items, resident blocks), block 256, no shared memory.
+extern "C" __global__ void __launch_bounds__(256) sz_layer_neurons_r128_t4_c4(SZ_LAYER_NEURONS_PARAMS) {
+    sz_layer<128, 4, 4>(SZ_LAYER_NEURONS_ARGS);
 }
 
 // Writes sparse input rows (CSR) into the zeroed neuron-major y: y[col * ld + row] = value.

@@ -4,12 +4,18 @@
 //! live-row count and the row ids on the device. In T4 mode the turning point is
 //! profiled at preparation (or read from the cache) and each item's tiles are split at
 //! P_M between tensor-core and CUDA-core warps.
+//!
+//! A trained network's layers carry a bias per output neuron, uploaded once in each
+//! layer's output order ([`SzLayer::position_biases`]) and read by the
+//! `sz_layer_neurons_*` instance of the run's shape (the T4 profile times the one-bias
+//! instance of the same shape, whose arithmetic and loads are the same but one load an
+//! output).
 
 use std::time::Instant;
 
 use spdnn_cuda::cudarc::driver::DeviceRepr;
 use spdnn_cuda::cudarc::driver::sys::CUdevice_attribute;
-use spdnn_cuda::method::{DeviceRun, LayerChain, MethodOptions, Probe};
+use spdnn_cuda::method::{self, DeviceRun, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::rows::{self, PingPong, RowList, grid_for};
 use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, PushKernelArg};
 use spdnn_formats::{Csr, SparseMatrix};
@@ -21,7 +27,7 @@ use crate::reorder::{CHUNK, Reordering, TILE};
 use crate::t4::{self, PROFILE_MAX_CC_TILES, PROFILE_TC_TILES, Profile, ProfilePoint};
 use crate::{
     COMPACT_ROWS, GATHER_ROWS, KernelShape, MARK_ROWS, SCATTER_INPUT, SzOptions, cache,
-    layer_kernel, plain_shape, row_stride,
+    layer_kernel, neurons_layer_kernel, plain_shape, row_stride,
 };
 
 /// Layers laid out at a time on the host before their upload.
@@ -68,15 +74,20 @@ fn resident_blocks(gpu: &Gpu, kernel: &Kernel) -> Result<usize, CudaError> {
     Ok(sms * per_sm as usize)
 }
 
-/// Loads the layer kernel of `shape` into `kernels` with its resident blocks; returns its
-/// index.
+/// Loads the layer kernel of `shape` (its `_neurons` instance when `neurons`: a bias per
+/// output position) into `kernels` with its resident blocks; returns its index.
 fn add_kernel(
     gpu: &Gpu,
     kernels: &mut Vec<(Kernel, usize)>,
     shape: KernelShape,
+    neurons: bool,
 ) -> Result<usize, CudaError> {
-    let decl = layer_kernel(shape)
-        .ok_or_else(|| CudaError::InvalidArgument(format!("sz: no layer kernel for {shape:?}")))?;
+    let decl = if neurons {
+        neurons_layer_kernel(shape)
+    } else {
+        layer_kernel(shape)
+    }
+    .ok_or_else(|| CudaError::InvalidArgument(format!("sz: no layer kernel for {shape:?}")))?;
     let kernel = gpu.kernel(decl)?;
     let resident = resident_blocks(gpu, &kernel)?;
     kernels.push((kernel, resident));
@@ -120,10 +131,33 @@ struct DeviceSzLayer {
     rest_values: DeviceBuffer<f32>,
     /// `t`: the blocks' weights are scaled by `2^t`.
     weight_exponent: i32,
+    /// A bias per output position (`N_l` values in the layer's output order), for a
+    /// network with a bias per neuron (the `_neurons` kernels).
+    biases: Option<DeviceBuffer<f32>>,
 }
 
 impl DeviceSzLayer {
-    fn upload(gpu: &Gpu, layer: &SzLayer, with_f32: bool) -> Result<Self, CudaError> {
+    /// Uploads `layer`, with `biases` (`biases[k]` for output neuron `k`, `N_l` values)
+    /// put into its output order when given.
+    fn upload(
+        gpu: &Gpu,
+        layer: &SzLayer,
+        with_f32: bool,
+        biases: Option<&[f32]>,
+    ) -> Result<Self, CudaError> {
+        let biases = match biases {
+            Some(b) => {
+                let ordered = layer.position_biases(b).ok_or_else(|| {
+                    CudaError::InvalidArgument(format!(
+                        "sz: {} biases for a layer of {} outputs",
+                        b.len(),
+                        layer.outputs
+                    ))
+                })?;
+                Some(upload_padded(gpu, &ordered)?)
+            }
+            None => None,
+        };
         Ok(Self {
             outputs: layer.outputs as u32,
             tiles: layer.tiles() as u32,
@@ -141,6 +175,7 @@ impl DeviceSzLayer {
             rest_inputs: upload_padded(gpu, layer.rest.col_indices())?,
             rest_values: upload_padded(gpu, layer.rest.values())?,
             weight_exponent: layer.weight_exponent,
+            biases,
         })
     }
 }
@@ -156,6 +191,8 @@ struct Launch {
     tc_tiles: u32,
     /// Rows per item.
     rows: usize,
+    /// The kernel's shape.
+    shape: KernelShape,
 }
 
 /// The scalars and pointers of one layer launch (`SZ_LAYER_PARAMS`).
@@ -177,10 +214,20 @@ struct LayerArgs<'a> {
     upper: f32,
 }
 
-/// Enqueues `kernel` on `grid` blocks with `a`, in the order of `SZ_LAYER_PARAMS`.
+/// Enqueues `kernel` on `grid` blocks with `a`, in the order of `SZ_LAYER_PARAMS` (then
+/// the layer's biases, `SZ_LAYER_NEURONS_PARAMS`, when it has them: the kernel must be a
+/// `_neurons` instance exactly then).
 fn launch_layer(gpu: &Gpu, kernel: &Kernel, grid: u32, a: LayerArgs<'_>) -> Result<(), CudaError> {
     let null: u64 = 0;
     let layer = a.layer;
+    let neurons = kernel.decl().name.starts_with("sz_layer_neurons_");
+    if neurons != layer.biases.is_some() {
+        return Err(CudaError::InvalidArgument(format!(
+            "sz: {} launched on a layer {} per-neuron biases",
+            kernel.decl().name,
+            if neurons { "without" } else { "with" }
+        )));
+    }
     let mut launch = gpu.stream().launch_builder(kernel);
     launch
         .arg(&**a.y_in)
@@ -209,6 +256,9 @@ fn launch_layer(gpu: &Gpu, kernel: &Kernel, grid: u32, a: LayerArgs<'_>) -> Resu
         .arg(&a.inv_scale)
         .arg(&a.bias)
         .arg(&a.upper);
+    if let Some(biases) = &layer.biases {
+        launch.arg(&**biases);
+    }
     let config = kernel.config(grid)?;
     unsafe { launch.launch(config) }.context("launching an sz layer kernel")?;
     Ok(())
@@ -268,11 +318,9 @@ impl<'g> SzRun<'g> {
         options
             .validate()
             .map_err(|e| CudaError::InvalidArgument(format!("sz: {e}")))?;
-        if chain.biases.is_some() {
-            return Err(CudaError::InvalidArgument(
-                "sz takes one bias for all neurons, and this network has a bias per neuron".into(),
-            ));
-        }
+        // Per-neuron biases ≤ 0 only (the harness checks too; this covers direct callers).
+        method::check_bias_support::<crate::Sz>(chain)?;
+        let biased = chain.biases.is_some();
         let (major, minor) = gpu.compute_capability();
         if major < 8 {
             return Err(CudaError::InvalidArgument(format!(
@@ -313,7 +361,7 @@ impl<'g> SzRun<'g> {
         let launch = if options.t4 {
             let t4o = &options.t4_options;
             let shape = t4o.shape();
-            let fused = add_kernel(gpu, &mut kernels, shape)?;
+            let fused = add_kernel(gpu, &mut kernels, shape, false)?;
             let (ratio, source) = match t4o.ratio {
                 Some(r) => (r, "given".to_string()),
                 None => {
@@ -356,10 +404,11 @@ impl<'g> SzRun<'g> {
             if tc >= group {
                 details.push(("t4_mode".into(), "tensor-core solo".into()));
                 Launch {
-                    kernel: add_kernel(gpu, &mut kernels, plain_shape(t4o.rows))?,
+                    kernel: add_kernel(gpu, &mut kernels, plain_shape(t4o.rows), false)?,
                     group: 1,
                     tc_tiles: 1,
                     rows: t4o.rows,
+                    shape: plain_shape(t4o.rows),
                 }
             } else {
                 details.push(("t4_mode".into(), "fused".into()));
@@ -368,16 +417,28 @@ impl<'g> SzRun<'g> {
                     group: group as u32,
                     tc_tiles: tc as u32,
                     rows: t4o.rows,
+                    shape,
                 }
             }
         } else {
             Launch {
-                kernel: add_kernel(gpu, &mut kernels, plain_shape(options.rows))?,
+                kernel: add_kernel(gpu, &mut kernels, plain_shape(options.rows), false)?,
                 group: 1,
                 tc_tiles: 1,
                 rows: options.rows,
+                shape: plain_shape(options.rows),
             }
         };
+        // A trained network runs the same shape's instance with a bias per output.
+        let launch = if biased {
+            Launch {
+                kernel: add_kernel(gpu, &mut kernels, launch.shape, true)?,
+                ..launch
+            }
+        } else {
+            launch
+        };
+        details.push(("per_neuron_biases".into(), biased.to_string()));
         let with_f32 = launch.tc_tiles < launch.group;
 
         // Reorder (cached), lay out and upload, a window of layers at a time.
@@ -397,7 +458,7 @@ impl<'g> SzRun<'g> {
             |l, layer| {
                 stats.add(&layer);
                 layers.push(
-                    DeviceSzLayer::upload(gpu, &layer, with_f32)
+                    DeviceSzLayer::upload(gpu, &layer, with_f32, chain.layer_biases(l))
                         .map_err(|e| resident_error(e, l, total))?,
                 );
                 if l + 1 == total {
@@ -767,7 +828,7 @@ fn profile(gpu: &Gpu, kernel: &(Kernel, usize), shape: KernelShape) -> Result<Pr
     let (w, r) = profile_layer(max_tiles)?;
     let layer = format::build_layer(1, &w, &r, None, true)
         .map_err(|e| CudaError::InvalidArgument(format!("sz: the profile layer: {e}")))?;
-    let device_layer = DeviceSzLayer::upload(gpu, &layer, true)?;
+    let device_layer = DeviceSzLayer::upload(gpu, &layer, true, None)?;
     let n = layer.outputs;
     let ld = row_stride(PROFILE_ROWS);
     let y_in = gpu.alloc_zeros::<f32>(n * ld)?;

@@ -85,6 +85,19 @@ impl SzLayer {
         [self.frags[i], self.frags[i + 1]]
     }
 
+    /// A bias per output neuron (`biases[k]` for neuron `k`, `N_l` values) in this layer's
+    /// output order, the order its epilogue writes: `out[p] = biases[order[p]]`, what the
+    /// `sz_layer_neurons_*` kernels read for position `p`. `None` when `biases` does not
+    /// have `N_l` values.
+    pub fn position_biases(&self, biases: &[f32]) -> Option<Vec<f32>> {
+        (biases.len() == self.outputs && self.order.len() == self.outputs).then(|| {
+            self.order
+                .iter()
+                .map(|&neuron| biases[neuron as usize])
+                .collect()
+        })
+    }
+
     /// Device bytes of the layer with the fp32 blocks (T4's CUDA-core warps) or without.
     pub fn device_bytes(&self, with_f32_blocks: bool) -> usize {
         let blocks = self.blocks();
@@ -384,6 +397,24 @@ mod tests {
             let expect = r.inputs.get(s).copied().unwrap_or(0);
             assert_eq!(p, expect);
         }
+    }
+
+    #[test]
+    fn position_biases_follow_the_output_order() {
+        let w = small_layer();
+        let r = reorder_layer(&w, 0.5);
+        let layer = build_layer(1, &w, &r, None, true).unwrap();
+        assert_ne!(
+            layer.order,
+            (0..24u32).collect::<Vec<_>>(),
+            "the reordering moves outputs"
+        );
+        let biases: Vec<f32> = (0..24).map(|k| -(k as f32) / 8.0).collect();
+        let ordered = layer.position_biases(&biases).unwrap();
+        for (p, &neuron) in layer.order.iter().enumerate() {
+            assert_eq!(ordered[p], biases[neuron as usize]);
+        }
+        assert_eq!(layer.position_biases(&biases[1..]), None);
     }
 
     #[test]

@@ -27,6 +27,15 @@
 //! layout, the splits, the MMA as exact products summed in fp32, the rest, the clip.
 //!
 //! Any chain of layers runs (`N_{l-1} × N_l`, e.g. a compressed network).
+//!
+//! Trained networks, with a bias per output neuron of every layer
+//! ([`LayerChain::biases`]), run with the `sz_layer_neurons_*` instances
+//! ([`LAYERS_NEURONS`]): each layer's biases are uploaded once in its output order
+//! ([`SzLayer::position_biases`], the order its epilogue writes) and read where the
+//! one-bias kernels add `bias` (those are unchanged: they pass a null pointer the compiler
+//! folds away). Biases must be ≤ 0 ([`KernelMethod::ACCEPTS_POSITIVE_BIAS`] is false): the
+//! kernels compute `clip(Z + b)`, the structural rule only then, the layout drops stored
+//! zeros, and a row that died (the compaction drops it) stays dead only then.
 
 pub mod cache;
 mod device;
@@ -123,6 +132,19 @@ pub const LAYERS: [KernelDecl; 9] = [
     layer("sz_layer_r128_t2_c4", SHAPES[7].threads()),
     layer("sz_layer_r128_t4_c4", SHAPES[8].threads()),
 ];
+/// `sz_layer_neurons_r{rows}_t{tc}_c{cc}`: [`LAYERS`] with a bias per output position,
+/// one per shape of [`SHAPES`], in its order ([`neurons_layer_kernel`]).
+pub const LAYERS_NEURONS: [KernelDecl; 9] = [
+    layer("sz_layer_neurons_r32_t2_c0", SHAPES[0].threads()),
+    layer("sz_layer_neurons_r64_t4_c0", SHAPES[1].threads()),
+    layer("sz_layer_neurons_r128_t4_c0", SHAPES[2].threads()),
+    layer("sz_layer_neurons_r32_t2_c4", SHAPES[3].threads()),
+    layer("sz_layer_neurons_r32_t4_c4", SHAPES[4].threads()),
+    layer("sz_layer_neurons_r64_t2_c4", SHAPES[5].threads()),
+    layer("sz_layer_neurons_r64_t4_c4", SHAPES[6].threads()),
+    layer("sz_layer_neurons_r128_t2_c4", SHAPES[7].threads()),
+    layer("sz_layer_neurons_r128_t4_c4", SHAPES[8].threads()),
+];
 /// `sz_scatter_input`: blocks stride over the input rows.
 pub const SCATTER_INPUT: KernelDecl = KernelDecl::new(&SZ, "sz_scatter_input", 128);
 /// `sz_compact_rows`: one thread per row of the capacity.
@@ -144,6 +166,15 @@ pub const KERNELS: &[KernelDecl] = &[
     LAYERS[6],
     LAYERS[7],
     LAYERS[8],
+    LAYERS_NEURONS[0],
+    LAYERS_NEURONS[1],
+    LAYERS_NEURONS[2],
+    LAYERS_NEURONS[3],
+    LAYERS_NEURONS[4],
+    LAYERS_NEURONS[5],
+    LAYERS_NEURONS[6],
+    LAYERS_NEURONS[7],
+    LAYERS_NEURONS[8],
     SCATTER_INPUT,
     COMPACT_ROWS,
     GATHER_ROWS,
@@ -153,6 +184,15 @@ pub const KERNELS: &[KernelDecl] = &[
 /// The layer kernel of `shape` (`None`: not instantiated).
 pub fn layer_kernel(shape: KernelShape) -> Option<&'static KernelDecl> {
     SHAPES.iter().position(|s| *s == shape).map(|i| &LAYERS[i])
+}
+
+/// The layer kernel of `shape` with a bias per output position (`None`: not
+/// instantiated).
+pub fn neurons_layer_kernel(shape: KernelShape) -> Option<&'static KernelDecl> {
+    SHAPES
+        .iter()
+        .position(|s| *s == shape)
+        .map(|i| &LAYERS_NEURONS[i])
 }
 
 /// The plain S&Z shape with `rows` rows per item (tensor-core warps: one per 16 rows, at
@@ -324,12 +364,14 @@ impl KernelMethod for Sz {
     const DESCRIPTION: &'static str = "S&Z-2022: similarity reordering into dense 16×16 blocks on tensor cores \
          (exact three-term bf16 splits, fp32 accumulation), the CSR rest on CUDA cores";
     type Options = SzOptions;
+    const ACCEPTS_PER_NEURON_BIAS: bool = true;
 
     /// Per row: two activation buffers of the widest layer, the row ids twice, the map and
     /// the live flag; per layer: its nonzeros at 2 bytes per bf16 term in full blocks (the
     /// terms its weights need, [`half::terms`]: 1 for the challenge's 1/16, up to 3) plus
     /// 2 for the blocks' padding and the rest's 8 (an estimate: the blocks are found in
-    /// `prepare`), the fp32 blocks too in T4 mode.
+    /// `prepare`), the fp32 blocks too in T4 mode; plus the per-neuron biases of a trained
+    /// network.
     fn memory(chain: &LayerChain<'_>, options: &SzOptions) -> MemoryModel {
         let widest = spdnn_cuda::memory::widest(chain);
         let per_nonzero = |w: &Csr| {
@@ -343,11 +385,13 @@ impl KernelMethod for Sz {
         };
         MemoryModel {
             per_row: 2 * 4 * widest + 3 * 4 + 2,
-            layers: chain
-                .layers
-                .iter()
-                .map(|w| per_nonzero(w) * w.nnz() + 12 * (w.nrows() + w.ncols()) + 64)
-                .collect(),
+            layers: chain.with_bias_bytes(
+                chain
+                    .layers
+                    .iter()
+                    .map(|w| per_nonzero(w) * w.nnz() + 12 * (w.nrows() + w.ncols()) + 64)
+                    .collect(),
+            ),
             fixed: 64,
             streaming: false,
             exact: false,
@@ -431,6 +475,7 @@ impl KernelMethod for SzT4 {
     const DESCRIPTION: &'static str = "T4-adaptive over S&Z: each item's 16-output tiles split between \
          tensor-core and CUDA-core warps of one block at the profiled turning point P_M";
     type Options = SzT4Options;
+    const ACCEPTS_PER_NEURON_BIAS: bool = true;
 
     fn memory(chain: &LayerChain<'_>, options: &SzT4Options) -> MemoryModel {
         Sz::memory(chain, &options.effective())
@@ -465,6 +510,26 @@ pub fn infer(
     method::run::<Sz>(
         gpu,
         &LayerChain::new(layers, bias, upper),
+        input,
+        options,
+        spec,
+    )
+}
+
+/// [`infer`] with a bias per output neuron of every layer (`biases[l][k]`, each ≤ 0), for
+/// trained networks: the `sz_layer_neurons_*` kernels.
+pub fn infer_with_biases(
+    gpu: &Gpu,
+    layers: &[Csr],
+    input: &Csr,
+    biases: &[Vec<f32>],
+    upper: f32,
+    options: &SzOptions,
+    spec: &RunSpec,
+) -> Result<GpuInference, CudaError> {
+    method::run::<Sz>(
+        gpu,
+        &LayerChain::with_biases(layers, biases, upper),
         input,
         options,
         spec,
@@ -647,6 +712,22 @@ mod tests {
             assert!(SZ.source.contains(&format!(
                 "sz_layer<{}, {}, {}>(SZ_LAYER_ARGS)",
                 s.rows, s.tc_warps, s.cc_warps
+            )));
+        }
+        // The same shapes with a bias per output position.
+        for (s, decl) in SHAPES.iter().zip(&LAYERS_NEURONS) {
+            assert_eq!(
+                decl.name,
+                format!(
+                    "sz_layer_neurons_r{}_t{}_c{}",
+                    s.rows, s.tc_warps, s.cc_warps
+                )
+            );
+            assert_eq!(decl.block, (s.threads() as u32, 1, 1));
+            assert_eq!(neurons_layer_kernel(*s), Some(decl));
+            assert!(SZ.source.contains(&format!(
+                "{}(SZ_LAYER_NEURONS_PARAMS) {{\n    sz_layer<{}, {}, {}>(SZ_LAYER_NEURONS_ARGS)",
+                decl.name, s.rows, s.tc_warps, s.cc_warps
             )));
         }
         for &rows in ITEM_ROWS {
