@@ -8,6 +8,10 @@
 //! the hardware bit for bit; elsewhere the hardware's accumulation differs within fp32
 //! rounding (docs/sz.md, "Error analysis").
 //!
+//! A trained network's bias per output neuron is read as the `sz_layer_neurons_*` kernels
+//! read it: each layer's biases put into its output order ([`SzLayer::position_biases`]),
+//! position `p` adding `biases[p]` ([`layer_biased`], [`run_biased`]).
+//!
 //! Row compaction does not change any value, so the emulation keeps every row.
 
 use spdnn_formats::{Csr, SparseMatrix};
@@ -124,6 +128,55 @@ pub fn layer(
     bias: f32,
     upper: f32,
 ) -> Vec<f32> {
+    layer_with(layer, y, rows, ld, x_exponent, split_of, |_| bias, upper)
+}
+
+/// [`layer`] with a bias per output position (`position_biases[p]`, the layer's biases in
+/// its output order, [`SzLayer::position_biases`]), as the `sz_layer_neurons_*` kernels.
+///
+/// # Panics
+/// When `position_biases` has fewer than `layer.outputs` values.
+#[allow(clippy::too_many_arguments)]
+pub fn layer_biased(
+    layer: &SzLayer,
+    y: &[f32],
+    rows: usize,
+    ld: usize,
+    x_exponent: i32,
+    split_of: Split,
+    position_biases: &[f32],
+    upper: f32,
+) -> Vec<f32> {
+    assert!(
+        position_biases.len() >= layer.outputs,
+        "{} biases for {} outputs",
+        position_biases.len(),
+        layer.outputs
+    );
+    layer_with(
+        layer,
+        y,
+        rows,
+        ld,
+        x_exponent,
+        split_of,
+        |p| position_biases[p],
+        upper,
+    )
+}
+
+/// [`layer`] with output position `p`'s bias from `bias_of(p)` (`sz_bias`).
+#[allow(clippy::too_many_arguments)]
+fn layer_with(
+    layer: &SzLayer,
+    y: &[f32],
+    rows: usize,
+    ld: usize,
+    x_exponent: i32,
+    split_of: Split,
+    bias_of: impl Fn(usize) -> f32,
+    upper: f32,
+) -> Vec<f32> {
     let mut out = vec![0f32; layer.outputs * ld];
     let x_scale = pow2(x_exponent);
     let inv_scale = pow2(-(x_exponent + layer.weight_exponent));
@@ -136,7 +189,7 @@ pub fn layer(
             z = y[i as usize * ld + row].mul_add(w, z);
         }
         if row < rows {
-            out[pos * ld + row] = (z + bias).max(0.0).min(upper);
+            out[pos * ld + row] = (z + bias_of(pos)).max(0.0).min(upper);
         }
     };
     let tile_blocks = layer.tile_blocks();
@@ -237,6 +290,55 @@ pub fn run(
     upper: f32,
     split_of: impl Fn(usize) -> Split,
 ) -> Result<Emulated, String> {
+    run_with(layers, input, None, bias, upper, split_of)
+}
+
+/// [`run`] with a bias per output neuron of every layer (`biases[l][k]` for neuron `k` of
+/// layer `l`, as [`spdnn_cuda::method::LayerChain::biases`]), each layer's put into its
+/// output order as the device uploads them. Errors as [`run`], and when the biases do not
+/// match the layers.
+pub fn run_biased(
+    layers: &[SzLayer],
+    input: &Csr,
+    biases: &[Vec<f32>],
+    upper: f32,
+    split_of: impl Fn(usize) -> Split,
+) -> Result<Emulated, String> {
+    if biases.len() != layers.len() {
+        return Err(format!(
+            "{} bias vectors for {} layers",
+            biases.len(),
+            layers.len()
+        ));
+    }
+    let ordered = layers
+        .iter()
+        .zip(biases)
+        .enumerate()
+        .map(|(l, (w, b))| {
+            w.position_biases(b).ok_or_else(|| {
+                format!(
+                    "layer {}: {} biases for {} outputs",
+                    l + 1,
+                    b.len(),
+                    w.outputs
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    run_with(layers, input, Some(&ordered), 0.0, upper, split_of)
+}
+
+/// [`run`] with each layer's biases in its output order when `position_biases` is given
+/// (`bias` unused then).
+fn run_with(
+    layers: &[SzLayer],
+    input: &Csr,
+    position_biases: Option<&[Vec<f32>]>,
+    bias: f32,
+    upper: f32,
+    split_of: impl Fn(usize) -> Split,
+) -> Result<Emulated, String> {
     let rows = input.nrows();
     let ld = rows.div_ceil(16) * 16;
     let mut y = vec![0f32; input.ncols() * ld];
@@ -248,7 +350,10 @@ pub fn run(
     let later = activation_exponent(upper).unwrap_or(0);
     for (l, w) in layers.iter().enumerate() {
         let s = if l == 0 { first } else { later };
-        y = layer(w, &y, rows, ld, s, split_of(l), bias, upper);
+        y = match position_biases {
+            Some(b) => layer_biased(w, &y, rows, ld, s, split_of(l), &b[l], upper),
+            None => layer(w, &y, rows, ld, s, split_of(l), bias, upper),
+        };
     }
     let (width, order) = layers
         .last()

@@ -3,11 +3,15 @@
 //! the real layouts, against the CPU reference. No GPU needed.
 
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use spdnn_cuda::method::{self, LayerChain};
 use spdnn_cuda::rows::GpuInference;
+use spdnn_formats::SparseMatrix;
+use spdnn_gputest::biased::{self, BiasedProblem};
 use spdnn_gputest::{Problem, Tolerance, compare};
 use spdnn_sz::emulate::{self, Split};
 use spdnn_sz::format::{self, LayoutError, SzLayer};
 use spdnn_sz::reorder::reorder_network;
+use spdnn_sz::{Sz, SzT4};
 
 /// The layouts of `problem`'s layers at block fill `min_fill`.
 fn layout(problem: &Problem, min_fill: f32) -> Vec<SzLayer> {
@@ -225,4 +229,164 @@ fn official_1024_rows_the_fp16_split_flipped() {
         ..GpuInference::default()
     };
     compare(&problem, &result, Tolerance::Relative(1e-5)).unwrap();
+}
+
+/// The layouts of the layers of a problem with per-neuron biases at block fill `min_fill`.
+fn biased_layout(problem: &BiasedProblem, min_fill: f32) -> Vec<SzLayer> {
+    let reorderings = reorder_network(&problem.layers, min_fill);
+    for (r, w) in reorderings.iter().zip(&problem.layers) {
+        r.validate(w.nrows(), w.ncols())
+            .expect("a valid reordering of a rectangular layer");
+    }
+    let mut layers = Vec::new();
+    format::build_layers::<LayoutError>(
+        &problem.layers,
+        &reorderings,
+        |_| true,
+        4,
+        |_, l| {
+            layers.push(l);
+            Ok(())
+        },
+    )
+    .expect("layout");
+    layers
+}
+
+/// Emulates `problem` (a bias per output neuron, put into each layer's output order as the
+/// `_neurons` kernels read it) and compares categories, values and predictions with the
+/// reference; returns the near ties that differ.
+fn check_biased(
+    problem: &BiasedProblem,
+    layers: &[SzLayer],
+    split: Split,
+    tolerance: Tolerance,
+    tie: f32,
+) -> Result<usize, String> {
+    let e = emulate::run_biased(
+        layers,
+        &problem.input,
+        &problem.biases,
+        problem.upper,
+        |_| split,
+    )?;
+    let result = GpuInference {
+        categories: e.categories,
+        output: Some(e.output),
+        ..GpuInference::default()
+    };
+    biased::compare(problem, &result, tolerance, tie)
+}
+
+#[test]
+fn per_neuron_biases_are_bit_exact_on_random_rectangular_chains() {
+    // Dyadic weights, inputs and biases ≤ 0: every order of additions is exact, so the
+    // emulation must equal the reference bit for bit, at every fill and split.
+    let mut runner = TestRunner::new(Config::with_cases(48));
+    let outcome = runner.run(&biased::biased_problem(80, 40, false), |p| {
+        for min_fill in [0.0, 0.25, 2.0] {
+            let layers = biased_layout(&p, min_fill);
+            for split in SPLITS {
+                check_biased(&p, &layers, split, Tolerance::Exact, 0.0)
+                    .map_err(|e| TestCaseError::fail(format!("fill {min_fill}, {split:?}: {e}")))?;
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn per_neuron_biases_follow_each_layers_output_order() {
+    // The biases must be read in each layer's output order (reading biases[k] at position
+    // k fails this and the other biased tests: checked by breaking run_biased on purpose).
+    // Here the reordering moves the outputs of the 55 %-dense layers (a dense layer's
+    // outputs all read every input: they keep their order) and the biases change values.
+    let p = biased::trained_shaped_problem(64, 2, 24, false, 5);
+    let layers = biased_layout(&p, 0.25);
+    let moved = layers
+        .iter()
+        .filter(|l| l.order.iter().enumerate().any(|(p, &k)| p != k as usize))
+        .count();
+    assert!(
+        moved >= 2,
+        "the reordering moves outputs of {moved} layers (the 55 % ones)"
+    );
+    check_biased(&p, &layers, Split::TENSOR, Tolerance::Relative(1e-4), 1e-5).unwrap();
+    let unbiased = emulate::run(&layers, &p.input, 0.0, p.upper, |_| Split::TENSOR).unwrap();
+    let biased =
+        emulate::run_biased(&layers, &p.input, &p.biases, p.upper, |_| Split::TENSOR).unwrap();
+    assert_ne!(
+        biased.output, unbiased.output,
+        "the biases change the values"
+    );
+}
+
+#[test]
+fn trained_shaped_chains() {
+    // 784 → N (dense) → N (55 %) … → 10 (dense), bound 1, real weights (two or three bf16
+    // terms) and biases ≤ 0: at fill ¼ every 16 × 16 block of a 55 %-dense layer is dense,
+    // at 0.6 only some are (the rest goes to CSR), at 2 none.
+    for (n, sparse, rows, seed) in [(128, 2, 40, 1), (64, 3, 33, 2)] {
+        let p = biased::trained_shaped_problem(n, sparse, rows, false, seed);
+        for min_fill in [0.25, 0.6, 2.0] {
+            let layers = biased_layout(&p, min_fill);
+            let stats = layers
+                .iter()
+                .fold(format::LayoutStats::default(), |mut s, l| {
+                    s.add(l);
+                    s
+                });
+            assert_eq!(layers[0].inputs, 784);
+            assert_eq!(layers.last().unwrap().outputs, 10);
+            if min_fill <= 1.0 {
+                assert!(
+                    stats.split_layers > 0,
+                    "real weights take more than one term"
+                );
+                assert!(stats.blocks > 0, "fill {min_fill}: some blocks are found");
+            } else {
+                assert_eq!(stats.dense_share(), 0.0);
+            }
+            for split in SPLITS {
+                let ties = check_biased(&p, &layers, split, Tolerance::Relative(1e-4), 1e-5)
+                    .unwrap_or_else(|e| panic!("{n}-{sparse}, fill {min_fill}, {split:?}: {e}"));
+                assert!(ties <= 1, "{ties} near ties differ");
+            }
+            eprintln!(
+                "{n}-{sparse} fill {min_fill}: {} blocks, dense share {:.3}, rest {}",
+                stats.blocks,
+                stats.dense_share(),
+                stats.rest_nnz
+            );
+        }
+    }
+}
+
+#[test]
+fn positive_biases_are_refused() {
+    let p = biased::trained_shaped_problem(32, 1, 4, true, 3);
+    assert!(p.biases.iter().flatten().any(|&b| b > 0.0));
+    let chain = LayerChain::with_biases(&p.layers, &p.biases, p.upper);
+    for error in [
+        method::check_bias_support::<Sz>(&chain),
+        method::check_bias_support::<SzT4>(&chain),
+    ] {
+        let error = error.unwrap_err().to_string();
+        assert!(error.contains("only for biases ≤ 0"), "{error}");
+    }
+    // Biases ≤ 0 are taken.
+    let p = biased::trained_shaped_problem(32, 1, 4, false, 3);
+    let chain = LayerChain::with_biases(&p.layers, &p.biases, p.upper);
+    method::check_bias_support::<Sz>(&chain).unwrap();
+    method::check_bias_support::<SzT4>(&chain).unwrap();
+    // The emulation refuses biases that do not match the layers.
+    let layers = biased_layout(&p, 0.25);
+    let e = emulate::run_biased(&layers, &p.input, &p.biases[1..], p.upper, |_| {
+        Split::TENSOR
+    })
+    .unwrap_err();
+    assert!(e.contains("bias vectors"), "{e}");
 }
