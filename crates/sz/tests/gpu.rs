@@ -3,13 +3,20 @@
 
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use spdnn_cuda::Gpu;
+use spdnn_cuda::method::{self, LayerChain};
 use spdnn_cuda::rows::{GpuInference, RunSpec};
 use spdnn_formats::{Csr, SparseMatrix};
+use spdnn_gputest::biased::{
+    BiasedProblem, check_biased_random, check_trained_nets, check_trained_shaped,
+};
 use spdnn_gputest::{
     Problem, Tolerance, check_challenge, check_compressed, check_exact_random,
     check_general_random, check_official_1024, check_rectangular_random, compare,
 };
-use spdnn_sz::{CacheUse, Compaction, ITEM_ROWS, SzOptions, T4Options, infer};
+use spdnn_sz::{
+    CacheUse, Compaction, ITEM_ROWS, SzOptions, SzT4, SzT4Options, T4Options, infer,
+    infer_with_biases,
+};
 
 const SPEC: RunSpec = RunSpec {
     warmup: 1,
@@ -359,4 +366,91 @@ fn bad_problems_and_options_are_errors() {
     let e = run(std::slice::from_ref(&w), &huge, -0.3, &ok).unwrap_err();
     assert!(e.to_string().contains("input"), "{e}");
     assert_eq!(huge.nnz(), 1);
+}
+
+/// S&Z on a problem with a bias per output neuron (the `sz_layer_neurons_*` kernels).
+fn run_biased(
+    options: SzOptions,
+) -> impl Fn(&Gpu, &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    move |gpu, p| {
+        infer_with_biases(
+            gpu, &p.layers, &p.input, &p.biases, p.upper, &options, &SPEC,
+        )
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn per_neuron_biases() {
+    // Every option set: item sizes, fills 0 / ¼ / 2, compaction, T4 splits.
+    for o in variants() {
+        eprintln!("{o:?}");
+        check_biased_random(&run_biased(o), false);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_shaped_chains() {
+    // 784 → N → … → 10, 55 %-dense middle layers, real weights (two or three bf16 terms):
+    // at fill ¼ every block of a 55 % layer is dense, at 0.6 some go to the CSR rest, at 2
+    // all do; T4 splits too.
+    for o in [
+        SzOptions::default(),
+        plain(128, 0.6, Compaction::Doubling),
+        plain(32, 2.0, Compaction::Never),
+        t4(1.0, 64, 4, 4),
+        t4(0.5, 128, 2, 3),
+    ] {
+        eprintln!("{o:?}");
+        check_trained_shaped(&run_biased(o), false);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_shaped_chains_run_the_neurons_kernels_without_spills() {
+    let gpu = spdnn_gputest::gpu();
+    let p = spdnn_gputest::biased::trained_shaped_problem(128, 2, 300, false, 4);
+    for o in [SzOptions::default(), t4(1.0, 64, 4, 4), t4(0.0, 64, 4, 4)] {
+        let result = run_biased(o.clone())(&gpu, &p).expect("sz runs");
+        let kernel = detail(&result, "kernel");
+        assert!(kernel.starts_with("sz_layer_neurons_"), "{o:?}: {kernel}");
+        assert_eq!(detail(&result, "per_neuron_biases"), "true");
+        assert_eq!(detail(&result, "local_bytes"), "0", "{o:?}");
+        eprintln!(
+            "{kernel}: {} registers, dense share {}, split layers {}",
+            detail(&result, "registers"),
+            detail(&result, "dense_share"),
+            detail(&result, "split_layers")
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_networks_a_b_c() {
+    check_trained_nets(&run_biased(SzOptions::default()));
+    check_trained_nets(&run_biased(t4(1.0, 64, 4, 4)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn positive_biases_are_refused() {
+    let gpu = spdnn_gputest::gpu();
+    let p = spdnn_gputest::biased::trained_shaped_problem(32, 1, 4, true, 3);
+    let error = run_biased(SzOptions::default())(&gpu, &p)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("only for biases ≤ 0"), "{error}");
+    let error = method::run::<SzT4>(
+        &gpu,
+        &LayerChain::with_biases(&p.layers, &p.biases, p.upper),
+        &p.input,
+        &SzT4Options::default(),
+        &SPEC,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("only for biases ≤ 0"), "{error}");
 }
