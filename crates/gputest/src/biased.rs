@@ -33,6 +33,23 @@ pub struct BiasedProblem {
 pub type BiasedRunner<'a> =
     &'a dyn Fn(&Gpu, &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError>;
 
+/// A runner of method `K` with `options` on problems with per-neuron biases, through the
+/// harness every method plugs into (`spdnn_cuda::method::run`).
+pub fn method_runner<K: spdnn_cuda::method::KernelMethod>(
+    options: K::Options,
+    spec: spdnn_cuda::rows::RunSpec,
+) -> impl Fn(&Gpu, &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    move |gpu, p| {
+        spdnn_cuda::method::run::<K>(
+            gpu,
+            &spdnn_cuda::method::LayerChain::with_biases(&p.layers, &p.biases, p.upper),
+            &p.input,
+            &options,
+            &spec,
+        )
+    }
+}
+
 /// The reference's result, with the final activations.
 pub fn reference(problem: &BiasedProblem) -> Inference<f32> {
     let options = Options {

@@ -3,7 +3,6 @@
 
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use spdnn_cuda::Gpu;
-use spdnn_cuda::method::{self, LayerChain};
 use spdnn_cuda::rows::{GpuInference, RunSpec};
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_gputest::biased::{
@@ -383,15 +382,7 @@ fn bad_problems_and_options_are_errors() {
 fn run_biased(
     options: HpOptions,
 ) -> impl Fn(&Gpu, &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
-    move |gpu, p| {
-        method::run::<Hp>(
-            gpu,
-            &LayerChain::with_biases(&p.layers, &p.biases, p.upper),
-            &p.input,
-            &options,
-            &SPEC,
-        )
-    }
+    spdnn_gputest::biased::method_runner::<Hp>(options, SPEC)
 }
 
 #[test]

@@ -2,7 +2,6 @@
 //! on the GPU machine (`cargo xtask device-pack`).
 
 use spdnn_cuda::Gpu;
-use spdnn_cuda::method::{self, LayerChain};
 use spdnn_cuda::rows::{GpuInference, RunSpec};
 use spdnn_formats::SparseMatrix;
 use spdnn_glare::{Glare, GlareKernel, model};
@@ -199,15 +198,7 @@ fn glare_challenge_networks() {
 fn run_biased(
     options: XyOptions,
 ) -> impl Fn(&Gpu, &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
-    move |gpu, p| {
-        method::run::<Xy>(
-            gpu,
-            &LayerChain::with_biases(&p.layers, &p.biases, p.upper),
-            &p.input,
-            &options,
-            &SPEC,
-        )
-    }
+    spdnn_gputest::biased::method_runner::<Xy>(options, SPEC)
 }
 
 #[test]
