@@ -12,6 +12,8 @@ use spdnn_blockdepend::{
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_gputest::{Problem, exact_problem, general_problem, grouped_problem, reference};
 
+mod common;
+
 /// An H200-like block: 227 KiB of shared memory with the opt-in.
 const BIG: Limits = Limits::hopper(1168);
 
@@ -98,37 +100,7 @@ fn emulate<'p>(p: &'p Problem, k: &Knobs) -> Result<EmulatedRun<'p>, String> {
 /// Categories equal; values bit for bit (`None`) or within `relative·max(|v|, 1)`.
 fn check(p: &Problem, k: &Knobs, relative: Option<f32>) -> Result<(), String> {
     let result = emulate(p, k)?;
-    let expected = reference(p);
-    if result.categories() != expected.categories {
-        return Err(format!(
-            "categories differ: {:?} against {:?}",
-            result.categories(),
-            expected.categories
-        ));
-    }
-    let values = result.values(p.upper)?;
-    let want = expected.output.expect("the reference keeps its output");
-    if values.len() != want.len() {
-        return Err(format!("{} values, expected {}", values.len(), want.len()));
-    }
-    let n = want.ncols();
-    for (i, (&got, &want)) in values.iter().zip(want.iter()).enumerate() {
-        let ok = match relative {
-            None => got.to_bits() == want.to_bits() || (got == 0.0 && want == 0.0),
-            Some(rel) => (got - want).abs() <= rel * want.abs().max(1.0),
-        };
-        if !ok {
-            return Err(format!(
-                "row {} column {}: {got}, expected {want}",
-                i / n,
-                i % n
-            ));
-        }
-    }
-    if result.emulation.computed[0] != p.input.nrows() {
-        return Err("layer 1 must compute every row".into());
-    }
-    Ok(())
+    common::compare_emulated(&result, &reference(p), p.upper, p.input.nrows(), relative)
 }
 
 proptest! {

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use proptest::prelude::*;
+use spdnn_blockdepend::emulate::EmulatedRun;
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_gputest::Problem;
 use spdnn_gputest::biased::BiasedProblem;
@@ -136,4 +137,49 @@ pub fn saturating_biased() -> impl Strategy<Value = BiasedProblem> {
                 .collect();
             biased(p, biases)
         })
+}
+
+/// The emulated run against the reference's result on the same problem: categories equal;
+/// values bit for bit (`relative` `None`) or within `relative·max(|v|, 1)`; layer 1
+/// computing every one of `input_rows` rows.
+pub fn compare_emulated(
+    result: &EmulatedRun<'_>,
+    expected: &spdnn_reference::Inference<f32>,
+    upper: f32,
+    input_rows: usize,
+    relative: Option<f32>,
+) -> Result<(), String> {
+    if result.categories() != expected.categories {
+        return Err(format!(
+            "categories differ: {:?} against {:?}",
+            result.categories(),
+            expected.categories
+        ));
+    }
+    let values = result.values(upper)?;
+    let want = expected
+        .output
+        .as_ref()
+        .expect("the reference keeps its output");
+    if values.len() != want.len() {
+        return Err(format!("{} values, expected {}", values.len(), want.len()));
+    }
+    let n = want.ncols();
+    for (i, (&got, &want)) in values.iter().zip(want.iter()).enumerate() {
+        let ok = match relative {
+            None => got.to_bits() == want.to_bits() || (got == 0.0 && want == 0.0),
+            Some(rel) => (got - want).abs() <= rel * want.abs().max(1.0),
+        };
+        if !ok {
+            return Err(format!(
+                "row {} column {}: {got}, expected {want}",
+                i / n,
+                i % n
+            ));
+        }
+    }
+    if result.emulation.computed[0] != input_rows {
+        return Err("layer 1 must compute every row".into());
+    }
+    Ok(())
 }
