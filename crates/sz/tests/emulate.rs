@@ -109,7 +109,12 @@ fn general_random_networks_with_real_weights() {
 
 #[test]
 fn generated_challenge_networks() {
-    let problem = spdnn_gputest::challenge_problem(1024, 12, 96, 7);
+    // MNIST-recipe rows, some alive after the last layer (uniform random rows all die).
+    let problem = spdnn_gputest::challenge_problem_mnist(1024, 12, 96, 7);
+    assert!(
+        !spdnn_gputest::reference(&problem).categories.is_empty() || !spdnn_gputest::has_mnist(),
+        "no row lives to the end"
+    );
     let layers = layout(&problem, 0.25);
     let stats = layers
         .iter()
