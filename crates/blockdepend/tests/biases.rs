@@ -9,8 +9,8 @@
 use proptest::prelude::*;
 use spdnn_blockdepend::emulate::{EmulatedRun, run};
 use spdnn_blockdepend::{
-    Bias, BlockDepend, BlockDependOptions, Compression, FormatChoice, Limits, PlacementChoice,
-    Retire, STATE_BOUND,
+    Bias, BlockDepend, BlockDependOptions, Compression, FormatChoice, PlacementChoice, Retire,
+    STATE_BOUND,
 };
 use spdnn_cuda::method::{LayerChain, check_bias_support};
 use spdnn_formats::{Csr, SparseMatrix};
@@ -18,91 +18,12 @@ use spdnn_gputest::biased::{BiasedProblem, biased_problem, reference, trained_sh
 
 mod common;
 
-use common::{planted, saturating_biased};
-
-/// An H200-like block: 227 KiB of shared memory with the opt-in.
-const BIG: Limits = Limits::hopper(1168);
-
-/// A block with room for 3 rows of 32 floats (two buffers): small tiles.
-const SMALL: Limits = Limits {
-    shared_per_block: 1168 + 2 * 4 * 32 * 3,
-    shared_per_sm: 228 * 1024,
-    reserved_per_block: 0,
-    static_shared: 1168,
-};
-
-/// A block with no room for a row: every launch in global memory.
-const NONE: Limits = Limits {
-    shared_per_block: 1168 + 100,
-    shared_per_sm: 228 * 1024,
-    reserved_per_block: 0,
-    static_shared: 1168,
-};
-
-#[derive(Debug, Clone)]
-struct Knobs {
-    options: BlockDependOptions,
-    limits: Limits,
-    blocks: usize,
-}
-
-fn knobs(layers: usize) -> impl Strategy<Value = Knobs> {
-    let cuts =
-        proptest::collection::vec(proptest::bool::ANY, layers.saturating_sub(1)).prop_map(|keep| {
-            keep.iter()
-                .enumerate()
-                .filter(|(_, k)| **k)
-                .map(|(i, _)| i + 1)
-                .collect::<Vec<usize>>()
-        });
-    (
-        proptest::bool::ANY,
-        proptest::bool::ANY,
-        prop_oneof![
-            Just(FormatChoice::Auto),
-            Just(FormatChoice::Dense),
-            Just(FormatChoice::Ell)
-        ],
-        prop_oneof![
-            3 => Just(PlacementChoice::Auto),
-            1 => Just(PlacementChoice::Global)
-        ],
-        prop_oneof![Just(None), (1usize..=9).prop_map(Some)],
-        prop_oneof![Just(None), cuts.prop_map(Some)],
-        prop_oneof![Just(BIG), Just(SMALL), Just(NONE)],
-        1usize..=6,
-    )
-        .prop_map(
-            |(compress, retire, format, placement, tile_rows, cuts, limits, blocks)| Knobs {
-                options: BlockDependOptions {
-                    compress,
-                    retire,
-                    tile_rows,
-                    cuts,
-                    placement,
-                    format,
-                },
-                limits,
-                blocks,
-            },
-        )
-}
+use common::{BIG, Knobs, NONE, SMALL, default_knobs, planted, saturating_biased};
 
 fn with_knobs(
     problem: impl Strategy<Value = BiasedProblem>,
 ) -> impl Strategy<Value = (BiasedProblem, Knobs)> {
-    problem.prop_flat_map(|p| {
-        let layers = p.layers.len();
-        (Just(p), knobs(layers))
-    })
-}
-
-fn default_knobs() -> Knobs {
-    Knobs {
-        options: BlockDependOptions::default(),
-        limits: BIG,
-        blocks: 4,
-    }
+    common::with_knobs_of(problem, |p| p.layers.len())
 }
 
 fn emulate<'p>(p: &'p BiasedProblem, k: &Knobs) -> Result<EmulatedRun<'p>, String> {

@@ -6,89 +6,16 @@
 
 use proptest::prelude::*;
 use spdnn_blockdepend::emulate::{EmulatedRun, run};
-use spdnn_blockdepend::{
-    BlockDependOptions, FormatChoice, Limits, Placement, PlacementChoice, STATE_BOUND,
-};
+use spdnn_blockdepend::{BlockDependOptions, Placement, PlacementChoice, STATE_BOUND};
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_gputest::{Problem, exact_problem, general_problem, grouped_problem, reference};
 
 mod common;
 
-/// An H200-like block: 227 KiB of shared memory with the opt-in.
-const BIG: Limits = Limits::hopper(1168);
-
-/// A block with room for 3 rows of 32 floats (two buffers): small tiles.
-const SMALL: Limits = Limits {
-    shared_per_block: 1168 + 2 * 4 * 32 * 3,
-    shared_per_sm: 228 * 1024,
-    reserved_per_block: 0,
-    static_shared: 1168,
-};
-
-/// A block with no room for a row: every launch in global memory.
-const NONE: Limits = Limits {
-    shared_per_block: 1168 + 100,
-    shared_per_sm: 228 * 1024,
-    reserved_per_block: 0,
-    static_shared: 1168,
-};
-
-#[derive(Debug, Clone)]
-struct Knobs {
-    options: BlockDependOptions,
-    limits: Limits,
-    blocks: usize,
-}
-
-fn knobs(layers: usize) -> impl Strategy<Value = Knobs> {
-    let cuts =
-        proptest::collection::vec(proptest::bool::ANY, layers.saturating_sub(1)).prop_map(|keep| {
-            let cuts: Vec<usize> = keep
-                .iter()
-                .enumerate()
-                .filter(|(_, k)| **k)
-                .map(|(i, _)| i + 1)
-                .collect();
-            cuts
-        });
-    (
-        proptest::bool::ANY,
-        proptest::bool::ANY,
-        prop_oneof![
-            Just(FormatChoice::Auto),
-            Just(FormatChoice::Dense),
-            Just(FormatChoice::Ell)
-        ],
-        prop_oneof![
-            3 => Just(PlacementChoice::Auto),
-            1 => Just(PlacementChoice::Global)
-        ],
-        prop_oneof![Just(None), (1usize..=9).prop_map(Some)],
-        prop_oneof![Just(None), cuts.prop_map(Some)],
-        prop_oneof![Just(BIG), Just(SMALL), Just(NONE)],
-        1usize..=6,
-    )
-        .prop_map(
-            |(compress, retire, format, placement, tile_rows, cuts, limits, blocks)| Knobs {
-                options: BlockDependOptions {
-                    compress,
-                    retire,
-                    tile_rows,
-                    cuts,
-                    placement,
-                    format,
-                },
-                limits,
-                blocks,
-            },
-        )
-}
+use common::{BIG, Knobs, NONE, default_knobs};
 
 fn with_knobs(problem: impl Strategy<Value = Problem>) -> impl Strategy<Value = (Problem, Knobs)> {
-    problem.prop_flat_map(|p| {
-        let layers = p.layers.len();
-        (Just(p), knobs(layers))
-    })
+    common::with_knobs_of(problem, |p| p.layers.len())
 }
 
 fn emulate<'p>(p: &'p Problem, k: &Knobs) -> Result<EmulatedRun<'p>, String> {
@@ -150,14 +77,6 @@ fn problem(layers: Vec<Csr>, input: Csr, bias: f32, upper: f32) -> Problem {
         input,
         bias,
         upper,
-    }
-}
-
-fn default_knobs() -> Knobs {
-    Knobs {
-        options: BlockDependOptions::default(),
-        limits: BIG,
-        blocks: 4,
     }
 }
 

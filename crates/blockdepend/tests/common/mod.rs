@@ -6,6 +6,7 @@
 
 use proptest::prelude::*;
 use spdnn_blockdepend::emulate::EmulatedRun;
+use spdnn_blockdepend::{BlockDependOptions, FormatChoice, Limits, PlacementChoice};
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_gputest::Problem;
 use spdnn_gputest::biased::BiasedProblem;
@@ -182,4 +183,94 @@ pub fn compare_emulated(
         return Err("layer 1 must compute every row".into());
     }
     Ok(())
+}
+
+/// An H200-like block: 227 KiB of shared memory with the opt-in.
+pub const BIG: Limits = Limits::hopper(1168);
+
+/// A block with room for 3 rows of 32 floats (two buffers): small tiles.
+pub const SMALL: Limits = Limits {
+    shared_per_block: 1168 + 2 * 4 * 32 * 3,
+    shared_per_sm: 228 * 1024,
+    reserved_per_block: 0,
+    static_shared: 1168,
+};
+
+/// A block with no room for a row: every launch in global memory.
+pub const NONE: Limits = Limits {
+    shared_per_block: 1168 + 100,
+    shared_per_sm: 228 * 1024,
+    reserved_per_block: 0,
+    static_shared: 1168,
+};
+
+/// What a run of the emulation varies: the options, the device's limits, its blocks.
+#[derive(Debug, Clone)]
+pub struct Knobs {
+    pub options: BlockDependOptions,
+    pub limits: Limits,
+    pub blocks: usize,
+}
+
+/// Random options and device shapes for a chain of `layers` layers.
+pub fn knobs(layers: usize) -> impl Strategy<Value = Knobs> {
+    let cuts =
+        proptest::collection::vec(proptest::bool::ANY, layers.saturating_sub(1)).prop_map(|keep| {
+            keep.iter()
+                .enumerate()
+                .filter(|(_, k)| **k)
+                .map(|(i, _)| i + 1)
+                .collect::<Vec<usize>>()
+        });
+    (
+        proptest::bool::ANY,
+        proptest::bool::ANY,
+        prop_oneof![
+            Just(FormatChoice::Auto),
+            Just(FormatChoice::Dense),
+            Just(FormatChoice::Ell)
+        ],
+        prop_oneof![
+            3 => Just(PlacementChoice::Auto),
+            1 => Just(PlacementChoice::Global)
+        ],
+        prop_oneof![Just(None), (1usize..=9).prop_map(Some)],
+        prop_oneof![Just(None), cuts.prop_map(Some)],
+        prop_oneof![Just(BIG), Just(SMALL), Just(NONE)],
+        1usize..=6,
+    )
+        .prop_map(
+            |(compress, retire, format, placement, tile_rows, cuts, limits, blocks)| Knobs {
+                options: BlockDependOptions {
+                    compress,
+                    retire,
+                    tile_rows,
+                    cuts,
+                    placement,
+                    format,
+                },
+                limits,
+                blocks,
+            },
+        )
+}
+
+/// The defaults on an H200-like device with 4 blocks.
+pub fn default_knobs() -> Knobs {
+    Knobs {
+        options: BlockDependOptions::default(),
+        limits: BIG,
+        blocks: 4,
+    }
+}
+
+/// Each problem of `problem` with random [`Knobs`] for its `layers(p)` layers.
+pub fn with_knobs_of<P: Clone + std::fmt::Debug + 'static>(
+    problem: impl Strategy<Value = P>,
+    layers: fn(&P) -> usize,
+) -> impl Strategy<Value = (P, Knobs)> {
+    problem.prop_flat_map(move |p| {
+        let count = layers(&p);
+        (Just(p), knobs(count))
+    })
 }
