@@ -464,6 +464,36 @@ pub fn official_1024_subset() -> Option<(Problem, Vec<u32>)> {
 /// Runs a method on a problem, returning its categories and final activations.
 pub type Runner<'a> = &'a dyn Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError>;
 
+/// Problems a method must refuse with an error, and chains it must take: an input of the
+/// wrong width, a positive bias, a valid 4 × 4 layer, a 4 → 4 → 5 chain, and a 5 × 4 layer
+/// after a 4 × 4 one (an error naming layer 2).
+pub fn check_bad_problems(runner: Runner<'_>) {
+    let gpu = gpu();
+    let w = Csr::from_triplets(4, 4, &[(0, 1, 1.0)]).unwrap();
+    let x = Csr::from_triplets(2, 4, &[(0, 1, 1.0)]).unwrap();
+    let problem = |layers: Vec<Csr>, input: &Csr, bias: f32| Problem {
+        layers,
+        input: input.clone(),
+        bias,
+        upper: 32.0,
+    };
+    let narrow = Csr::from_triplets(2, 3, &[(0, 1, 1.0)]).unwrap();
+    assert!(
+        runner(&gpu, &problem(vec![w.clone()], &narrow, -0.3)).is_err(),
+        "wrong input width"
+    );
+    assert!(
+        runner(&gpu, &problem(vec![w.clone()], &x, 0.3)).is_err(),
+        "positive bias"
+    );
+    assert!(runner(&gpu, &problem(vec![w.clone()], &x, -0.3)).is_ok());
+    let wide = Csr::from_triplets(4, 5, &[(1, 4, 1.0)]).unwrap();
+    assert!(runner(&gpu, &problem(vec![w.clone(), wide], &x, -0.3)).is_ok());
+    let tall = Csr::from_triplets(5, 4, &[(4, 1, 1.0)]).unwrap();
+    let e = runner(&gpu, &problem(vec![w, tall], &x, -0.3)).unwrap_err();
+    assert!(e.to_string().contains("layer 2"), "{e}");
+}
+
 fn run_checked(
     gpu: &Gpu,
     runner: Runner<'_>,

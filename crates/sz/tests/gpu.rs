@@ -10,7 +10,7 @@ use spdnn_gputest::biased::{
     BiasedProblem, check_biased_random, check_trained_nets, check_trained_shaped,
 };
 use spdnn_gputest::{
-    Problem, Tolerance, check_challenge, check_compressed, check_exact_random,
+    Problem, Tolerance, check_bad_problems, check_challenge, check_compressed, check_exact_random,
     check_general_random, check_official_1024, check_rectangular_random, compare,
 };
 use spdnn_sz::{
@@ -314,29 +314,14 @@ fn the_t4_profile_is_measured_then_cached() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn bad_problems_and_options_are_errors() {
+    check_bad_problems(&run_with(SzOptions::default()));
     let gpu = spdnn_gputest::gpu();
     let w = Csr::from_triplets(4, 4, &[(0, 1, 1.0)]).unwrap();
-    let x = Csr::from_triplets(2, 3, &[(0, 1, 1.0)]).unwrap();
+    let x = Csr::from_triplets(2, 4, &[(0, 1, 1.0)]).unwrap();
     let spec = RunSpec::default();
     let run = |layers: &[Csr], x: &Csr, bias: f32, o: &SzOptions| {
         infer(&gpu, layers, x, bias, 32.0, o, &spec)
     };
-    let ok = SzOptions::default();
-    assert!(
-        run(std::slice::from_ref(&w), &x, -0.3, &ok).is_err(),
-        "wrong input width"
-    );
-    let x = Csr::from_triplets(2, 4, &[(0, 1, 1.0)]).unwrap();
-    assert!(
-        run(std::slice::from_ref(&w), &x, 0.3, &ok).is_err(),
-        "positive bias"
-    );
-    assert!(run(std::slice::from_ref(&w), &x, -0.3, &ok).is_ok());
-    let wide = Csr::from_triplets(4, 5, &[(1, 4, 1.0)]).unwrap();
-    assert!(run(&[w.clone(), wide], &x, -0.3, &ok).is_ok());
-    let tall = Csr::from_triplets(5, 4, &[(4, 1, 1.0)]).unwrap();
-    let e = run(&[w.clone(), tall], &x, -0.3, &ok).unwrap_err();
-    assert!(e.to_string().contains("layer 2"), "{e}");
     for bad in [
         SzOptions {
             rows: 48,
@@ -363,7 +348,7 @@ fn bad_problems_and_options_are_errors() {
     }
     // An input too large for the split's scaling is an error, not a wrong answer.
     let huge = Csr::from_triplets(2, 4, &[(0, 1, 1e30)]).unwrap();
-    let e = run(std::slice::from_ref(&w), &huge, -0.3, &ok).unwrap_err();
+    let e = run(std::slice::from_ref(&w), &huge, -0.3, &SzOptions::default()).unwrap_err();
     assert!(e.to_string().contains("input"), "{e}");
     assert_eq!(huge.nnz(), 1);
 }
