@@ -123,8 +123,8 @@ impl GroupArgs for BlockDependArgs {
         });
     }
 
-    fn given(&self) -> Vec<&'static str> {
-        [
+    fn flags(&self) -> Vec<(&'static str, bool)> {
+        vec![
             ("--bd-uncompressed", self.bd_uncompressed),
             ("--bd-no-retire", self.bd_no_retire),
             ("--bd-tile", self.bd_tile.is_some()),
@@ -132,10 +132,6 @@ impl GroupArgs for BlockDependArgs {
             ("--bd-placement", self.bd_placement.is_some()),
             ("--bd-format", self.bd_format.is_some()),
         ]
-        .into_iter()
-        .filter(|(_, given)| *given)
-        .map(|(flag, _)| flag)
-        .collect()
     }
 }
 

@@ -49,16 +49,12 @@ impl GroupArgs for GlareArgs {
         });
     }
 
-    fn given(&self) -> Vec<&'static str> {
-        [
+    fn flags(&self) -> Vec<(&'static str, bool)> {
+        vec![
             ("--glare-segment", self.glare_segment.is_some()),
             ("--glare-model-rows", self.glare_model_rows.is_some()),
             ("--no-glare-census", self.no_glare_census),
         ]
-        .into_iter()
-        .filter(|(_, given)| *given)
-        .map(|(flag, _)| flag)
-        .collect()
     }
 
     fn extra_warnings(&self, read: bool) -> Vec<String> {

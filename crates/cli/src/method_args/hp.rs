@@ -59,15 +59,11 @@ impl GroupArgs for HpArgs {
         });
     }
 
-    fn given(&self) -> Vec<&'static str> {
-        [
+    fn flags(&self) -> Vec<(&'static str, bool)> {
+        vec![
             ("--minibatch", self.minibatch.is_some()),
             ("--hp-buffer", self.hp_buffer.is_some()),
             ("--hp-layout", self.hp_layout.is_some()),
         ]
-        .into_iter()
-        .filter(|(_, given)| *given)
-        .map(|(flag, _)| flag)
-        .collect()
     }
 }

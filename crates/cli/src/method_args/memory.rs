@@ -38,14 +38,10 @@ impl GroupArgs for MemoryArgs {
         });
     }
 
-    fn given(&self) -> Vec<&'static str> {
-        [
+    fn flags(&self) -> Vec<(&'static str, bool)> {
+        vec![
             ("--gpu-memory", self.gpu_memory.is_some()),
             ("--gpus", !self.gpus.is_empty()),
         ]
-        .into_iter()
-        .filter(|(_, given)| *given)
-        .map(|(flag, _)| flag)
-        .collect()
     }
 }

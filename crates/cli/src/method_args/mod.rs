@@ -28,8 +28,16 @@ pub trait GroupArgs {
     fn group(&self) -> TypeId;
     /// Applies the given flags to `options`.
     fn apply(&self, options: &mut OptionSet);
+    /// Each flag of the group, with whether it was given.
+    fn flags(&self) -> Vec<(&'static str, bool)>;
     /// The flags given.
-    fn given(&self) -> Vec<&'static str>;
+    fn given(&self) -> Vec<&'static str> {
+        self.flags()
+            .into_iter()
+            .filter(|(_, given)| *given)
+            .map(|(flag, _)| flag)
+            .collect()
+    }
     /// Warnings beyond "no chosen method reads this flag", given whether some chosen
     /// method reads the group.
     fn extra_warnings(&self, read: bool) -> Vec<String> {
@@ -41,41 +49,41 @@ pub trait GroupArgs {
 /// The variant of a method a modifier flag asks for, when the registry has one.
 type Variant<'r> = fn(&'r Registry, &str) -> Option<&'r str>;
 
-/// Every method and modifier flag.
-#[derive(Args, Clone, Debug, Default)]
-pub struct MethodArgs {
-    #[command(flatten)]
+/// Declares [`MethodArgs`] with one flattened field per option group (a [`GroupArgs`]) and
+/// its `groups()`, from one list: a new method's args file is one line here.
+macro_rules! method_args {
+    ($($field:ident: $group:ty),* $(,)?) => {
+        /// Every method and modifier flag.
+        #[derive(Args, Clone, Debug, Default)]
+        pub struct MethodArgs {
+            $(
+                #[command(flatten)]
+                $field: $group,
+            )*
+            #[command(flatten)]
+            compress: compress::CompressArgs,
+        }
+
+        impl MethodArgs {
+            /// Every group's flags.
+            fn groups(&self) -> Vec<&dyn GroupArgs> {
+                vec![$(&self.$field),*]
+            }
+        }
+    };
+}
+
+method_args! {
     snicit: snicit::SnicitArgs,
-    #[command(flatten)]
     xy: xy::XyArgs,
-    #[command(flatten)]
     hp: hp::HpArgs,
-    #[command(flatten)]
     blockdepend: blockdepend::BlockDependArgs,
-    #[command(flatten)]
     sz: sz::SzArgs,
-    #[command(flatten)]
     glare: glare::GlareArgs,
-    #[command(flatten)]
     memory: memory::MemoryArgs,
-    #[command(flatten)]
-    compress: compress::CompressArgs,
 }
 
 impl MethodArgs {
-    /// Every group's flags.
-    fn groups(&self) -> [&dyn GroupArgs; 7] {
-        [
-            &self.snicit,
-            &self.xy,
-            &self.hp,
-            &self.blockdepend,
-            &self.sz,
-            &self.glare,
-            &self.memory,
-        ]
-    }
-
     /// The run's options: the defaults with every given flag applied, validated.
     pub fn options(&self) -> anyhow::Result<OptionSet> {
         let mut options = OptionSet::default();

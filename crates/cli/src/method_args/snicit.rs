@@ -105,8 +105,8 @@ impl GroupArgs for SnicitArgs {
         });
     }
 
-    fn given(&self) -> Vec<&'static str> {
-        [
+    fn flags(&self) -> Vec<(&'static str, bool)> {
+        vec![
             ("--threshold", self.threshold.is_some()),
             ("--samples", self.samples.is_some()),
             ("--bins", self.bins.is_some()),
@@ -117,9 +117,5 @@ impl GroupArgs for SnicitArgs {
             ("--pre-convergence", self.pre_convergence.is_some()),
             ("--prune", self.prune.is_some()),
         ]
-        .into_iter()
-        .filter(|(_, given)| *given)
-        .map(|(flag, _)| flag)
-        .collect()
     }
 }

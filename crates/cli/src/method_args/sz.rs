@@ -104,8 +104,8 @@ impl GroupArgs for SzArgs {
         });
     }
 
-    fn given(&self) -> Vec<&'static str> {
-        [
+    fn flags(&self) -> Vec<(&'static str, bool)> {
+        vec![
             ("--sz-fill", self.sz_fill.is_some()),
             ("--sz-rows", self.sz_rows.is_some()),
             ("--sz-compact", self.sz_compact.is_some()),
@@ -116,10 +116,6 @@ impl GroupArgs for SzArgs {
             ("--t4-group", self.t4_group.is_some()),
             ("--t4-ratio", self.t4_ratio.is_some()),
         ]
-        .into_iter()
-        .filter(|(_, given)| *given)
-        .map(|(flag, _)| flag)
-        .collect()
     }
 }
 

@@ -67,16 +67,12 @@ impl GroupArgs for XyArgs {
         });
     }
 
-    fn given(&self) -> Vec<&'static str> {
-        [
+    fn flags(&self) -> Vec<(&'static str, bool)> {
+        vec![
             ("--delete-at", self.delete_at.is_some()),
             ("--row-major-layers", self.row_major_layers.is_some()),
             ("--xy-cache", self.xy_cache.is_some()),
             ("--no-xy-cache", self.no_xy_cache),
         ]
-        .into_iter()
-        .filter(|(_, given)| *given)
-        .map(|(flag, _)| flag)
-        .collect()
     }
 }
