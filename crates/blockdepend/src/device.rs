@@ -3,7 +3,6 @@
 
 use std::time::Instant;
 
-use spdnn_cuda::cudarc::driver::DeviceRepr;
 use spdnn_cuda::cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use spdnn_cuda::method::{DeviceRun, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, PushKernelArg};
@@ -39,27 +38,6 @@ const STAGES: [&str; 16] = [
 
 /// Global memory the scratch tiles may take: this share of the free memory.
 const SCRATCH_SHARE: usize = 4;
-
-/// Uploads `host`, or one default element when it is empty (a zero-length allocation is
-/// not a valid kernel argument).
-fn upload_padded<T: DeviceRepr + Default + Copy>(
-    gpu: &Gpu,
-    host: &[T],
-) -> Result<DeviceBuffer<T>, CudaError> {
-    if host.is_empty() {
-        gpu.upload(&[T::default()])
-    } else {
-        gpu.upload(host)
-    }
-}
-
-fn device_attribute(gpu: &Gpu, attribute: CUdevice_attribute) -> Result<usize, CudaError> {
-    let value = gpu
-        .context()
-        .attribute(attribute)
-        .context("querying a device attribute")?;
-    Ok(value.max(0) as usize)
-}
 
 /// An upload that ran out of memory, said plainly.
 fn resident_error(e: CudaError, what: &str) -> CudaError {
@@ -263,16 +241,13 @@ impl<'g> BdRun<'g> {
             .context("querying bd_chain_shared's static shared memory")?
             .max(0) as usize;
         let limits = Limits {
-            shared_per_block: device_attribute(
-                gpu,
+            shared_per_block: gpu.attribute_count(
                 CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
             )?,
-            shared_per_sm: device_attribute(
-                gpu,
+            shared_per_sm: gpu.attribute_count(
                 CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
             )?,
-            reserved_per_block: device_attribute(
-                gpu,
+            reserved_per_block: gpu.attribute_count(
                 CUdevice_attribute::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
             )?,
             static_shared,
@@ -300,11 +275,9 @@ impl<'g> BdRun<'g> {
 
         // Opt in to the shared memory of the largest shared tile, then size each grid to
         // the blocks that stay resident.
-        let sms = device_attribute(
-            gpu,
-            CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-        )?
-        .max(1);
+        let sms = gpu
+            .attribute_count(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+            .max(1);
         for kernel in kernels.with_shared() {
             let max_dynamic = segments
                 .iter()
@@ -372,13 +345,19 @@ impl<'g> BdRun<'g> {
         let weights = |e| resident_error(e, "every layer's weights");
         // `[u32; 2]` entries are eight plain bytes, read as `uint2` by the kernel.
         let device_layout = DeviceLayout {
-            desc: upload_padded(gpu, &layout.descriptors()).map_err(weights)?,
-            dense: upload_padded(gpu, &layout.dense).map_err(weights)?,
-            ell: upload_padded(gpu, &layout.ell).map_err(weights)?,
-            group_starts: upload_padded(gpu, &layout.group_starts).map_err(weights)?,
-            w1_offsets: upload_padded(gpu, &layout.first.offsets).map_err(weights)?,
-            w1_entries: upload_padded(gpu, &layout.first.entries).map_err(weights)?,
-            biases: upload_padded(gpu, &layout.biases).map_err(weights)?,
+            desc: gpu
+                .upload_nonempty(&layout.descriptors())
+                .map_err(weights)?,
+            dense: gpu.upload_nonempty(&layout.dense).map_err(weights)?,
+            ell: gpu.upload_nonempty(&layout.ell).map_err(weights)?,
+            group_starts: gpu.upload_nonempty(&layout.group_starts).map_err(weights)?,
+            w1_offsets: gpu
+                .upload_nonempty(&layout.first.offsets)
+                .map_err(weights)?,
+            w1_entries: gpu
+                .upload_nonempty(&layout.first.entries)
+                .map_err(weights)?,
+            biases: gpu.upload_nonempty(&layout.biases).map_err(weights)?,
         };
         let out_width = network.output_width();
         let carry_floats = launches
@@ -654,11 +633,11 @@ impl DeviceRun for BdRun<'_> {
         self.input = None;
         self.input = Some(Input {
             offsets: gpu.upload(input.row_offsets())?,
-            cols: upload_padded(gpu, input.col_indices())?,
+            cols: gpu.upload_nonempty(input.col_indices())?,
             vals: if binary {
                 gpu.upload(&[1.0f32])?
             } else {
-                upload_padded(gpu, input.values())?
+                gpu.upload_nonempty(input.values())?
             },
             binary: u32::from(binary),
         });

@@ -465,6 +465,30 @@ impl Gpu {
         Ok(self.wrap(slice, bytes))
     }
 
+    /// [`Gpu::upload`] of `host`, or of one default element when `host` is empty: a
+    /// zero-length allocation is not a valid kernel argument, and an empty table (a layer
+    /// without a CSR rest, …) still needs a pointer.
+    pub fn upload_nonempty<T: DeviceRepr + Default + Copy>(
+        &self,
+        host: &[T],
+    ) -> Result<DeviceBuffer<T>, CudaError> {
+        if host.is_empty() {
+            self.upload(&[T::default()])
+        } else {
+            self.upload(host)
+        }
+    }
+
+    /// A device attribute that is a count (SMs, bytes of shared memory, …); a negative
+    /// answer reads as 0.
+    pub fn attribute_count(&self, attribute: CUdevice_attribute) -> Result<usize, CudaError> {
+        let value = self
+            .context()
+            .attribute(attribute)
+            .context("querying a device attribute")?;
+        Ok(value.max(0) as usize)
+    }
+
     /// Copies `host` into the start of `dst` on the main stream.
     pub fn upload_into<T: DeviceRepr>(
         &self,

@@ -11,7 +11,6 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use spdnn_cuda::cudarc::driver::DeviceRepr;
 use spdnn_cuda::cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use spdnn_cuda::method::{DeviceRun, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::rows::{self, PingPong, RowList, grid_for};
@@ -48,19 +47,6 @@ struct DeviceHpLayer {
     grid: u32,
 }
 
-/// Uploads `host`, or one zero element when it is empty (a zero-length allocation is
-/// not a valid kernel argument).
-fn upload_padded<T: DeviceRepr + Default + Copy>(
-    gpu: &Gpu,
-    host: &[T],
-) -> Result<DeviceBuffer<T>, CudaError> {
-    if host.is_empty() {
-        gpu.upload(&[T::default()])
-    } else {
-        gpu.upload(host)
-    }
-}
-
 impl DeviceHpLayer {
     /// Uploads `layer`, with its per-neuron biases (neuron order, put into position
     /// order here) when given.
@@ -79,12 +65,12 @@ impl DeviceHpLayer {
             inputs: layer.inputs() as u32,
             outputs: layer.neurons() as u32,
             blocks: layer.blocks() as u32,
-            block_buffers: upload_padded(gpu, layer.block_buffers())?,
-            buffer_starts: upload_padded(gpu, layer.buffer_starts())?,
-            map: upload_padded(gpu, layer.map())?,
-            slice_starts: upload_padded(gpu, layer.slice_starts())?,
-            index: upload_padded(gpu, layer.index())?,
-            value: upload_padded(gpu, layer.value())?,
+            block_buffers: gpu.upload_nonempty(layer.block_buffers())?,
+            buffer_starts: gpu.upload_nonempty(layer.buffer_starts())?,
+            map: gpu.upload_nonempty(layer.map())?,
+            slice_starts: gpu.upload_nonempty(layer.slice_starts())?,
+            index: gpu.upload_nonempty(layer.index())?,
+            value: gpu.upload_nonempty(layer.value())?,
             biases,
             shared_floats,
             shared_bytes,
@@ -121,15 +107,6 @@ fn scatter_in_order(
     let config = scatter.config(grid_for(input.nrows(), 1))?;
     unsafe { launch.launch(config) }.context("launching hp_scatter_rows")?;
     Ok(())
-}
-
-/// A device attribute as a count.
-fn device_attribute(gpu: &Gpu, attribute: CUdevice_attribute) -> Result<usize, CudaError> {
-    let value = gpu
-        .context()
-        .attribute(attribute)
-        .context("querying a device attribute")?;
-    Ok(value.max(0) as usize)
 }
 
 /// A weight upload that ran out of memory, said plainly: hp does not stream weights.
@@ -248,8 +225,7 @@ impl<'g> HpRun<'g> {
         let alive = gpu.alloc_zeros::<u8>(capacity)?;
         let row_flags = gpu.alloc_zeros::<u8>(capacity)?;
 
-        let shared_limit = device_attribute(
-            gpu,
+        let shared_limit = gpu.attribute_count(
             CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
         )?;
         let static_bytes = static_shared_bytes(minibatch);
@@ -304,11 +280,9 @@ impl<'g> HpRun<'g> {
                 max_shared as i32,
             )
             .context("opting hp_layer into its shared memory")?;
-        let sms = device_attribute(
-            gpu,
-            CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-        )?
-        .max(1);
+        let sms = gpu
+            .attribute_count(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+            .max(1);
         let minibatches = capacity.div_ceil(minibatch);
         let mut resident_by_shared: HashMap<u32, usize> = HashMap::new();
         for layer in &mut layers {

@@ -13,7 +13,6 @@
 
 use std::time::Instant;
 
-use spdnn_cuda::cudarc::driver::DeviceRepr;
 use spdnn_cuda::cudarc::driver::sys::CUdevice_attribute;
 use spdnn_cuda::method::{self, DeviceRun, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::rows::{self, PingPong, RowList, grid_for};
@@ -33,35 +32,11 @@ use crate::{
 /// Layers laid out at a time on the host before their upload.
 const BUILD_WINDOW: usize = 8;
 
-/// Uploads `host`, or one zero element when it is empty (a zero-length allocation is not
-/// a valid kernel argument).
-fn upload_padded<T: DeviceRepr + Default + Copy>(
-    gpu: &Gpu,
-    host: &[T],
-) -> Result<DeviceBuffer<T>, CudaError> {
-    if host.is_empty() {
-        gpu.upload(&[T::default()])
-    } else {
-        gpu.upload(host)
-    }
-}
-
-/// A device attribute as a count.
-fn device_attribute(gpu: &Gpu, attribute: CUdevice_attribute) -> Result<usize, CudaError> {
-    let value = gpu
-        .context()
-        .attribute(attribute)
-        .context("querying a device attribute")?;
-    Ok(value.max(0) as usize)
-}
-
 /// Blocks of `kernel` resident on the whole device (no dynamic shared memory).
 fn resident_blocks(gpu: &Gpu, kernel: &Kernel) -> Result<usize, CudaError> {
-    let sms = device_attribute(
-        gpu,
-        CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-    )?
-    .max(1);
+    let sms = gpu
+        .attribute_count(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+        .max(1);
     let per_sm = kernel
         .occupancy_max_active_blocks_per_multiprocessor(kernel.decl().threads(), 0, None)
         .context("querying an sz kernel's occupancy")?;
@@ -154,26 +129,26 @@ impl DeviceSzLayer {
                         layer.outputs
                     ))
                 })?;
-                Some(upload_padded(gpu, &ordered)?)
+                Some(gpu.upload_nonempty(&ordered)?)
             }
             None => None,
         };
         Ok(Self {
             outputs: layer.outputs as u32,
             tiles: layer.tiles() as u32,
-            tile_blocks: upload_padded(gpu, layer.tile_blocks())?,
-            block_chunk: upload_padded(gpu, layer.block_chunks())?,
-            fuse: upload_padded(gpu, &layer.fuse)?,
-            frags: upload_padded(gpu, &layer.frags)?,
+            tile_blocks: gpu.upload_nonempty(layer.tile_blocks())?,
+            block_chunk: gpu.upload_nonempty(layer.block_chunks())?,
+            fuse: gpu.upload_nonempty(&layer.fuse)?,
+            frags: gpu.upload_nonempty(&layer.frags)?,
             weight_terms: layer.weight_terms as u32,
             block_f32: if with_f32 {
-                upload_padded(gpu, layer.dense.block_values())?
+                gpu.upload_nonempty(layer.dense.block_values())?
             } else {
                 gpu.upload(&[0.0f32])?
             },
-            rest_offsets: upload_padded(gpu, layer.rest.row_offsets())?,
-            rest_inputs: upload_padded(gpu, layer.rest.col_indices())?,
-            rest_values: upload_padded(gpu, layer.rest.values())?,
+            rest_offsets: gpu.upload_nonempty(layer.rest.row_offsets())?,
+            rest_inputs: gpu.upload_nonempty(layer.rest.col_indices())?,
+            rest_values: gpu.upload_nonempty(layer.rest.values())?,
             weight_exponent: layer.weight_exponent,
             biases,
         })

@@ -174,19 +174,6 @@ pub struct DeviceXyLayer {
     biases: Option<DeviceBuffer<f32>>,
 }
 
-/// Uploads `host`, or one zero element when it is empty (a zero-length allocation is not
-/// a valid kernel argument).
-fn upload_padded<T: spdnn_cuda::cudarc::driver::DeviceRepr + Default + Copy>(
-    gpu: &Gpu,
-    host: &[T],
-) -> Result<DeviceBuffer<T>, CudaError> {
-    if host.is_empty() {
-        gpu.upload(&[T::default()])
-    } else {
-        gpu.upload(host)
-    }
-}
-
 /// `width` as a `u32` index bound, or an error naming it.
 fn width_u32(width: usize) -> Result<u32, CudaError> {
     u32::try_from(width).map_err(|_| {
@@ -229,8 +216,8 @@ impl DeviceXyLayer {
             in_width: width_u32(inputs)?,
             out_width: width_u32(layer.width())?,
             offsets: gpu.upload(&layer.block_offsets)?,
-            inputs: upload_padded(gpu, &layer.inputs)?,
-            values: upload_padded(gpu, &layer.values)?,
+            inputs: gpu.upload_nonempty(&layer.inputs)?,
+            values: gpu.upload_nonempty(&layer.values)?,
             biases,
         })
     }
