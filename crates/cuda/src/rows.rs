@@ -245,6 +245,34 @@ pub fn categories_from_flags(flags: &[u8]) -> Vec<u32> {
         .collect()
 }
 
+/// Per-neuron values (a layer's biases, `values[k]` for output neuron `k`) in the order a
+/// kernel writes the layer's outputs: `values[order[p]]` at position `p`, where `order[p]`
+/// is the neuron at position `p`. `None` unless there is one value per position.
+pub fn in_position_order(values: &[f32], order: &[u32]) -> Option<Vec<f32>> {
+    (values.len() == order.len()).then(|| order.iter().map(|&k| values[k as usize]).collect())
+}
+
+/// [`in_position_order`] of `values`, uploaded, when they are given; an error naming
+/// `layer` (e.g. "an XY layer") when there is not one value per output.
+pub fn upload_in_position_order(
+    gpu: &Gpu,
+    values: Option<&[f32]>,
+    order: &[u32],
+    layer: &str,
+) -> Result<Option<DeviceBuffer<f32>>, CudaError> {
+    let Some(values) = values else {
+        return Ok(None);
+    };
+    let ordered = in_position_order(values, order).ok_or_else(|| {
+        CudaError::InvalidArgument(format!(
+            "{} biases for {layer} of {} outputs",
+            values.len(),
+            order.len()
+        ))
+    })?;
+    gpu.upload_nonempty(&ordered).map(Some)
+}
+
 /// The flags of the `loaded` rows of a batch, from a buffer of one flag per row of the
 /// prepared capacity (waits): what a method's
 /// [`DeviceRun::row_flags`](crate::method::DeviceRun::row_flags) returns.
@@ -428,6 +456,17 @@ impl RowList {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_follow_the_position_order() {
+        let values = [-1.0f32, -2.0, -3.0];
+        assert_eq!(
+            in_position_order(&values, &[2, 0, 1]),
+            Some(vec![-3.0, -1.0, -2.0])
+        );
+        assert_eq!(in_position_order(&values, &[0, 1]), None);
+        assert_eq!(in_position_order(&values[..2], &[2, 0, 1]), None);
+    }
 
     #[test]
     fn ping_pong_alternates() {

@@ -446,14 +446,13 @@ impl HpLayer {
     /// layer's position order, `out[p] = biases[outputs[p]]`: what `hp_layer_neurons_mb*`
     /// reads for position `p`.
     pub fn position_biases(&self, biases: &[f32]) -> Result<Vec<f32>, HpError> {
-        if biases.len() != self.neurons {
-            return Err(HpError::Invalid(format!(
+        spdnn_cuda::rows::in_position_order(biases, &self.outputs).ok_or_else(|| {
+            HpError::Invalid(format!(
                 "{} biases for a layer of {} outputs",
                 biases.len(),
                 self.neurons
-            )));
-        }
-        Ok(self.outputs.iter().map(|&k| biases[k as usize]).collect())
+            ))
+        })
     }
 
     /// The emulation with the bias of position `p` from `bias_of(p)`.

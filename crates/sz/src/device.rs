@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use spdnn_cuda::cudarc::driver::sys::CUdevice_attribute;
 use spdnn_cuda::method::{self, DeviceRun, LayerChain, MethodOptions, Probe};
-use spdnn_cuda::rows::{self, PingPong, RowList, grid_for};
+use spdnn_cuda::rows::{self, PingPong, RowList, grid_for, upload_in_position_order};
 use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, PushKernelArg};
 use spdnn_formats::{Csr, SparseMatrix};
 
@@ -120,19 +120,7 @@ impl DeviceSzLayer {
         with_f32: bool,
         biases: Option<&[f32]>,
     ) -> Result<Self, CudaError> {
-        let biases = match biases {
-            Some(b) => {
-                let ordered = layer.position_biases(b).ok_or_else(|| {
-                    CudaError::InvalidArgument(format!(
-                        "sz: {} biases for a layer of {} outputs",
-                        b.len(),
-                        layer.outputs
-                    ))
-                })?;
-                Some(gpu.upload_nonempty(&ordered)?)
-            }
-            None => None,
-        };
+        let biases = upload_in_position_order(gpu, biases, &layer.order, "an sz layer")?;
         Ok(Self {
             outputs: layer.outputs as u32,
             tiles: layer.tiles() as u32,

@@ -90,12 +90,10 @@ impl SzLayer {
     /// `sz_layer_neurons_*` kernels read for position `p`. `None` when `biases` does not
     /// have `N_l` values.
     pub fn position_biases(&self, biases: &[f32]) -> Option<Vec<f32>> {
-        (biases.len() == self.outputs && self.order.len() == self.outputs).then(|| {
-            self.order
-                .iter()
-                .map(|&neuron| biases[neuron as usize])
-                .collect()
-        })
+        if self.order.len() != self.outputs {
+            return None;
+        }
+        spdnn_cuda::rows::in_position_order(biases, &self.order)
     }
 
     /// Device bytes of the layer with the fp32 blocks (T4's CUDA-core warps) or without.

@@ -115,12 +115,7 @@ impl XyLayer {
     /// this layer's position order: `out[p] = biases[outputs[p]]`, what the kernels read
     /// for position `p`. `None` when `biases` does not have `N_l` values.
     pub fn position_biases(&self, biases: &[f32]) -> Option<Vec<f32>> {
-        (biases.len() == self.width()).then(|| {
-            self.outputs
-                .iter()
-                .map(|&neuron| biases[neuron as usize])
-                .collect()
-        })
+        spdnn_cuda::rows::in_position_order(biases, &self.outputs)
     }
 
     /// The evaluation of [`Self::apply`] with the bias of position `p` from `bias_of(p)`.

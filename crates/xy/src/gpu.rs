@@ -12,7 +12,7 @@
 //! are unchanged). Not with GLARE.
 
 use spdnn_cuda::method::Probe;
-use spdnn_cuda::rows::{self, PingPong, RowList};
+use spdnn_cuda::rows::{self, PingPong, RowList, upload_in_position_order};
 use spdnn_cuda::{
     CudaError, CudaViewMut, Define, DeviceBuffer, DriverResultExt, Gpu, Kernel, KernelDecl,
     KernelSource, PushKernelArg,
@@ -197,19 +197,7 @@ impl DeviceXyLayer {
         inputs: usize,
         biases: Option<&[f32]>,
     ) -> Result<Self, CudaError> {
-        let biases = match biases {
-            Some(b) => {
-                let ordered = layer.position_biases(b).ok_or_else(|| {
-                    CudaError::InvalidArgument(format!(
-                        "{} biases for an XY layer of {} outputs",
-                        b.len(),
-                        layer.width()
-                    ))
-                })?;
-                Some(gpu.upload(&ordered)?)
-            }
-            None => None,
-        };
+        let biases = upload_in_position_order(gpu, biases, &layer.outputs, "an XY layer")?;
         Ok(Self {
             group: layer.group,
             blocks: layer.blocks() as u32,
