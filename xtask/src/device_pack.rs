@@ -249,18 +249,34 @@ export PROPTEST_CASES=${PROPTEST_CASES:-32}
 mode=${1:-tests}; shift || true
 case "$mode" in
   tests)
+    # Every test executable with --include-ignored. TESTS_JOBS at a time (default 1) on the
+    # one GPU, each within TESTS_TIMEOUT_S (default 600); executables whose names match
+    # TESTS_SOLO (default: cuda, adaptive, engine: they fill or probe the GPU's memory) run
+    # afterwards, one at a time. Extra ARGS go to every executable (e.g. a name filter).
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
-    failed=0; passed=0
+    logs="$out/tests"; rm -rf "$logs"; mkdir -p "$logs"
+    solo=${TESTS_SOLO:-spdnn-(cuda|adaptive|engine)-}
+    test_one() {
+      local t=$1 name; name=$(basename "$t"); shift
+      local start; start=$(date +%s)
+      timeout -k 10 "${TESTS_TIMEOUT_S:-600}" "$t" --include-ignored --test-threads=1 "$@" >"$logs/$name.log" 2>&1
+      local rc=$?
+      echo "$name $rc $(( $(date +%s) - start )) $(grep -E '^test result' "$logs/$name.log" | tail -1)" >"$logs/$name.result"
+      if [ "$rc" -eq 0 ]; then echo "PASS $name"; else echo "FAIL $name (exit $rc)"; tail -40 "$logs/$name.log"; fi
+    }
     for t in "$work"/tests/*${SPDNN_TESTS:-}*; do
-      name=$(basename "$t")
-      if "$t" --include-ignored --test-threads=1 "$@" >"$out/test-$name.log" 2>&1; then
-        passed=$((passed+1)); echo "PASS $name"
-      else
-        failed=$((failed+1)); echo "FAIL $name"; tail -40 "$out/test-$name.log"
-      fi
+      [[ $(basename "$t") =~ $solo ]] && continue
+      while [ "$(jobs -rp | wc -l)" -ge "${TESTS_JOBS:-1}" ]; do wait -n; done
+      test_one "$t" "$@" &
     done
-    cat "$out"/test-*.log > "$out/tests.log"; rm -f "$out"/test-*.log
-    grep -E '^test result' "$out/tests.log" | sort | uniq -c
+    wait
+    for t in "$work"/tests/*${SPDNN_TESTS:-}*; do
+      [[ $(basename "$t") =~ $solo ]] && test_one "$t" "$@"
+    done
+    cat "$logs"/*.log > "$out/tests.log" 2>/dev/null
+    cat "$logs"/*.result 2>/dev/null | sort > "$out/tests-summary.txt"; rm -rf "$logs"
+    cat "$out/tests-summary.txt"
+    failed=$(awk '$2 != 0' "$out/tests-summary.txt" | wc -l); passed=$(awk '$2 == 0' "$out/tests-summary.txt" | wc -l)
     echo "test executables: $passed passed, $failed failed"
     [ "$failed" -eq 0 ];;
   sanitize)

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Pending device call 1 (written 2026-11-23 on e.g. the commit in .device/COMMIT, run by the
+# next session with a device budget): every GPU test executable, four at a time, and the
+# reuse examples. What it checks had not run on a GPU when written: sz's per-neuron-bias
+# kernels (8eb4dd3), Gpu::upload_nonempty / attribute_count and rows::in_position_order in
+# blockdepend, hp, sz and xy (6468d8c, ef20bd3), check_bad_problems in hp and sz (8d2b822),
+# the MNIST-recipe rows in check_challenge and the prune and adaptive tests (5dc930c,
+# 1ee7915). Copy into .device/ after `cargo xtask device-pack` and
+# `git rev-parse --short HEAD > .device/COMMIT`; run with command
+# `END=540 bash .device/pending-call1.sh`, carry [".device"].
+set -u
+T0=$(date +%s)
+el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
+el "commit $(cat .device/COMMIT)"
+TESTS_JOBS=4 TESTS_TIMEOUT_S=${PER:-300} PROPTEST_CASES=${CASES:-4} bash .device/run.sh tests > $OUT/tests-run.txt 2>&1
+el "tests rc=$?"; grep -E '^(FAIL|test executables)' $OUT/tests-run.txt; cat $OUT/tests-summary.txt
+grep -E 'panicked at|^test .* FAILED' $OUT/tests.log | head -20 | cut -c1-300
+left=$(( ${END:-540} - ($(date +%s) - T0) ))
+[ $left -gt 40 ] && { timeout $left bash .device/run.sh examples > $OUT/examples.txt 2>&1; el "examples rc=$?"; cat $OUT/examples.txt | cut -c1-200; }
+gzip -f $OUT/tests.log
+el done

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Pending device call 2 (after pending-call1.sh, same pack): sz and sz+t4 on the trained
+# nets A-C beside cpu and hp; sz+t4 at 65536-480; racecheck on blockdepend's straddling
+# tiles with a 120 s limit per case group, and on hp's exact random suite. Run with command
+# `END=540 bash .device/pending-call2.sh`, carry [".device"].
+set -u
+T0=$(date +%s)
+el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
+W=/tmp/spdnn-device
+R=$OUT/r; mkdir -p $R
+el "commit $(cat .device/COMMIT)"
+bash .device/run.sh spdnn methods > $R/methods.txt 2>&1; el "unpacked rc=$?"
+export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/nvidia/lib:/usr/local/cuda/targets/x86_64-linux/lib
+export SPDNN_DATA=$W/data SPDNN_PTX_CACHE=$W/ptx SPDNN_KERNELS_CU=$PWD/kernels-cu PROPTEST_CASES=2
+for net in A B C; do
+  timeout 90 $W/bin/spdnn classify --network $W/data/nets/$net.safetensors --mnist-test \
+    --methods cpu,cpu+compress,hp,sz,sz+t4 --warmup 2 --repetitions 5 > $R/classify-$net.txt 2>&1
+  el "classify $net rc=$?"; tail -7 $R/classify-$net.txt
+done
+left=$(( ${END:-540} - ($(date +%s) - T0) ))
+[ $left -gt 200 ] && { BENCH_TAG=szt4-65536-480 timeout $(( left - 150 )) bash .device/run.sh bench --neurons 65536 --layers 480 \
+  --methods sz+t4 --repetitions 3 --warmup 1 --no-official > $R/bench-szt4-65536-480.log 2>&1
+  el "sz+t4 65536-480 rc=$?"; grep -E '^\| sz' $OUT/szt4-65536-480/*.md; tail -2 $R/bench-szt4-65536-480.log; }
+san=/usr/local/cuda/bin/compute-sanitizer
+left=$(( ${END:-540} - ($(date +%s) - T0) ))
+[ $left -gt 60 ] && { timeout $(( left / 2 )) $san --tool racecheck $W/tests/spdnn-blockdepend--gpu \
+  --include-ignored --test-threads=1 --nocapture tiles_straddle > $R/racecheck-straddle.log 2>&1
+  el "racecheck straddle rc=$?"; grep -E 'RACECHECK SUMMARY|case|test result' $R/racecheck-straddle.log | tail -8 | cut -c1-300; }
+left=$(( ${END:-540} - ($(date +%s) - T0) ))
+[ $left -gt 40 ] && { timeout $(( left - 10 )) $san --tool racecheck $W/tests/spdnn-hp--gpu \
+  --include-ignored --test-threads=1 exact_random > $R/racecheck-hp.log 2>&1
+  el "racecheck hp rc=$?"; grep -E 'RACECHECK SUMMARY|test result' $R/racecheck-hp.log | tail -4; }
+tar -C $OUT -czf $OUT/pending-call2.tar.gz r $(cd $OUT && ls -d szt4-* 2>/dev/null) 2>/dev/null; rm -rf $R $OUT/szt4-*
+el done
