@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Pending device call 2 (after pending-call1.sh, same pack): sz and sz+t4 on the trained
 # nets A-C beside cpu and hp; sz+t4 at 65536-480; racecheck on blockdepend's straddling
-# tiles with a 120 s limit per case group, and on hp's exact random suite. Run with command
+# tiles and on hp's exact random suite; an ncu profile of blockdepend on the random
+# 16384 network (issue 12). Run with command
 # `END=540 bash .device/pending-call2.sh`, carry [".device"].
 set -u
 T0=$(date +%s)
@@ -21,6 +22,14 @@ left=$(( ${END:-540} - ($(date +%s) - T0) ))
 [ $left -gt 200 ] && { BENCH_TAG=szt4-65536-480 timeout $(( left - 150 )) bash .device/run.sh bench --neurons 65536 --layers 480 \
   --methods sz+t4 --repetitions 3 --warmup 1 --no-official > $R/bench-szt4-65536-480.log 2>&1
   el "sz+t4 65536-480 rc=$?"; grep -E '^\| sz' $OUT/szt4-65536-480/*.md; tail -2 $R/bench-szt4-65536-480.log; }
+# Issue 12's open bar (random 16384-120, 3.2x cusparse): what limits bd_chain_split_wide
+# there (L2 or DRAM weight reads, latency, occupancy). 2000 rows, 8 layers, one launch profiled.
+left=$(( ${END:-540} - ($(date +%s) - T0) ))
+[ $left -gt 150 ] && { cd $W && timeout 120 /usr/local/cuda/bin/ncu --kernel-name regex:bd_chain --launch-skip 1 --launch-count 1 \
+  --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats \
+  $W/bin/spdnn bench --network random --fan-in 32 --neurons 16384 --layers 8 --rows 2000 --methods blockdepend \
+  --bd-cuts none --repetitions 1 --warmup 1 --no-official --out $R/ncu-bench > $R/ncu-random-16384.txt 2>&1
+  el "ncu random 16384 rc=$?"; grep -E 'Duration|Throughput|Hit Rate|Achieved Occupancy|Registers|Stall|Block Limit' $R/ncu-random-16384.txt | head -30; cd - >/dev/null; }
 san=/usr/local/cuda/bin/compute-sanitizer
 left=$(( ${END:-540} - ($(date +%s) - T0) ))
 [ $left -gt 60 ] && { timeout $(( left / 2 )) $san --tool racecheck $W/tests/spdnn-blockdepend--gpu \
