@@ -125,3 +125,39 @@ fn bench_runs_the_cpu_on_a_random_network() {
     assert_eq!(run.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&run.stderr).contains("--network random"));
 }
+
+#[test]
+fn the_default_bench_says_which_gpu_methods_it_leaves_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = spdnn(
+        dir.path(),
+        &[
+            "bench",
+            "--network",
+            "random",
+            "--fan-in",
+            "4",
+            "--neurons",
+            "1024",
+            "--layers",
+            "2",
+            "--rows",
+            "20",
+            "--out",
+            "results",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let note = "no CUDA GPU here, so the default run leaves out";
+    if spdnn_engine::gpu_available() {
+        assert!(!stderr.contains(note), "{stderr}");
+    } else {
+        assert!(run.status.success(), "{stderr}");
+        // The note names the default GPU methods, xy among them.
+        let line = stderr
+            .lines()
+            .find(|l| l.contains(note))
+            .unwrap_or_else(|| panic!("{stderr}"));
+        assert!(line.contains("xy") && line.contains("bf"), "{line}");
+    }
+}

@@ -135,11 +135,19 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
         }
     }
     let registry = Registry::default();
+    let mut skipped_for_gpu: Vec<&str> = Vec::new();
     let named: Vec<&str> = if args.methods.is_empty() {
+        let gpu = spdnn_engine::gpu_available();
         registry
             .all()
             .filter(|m| m.in_default_run())
-            .filter(|m| !m.needs_gpu() || spdnn_engine::gpu_available())
+            .filter(|m| {
+                let runs = !m.needs_gpu() || gpu;
+                if !runs {
+                    skipped_for_gpu.push(m.name());
+                }
+                runs
+            })
             .map(|m| m.name())
             .collect()
     } else {
@@ -155,6 +163,12 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
         .collect::<Result<_>>()?;
     let method_options = args.method_options.options()?;
     warnings.extend(args.method_options.unused_warnings(&registry, &names));
+    if !skipped_for_gpu.is_empty() {
+        warnings.push(format!(
+            "note: no CUDA GPU here, so the default run leaves out {}",
+            skipped_for_gpu.join(", ")
+        ));
+    }
     for warning in warnings {
         eprintln!("{warning}");
     }
