@@ -371,6 +371,10 @@ mod tests {
         let classes = Classes::from_class_map(vec![0, 1, 0, 2, 1]).unwrap();
         assert_eq!(classes.members(1), Some(&[1u32, 4][..]));
         assert_eq!(classes.len(), 3);
+        // The representative is the smallest member, the same column the class numbering
+        // orders by.
+        let representatives: Vec<_> = (0..4).map(|c| classes.representative(c)).collect();
+        assert_eq!(representatives, vec![Some(0), Some(1), Some(3), None]);
         assert!(Classes::from_class_map(vec![1, 0]).is_err());
         assert!(Classes::from_class_map(vec![0, 2, 1]).is_err());
         assert!(Classes::identity(4).is_trivial());
