@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Pending device call 1 (written 2026-11-23 on e.g. the commit in .device/COMMIT, run by the
+# Pending device call 1 (written 2026-11-23, to be run by the
 # next session with a device budget): every GPU test executable, four at a time, and the
 # reuse examples. What it checks had not run on a GPU when written: sz's per-neuron-bias
 # kernels (8eb4dd3), Gpu::upload_nonempty / attribute_count and rows::in_position_order in
@@ -9,9 +9,7 @@
 # `git rev-parse --short HEAD > .device/COMMIT`; run with command
 # `END=540 bash .device/pending-call1.sh`, carry [".device"].
 set -u
-T0=$(date +%s)
-el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-el "commit $(cat .device/COMMIT)"
+. .device/preamble.sh
 TESTS_JOBS=4 TESTS_TIMEOUT_S=${PER:-300} PROPTEST_CASES=${CASES:-4} bash .device/run.sh tests > $OUT/tests-run.txt 2>&1
 el "tests rc=$?"; grep -E '^(FAIL|test executables)' $OUT/tests-run.txt; cat $OUT/tests-summary.txt
 grep -E 'panicked at|^test .* FAILED' $OUT/tests.log | head -20 | cut -c1-300

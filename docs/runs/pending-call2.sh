@@ -3,16 +3,10 @@
 # nets A-C beside cpu and hp; sz+t4 at 65536-480; racecheck on blockdepend's straddling
 # tiles and on hp's exact random suite; an ncu profile of blockdepend on the random
 # 16384 network (issue 12). Run with command
-# `END=540 bash .device/pending-call2.sh`, carry [".device"].
+# `END=540 bash .device/pending-call2.sh` (preamble.sh beside it), carry [".device"].
 set -u
-T0=$(date +%s)
-el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-W=/tmp/spdnn-device
-R=$OUT/r; mkdir -p $R
-el "commit $(cat .device/COMMIT)"
-bash .device/run.sh spdnn methods > $R/methods.txt 2>&1; el "unpacked rc=$?"
-export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/nvidia/lib:/usr/local/cuda/targets/x86_64-linux/lib
-export SPDNN_DATA=$W/data SPDNN_PTX_CACHE=$W/ptx SPDNN_KERNELS_CU=$PWD/kernels-cu PROPTEST_CASES=2
+. .device/preamble.sh
+export PROPTEST_CASES=2
 for net in A B C; do
   timeout 90 $W/bin/spdnn classify --network $W/data/nets/$net.safetensors --mnist-test \
     --methods cpu,cpu+compress,hp,sz,sz+t4 --warmup 2 --repetitions 5 > $R/classify-$net.txt 2>&1

@@ -16,6 +16,34 @@ fn spdnn(dir: &Path, args: &[&str]) -> std::process::Output {
         .expect("running spdnn")
 }
 
+/// `spdnn bench --network random --fan-in F --neurons 1024 --layers L --rows R --out results`
+/// and `extra` in `dir`.
+fn bench_random(
+    dir: &Path,
+    fan_in: &str,
+    layers: &str,
+    rows: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let mut args = vec![
+        "bench",
+        "--network",
+        "random",
+        "--fan-in",
+        fan_in,
+        "--neurons",
+        "1024",
+        "--layers",
+        layers,
+        "--rows",
+        rows,
+        "--out",
+        "results",
+    ];
+    args.extend_from_slice(extra);
+    spdnn(dir, &args)
+}
+
 #[test]
 fn generate_random_writes_the_generated_layers() {
     let dir = tempfile::tempdir().unwrap();
@@ -83,27 +111,7 @@ fn generate_random_writes_the_generated_layers() {
 #[test]
 fn bench_runs_the_cpu_on_a_random_network() {
     let dir = tempfile::tempdir().unwrap();
-    let run = spdnn(
-        dir.path(),
-        &[
-            "bench",
-            "--network",
-            "random",
-            "--fan-in",
-            "8",
-            "--neurons",
-            "1024",
-            "--layers",
-            "4",
-            "--rows",
-            "60",
-            "--methods",
-            "cpu",
-            "--out",
-            "results",
-            "--json",
-        ],
-    );
+    let run = bench_random(dir.path(), "8", "4", "60", &["--methods", "cpu", "--json"]);
     assert!(
         run.status.success(),
         "{}",
@@ -129,24 +137,7 @@ fn bench_runs_the_cpu_on_a_random_network() {
 #[test]
 fn the_default_bench_says_which_gpu_methods_it_leaves_out() {
     let dir = tempfile::tempdir().unwrap();
-    let run = spdnn(
-        dir.path(),
-        &[
-            "bench",
-            "--network",
-            "random",
-            "--fan-in",
-            "4",
-            "--neurons",
-            "1024",
-            "--layers",
-            "2",
-            "--rows",
-            "20",
-            "--out",
-            "results",
-        ],
-    );
+    let run = bench_random(dir.path(), "4", "2", "20", &[]);
     let stderr = String::from_utf8_lossy(&run.stderr);
     let note = "no CUDA GPU here, so the default run leaves out";
     if spdnn_engine::gpu_available() {
