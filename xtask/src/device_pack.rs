@@ -343,7 +343,7 @@ case "$mode" in
     [ "$bad" -eq 0 ];;
   examples)
     # Each kernel crate's reuse example on a generated network (N = 1024, ${EXAMPLE_LAYERS:-120}
-    # layers) over 2000 synthetic rows; each checks its categories against a plain CPU loop.
+    # layers) over 2000 MNIST-recipe rows; each checks its categories against a plain CPU loop.
     nets="$out/example-net"; mkdir -p "$nets"
     "$work/bin/spdnn" generate --neurons 1024 --layers "${EXAMPLE_LAYERS:-120}" --seed 0 --out "$nets/1024" >/dev/null \
       && "$work/bin/spdnn" images --neurons 1024 --rows 2000 --out "$nets/images-1024.tsv" >/dev/null \
