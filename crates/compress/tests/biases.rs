@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Values, planted_problem};
+use common::{Values, all_at, least_evaluation, planted_problem};
 use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -54,50 +54,6 @@ fn planted_biases(
                 .collect()
         })
         .collect()
-}
-
-/// The least f32 value of `bias + Σ U·w_i` over many evaluation orders: forward, backward,
-/// shuffled, pairwise, the bias first or last, products rounded or fused (as
-/// `tests/retire.rs` simulates them).
-fn least_evaluation(weights: &[f32], bias: f32, upper: f32, rng: &mut StdRng) -> f32 {
-    use rand::seq::SliceRandom;
-    let products: Vec<f32> = weights.iter().map(|&w| upper * w).collect();
-    let mut least = f32::INFINITY;
-    let mut order: Vec<usize> = (0..weights.len()).collect();
-    for round in 0..8 {
-        if round == 1 {
-            order.reverse();
-        } else if round > 1 {
-            order.shuffle(rng);
-        }
-        for bias_first in [false, true] {
-            for fused in [false, true] {
-                let mut acc = if bias_first { bias } else { 0.0 };
-                for &i in &order {
-                    acc = if fused {
-                        upper.mul_add(weights[i], acc)
-                    } else {
-                        acc + products[i]
-                    };
-                }
-                least = least.min(if bias_first { acc } else { acc + bias });
-            }
-        }
-        let mut level: Vec<f32> = order.iter().map(|&i| products[i]).collect();
-        while level.len() > 1 {
-            level = level
-                .chunks(2)
-                .map(|p| if p.len() == 2 { p[0] + p[1] } else { p[0] })
-                .collect();
-        }
-        least = least.min(level.first().copied().unwrap_or(0.0) + bias);
-    }
-    least
-}
-
-fn all_at(width: usize, upper: f32) -> Csr {
-    let t: Vec<(u32, u32, f32)> = (0..width as u32).map(|c| (0, c, upper)).collect();
-    Csr::from_triplets(1, width, &t).unwrap()
 }
 
 proptest! {

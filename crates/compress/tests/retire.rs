@@ -3,65 +3,19 @@
 
 mod common;
 
-use common::{Values, compressed, planted_layer, random_input, reference};
+use common::{
+    Values, all_at, compressed, least_evaluation, planted_layer, random_input, reference,
+};
 use proptest::prelude::*;
 use rand::rngs::StdRng;
-use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use spdnn_compress::{Retirement, RowState, prove_layer};
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_reference::Activation;
 
-/// The least f32 value of `bias + Σ U·w_i` over many evaluation orders: forward, backward,
-/// shuffled, pairwise, the bias first or last, products rounded or fused.
-fn least_evaluation(weights: &[f32], bias: f32, upper: f32, rng: &mut StdRng) -> f32 {
-    let products: Vec<f32> = weights.iter().map(|&w| upper * w).collect();
-    let mut results = Vec::new();
-    let chain = |order: &[usize], bias_first: bool, fused: bool| {
-        let mut acc = if bias_first { bias } else { 0.0 };
-        for &i in order {
-            acc = if fused {
-                upper.mul_add(weights[i], acc)
-            } else {
-                acc + products[i]
-            };
-        }
-        if bias_first { acc } else { acc + bias }
-    };
-    let mut order: Vec<usize> = (0..weights.len()).collect();
-    for round in 0..8 {
-        if round == 1 {
-            order.reverse();
-        } else if round > 1 {
-            order.shuffle(rng);
-        }
-        for bias_first in [false, true] {
-            for fused in [false, true] {
-                results.push(chain(&order, bias_first, fused));
-            }
-        }
-        // Pairwise (tree) reduction of the products in this order, bias last.
-        let mut level: Vec<f32> = order.iter().map(|&i| products[i]).collect();
-        while level.len() > 1 {
-            level = level
-                .chunks(2)
-                .map(|p| if p.len() == 2 { p[0] + p[1] } else { p[0] })
-                .collect();
-        }
-        results.push(level.first().copied().unwrap_or(0.0) + bias);
-    }
-    results.into_iter().fold(f32::INFINITY, f32::min)
-}
-
 fn columns(layer: &Csr) -> Vec<Vec<f32>> {
     let t = layer.transpose();
     (0..t.nrows()).map(|j| t.row(j).1.to_vec()).collect()
-}
-
-/// A row of `width` values all at `upper`, as a one-row input.
-fn all_at(width: usize, upper: f32) -> Csr {
-    let t: Vec<(u32, u32, f32)> = (0..width as u32).map(|c| (0, c, upper)).collect();
-    Csr::from_triplets(1, width, &t).unwrap()
 }
 
 proptest! {
