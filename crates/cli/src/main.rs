@@ -144,6 +144,19 @@ mod tests {
     }
 
     #[test]
+    fn the_top_help_names_every_subcommand() {
+        let cli = Cli::command();
+        let about = cli.get_about().unwrap().to_string();
+        for sub in cli.get_subcommands() {
+            assert!(
+                about.contains(sub.get_name()),
+                "{about} lacks {}",
+                sub.get_name()
+            );
+        }
+    }
+
+    #[test]
     fn infer_and_bench_take_the_method_parameters() {
         let infer = Cli::try_parse_from([
             "spdnn",
