@@ -1,20 +1,12 @@
 //! The random unstructured network through the `spdnn` binary: `generate --random` writes
 //! what the generator builds, and `bench --network random` runs and checks it.
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
 
+use common::spdnn;
 use spdnn_sdgc::generator;
-
-/// `spdnn` in `dir` with the data folder there too (no MNIST: the synthetic input).
-fn spdnn(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_spdnn"))
-        .args(args)
-        .current_dir(dir)
-        .env("SPDNN_DATA", dir.join("data"))
-        .output()
-        .expect("running spdnn")
-}
 
 /// `spdnn bench --network random --fan-in F --neurons 1024 --layers L --rows R --out results`
 /// and `extra` in `dir`.

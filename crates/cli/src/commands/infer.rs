@@ -217,10 +217,11 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
         if let Some(lossy) = report.details.found.get("lossy").and_then(|v| v.as_str()) {
             println!("lossy       {lossy}");
         }
-        println!(
-            "infer       {:.3} ms ({:?})",
-            report.infer_ms, report.timing
-        );
+        let timing = match report.timing {
+            spdnn_engine::Timing::WallClock => "wall clock",
+            spdnn_engine::Timing::CudaEvents => "CUDA events",
+        };
+        println!("infer       {:.3} ms ({timing})", report.infer_ms);
         for line in stage_lines(&report.stages()) {
             println!("{line}");
         }

@@ -34,12 +34,25 @@ pub fn load_input_shown(
     Ok(input)
 }
 
-/// `spdnn methods`: the registry, one method a line.
+/// `spdnn methods`: the registry, one method a line: what it needs, whether it runs on this
+/// machine (a GPU method runs where a CUDA GPU is found), what it is.
 pub fn list_methods() -> anyhow::Result<Outcome> {
     let registry = spdnn_engine::Registry::default();
+    let gpu_here = spdnn_engine::gpu_available();
+    let width = registry.all().map(|m| m.name().len()).max().unwrap_or(0);
+    println!("{:<width$}  needs  runs here  what", "method");
     for method in registry.all() {
-        let gpu = if method.needs_gpu() { "gpu" } else { "cpu" };
-        println!("{:<16} {gpu}  {}", method.name(), method.description());
+        let (needs, runs) = if method.needs_gpu() {
+            ("gpu", gpu_here)
+        } else {
+            ("cpu", true)
+        };
+        let runs = if runs { "yes" } else { "no" };
+        println!(
+            "{:<width$}  {needs:<5}  {runs:<9}  {}",
+            method.name(),
+            method.description()
+        );
     }
     Ok(Outcome::Success)
 }

@@ -1,0 +1,54 @@
+//! The smaller commands through the `spdnn` binary, as the README tells a user to type them.
+
+mod common;
+
+use common::spdnn;
+
+#[test]
+fn methods_says_what_each_method_needs_and_whether_it_runs_here() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = spdnn(dir.path(), &["methods"]);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{stdout}");
+    let mut lines = stdout.lines();
+    let header = lines.next().unwrap();
+    assert!(
+        header.contains("needs") && header.contains("runs here"),
+        "{header}"
+    );
+    let gpu_here = spdnn_engine::gpu_available();
+    let mut seen = Vec::new();
+    for line in lines {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (name, needs, runs) = (words[0], words[1], words[2]);
+        let expected = if needs == "cpu" || gpu_here {
+            "yes"
+        } else {
+            "no"
+        };
+        assert!(needs == "cpu" || needs == "gpu", "{line}");
+        assert_eq!(runs, expected, "{line}");
+        seen.push((name.to_string(), needs.to_string()));
+    }
+    assert!(seen.contains(&("cpu".into(), "cpu".into())), "{stdout}");
+    assert!(seen.contains(&("xy".into(), "gpu".into())), "{stdout}");
+}
+
+#[test]
+fn infer_names_how_it_timed_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = "infer --method cpu --neurons 64 --layers 2 --generate-seed 0 \
+                --synthetic-seed 1 --rows 10 --bias -0.3";
+    let run = spdnn(dir.path(), &args.split_whitespace().collect::<Vec<_>>());
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("infer "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(line.ends_with("ms (wall clock)"), "{line}");
+}
