@@ -120,31 +120,29 @@ const fn layer(name: &'static str, threads: usize) -> KernelDecl {
     KernelDecl::new(&SZ, name, threads as u32)
 }
 
+/// The layer kernels named `{prefix}r{rows}_t{tc}_c{cc}`, one per shape of [`SHAPES`], in
+/// its order (the kernel-table test checks each name against its shape).
+macro_rules! layer_kernels {
+    ($prefix:literal) => {
+        [
+            layer(concat!($prefix, "r32_t2_c0"), SHAPES[0].threads()),
+            layer(concat!($prefix, "r64_t4_c0"), SHAPES[1].threads()),
+            layer(concat!($prefix, "r128_t4_c0"), SHAPES[2].threads()),
+            layer(concat!($prefix, "r32_t2_c4"), SHAPES[3].threads()),
+            layer(concat!($prefix, "r32_t4_c4"), SHAPES[4].threads()),
+            layer(concat!($prefix, "r64_t2_c4"), SHAPES[5].threads()),
+            layer(concat!($prefix, "r64_t4_c4"), SHAPES[6].threads()),
+            layer(concat!($prefix, "r128_t2_c4"), SHAPES[7].threads()),
+            layer(concat!($prefix, "r128_t4_c4"), SHAPES[8].threads()),
+        ]
+    };
+}
+
 /// `sz_layer_r{rows}_t{tc}_c{cc}`, one per shape of [`SHAPES`], in its order.
-pub const LAYERS: [KernelDecl; 9] = [
-    layer("sz_layer_r32_t2_c0", SHAPES[0].threads()),
-    layer("sz_layer_r64_t4_c0", SHAPES[1].threads()),
-    layer("sz_layer_r128_t4_c0", SHAPES[2].threads()),
-    layer("sz_layer_r32_t2_c4", SHAPES[3].threads()),
-    layer("sz_layer_r32_t4_c4", SHAPES[4].threads()),
-    layer("sz_layer_r64_t2_c4", SHAPES[5].threads()),
-    layer("sz_layer_r64_t4_c4", SHAPES[6].threads()),
-    layer("sz_layer_r128_t2_c4", SHAPES[7].threads()),
-    layer("sz_layer_r128_t4_c4", SHAPES[8].threads()),
-];
+pub const LAYERS: [KernelDecl; SHAPES.len()] = layer_kernels!("sz_layer_");
 /// `sz_layer_neurons_r{rows}_t{tc}_c{cc}`: [`LAYERS`] with a bias per output position,
 /// one per shape of [`SHAPES`], in its order ([`neurons_layer_kernel`]).
-pub const LAYERS_NEURONS: [KernelDecl; 9] = [
-    layer("sz_layer_neurons_r32_t2_c0", SHAPES[0].threads()),
-    layer("sz_layer_neurons_r64_t4_c0", SHAPES[1].threads()),
-    layer("sz_layer_neurons_r128_t4_c0", SHAPES[2].threads()),
-    layer("sz_layer_neurons_r32_t2_c4", SHAPES[3].threads()),
-    layer("sz_layer_neurons_r32_t4_c4", SHAPES[4].threads()),
-    layer("sz_layer_neurons_r64_t2_c4", SHAPES[5].threads()),
-    layer("sz_layer_neurons_r64_t4_c4", SHAPES[6].threads()),
-    layer("sz_layer_neurons_r128_t2_c4", SHAPES[7].threads()),
-    layer("sz_layer_neurons_r128_t4_c4", SHAPES[8].threads()),
-];
+pub const LAYERS_NEURONS: [KernelDecl; SHAPES.len()] = layer_kernels!("sz_layer_neurons_");
 /// `sz_scatter_input`: blocks stride over the input rows.
 pub const SCATTER_INPUT: KernelDecl = KernelDecl::new(&SZ, "sz_scatter_input", 128);
 /// `sz_compact_rows`: one thread per row of the capacity.
@@ -156,30 +154,22 @@ pub const MARK_ROWS: KernelDecl = KernelDecl::new(&SZ, "sz_mark_rows", 256);
 
 /// Every kernel this crate declares (`sz.cu`), checked against the source by the
 /// kernel-table test.
-pub const KERNELS: &[KernelDecl] = &[
-    LAYERS[0],
-    LAYERS[1],
-    LAYERS[2],
-    LAYERS[3],
-    LAYERS[4],
-    LAYERS[5],
-    LAYERS[6],
-    LAYERS[7],
-    LAYERS[8],
-    LAYERS_NEURONS[0],
-    LAYERS_NEURONS[1],
-    LAYERS_NEURONS[2],
-    LAYERS_NEURONS[3],
-    LAYERS_NEURONS[4],
-    LAYERS_NEURONS[5],
-    LAYERS_NEURONS[6],
-    LAYERS_NEURONS[7],
-    LAYERS_NEURONS[8],
-    SCATTER_INPUT,
-    COMPACT_ROWS,
-    GATHER_ROWS,
-    MARK_ROWS,
-];
+pub const KERNELS: &[KernelDecl] = &all_kernels();
+
+/// [`LAYERS`], [`LAYERS_NEURONS`] and the row kernels, as one array.
+const fn all_kernels() -> [KernelDecl; 2 * SHAPES.len() + 4] {
+    let mut all = [SCATTER_INPUT; 2 * SHAPES.len() + 4];
+    let mut i = 0;
+    while i < SHAPES.len() {
+        all[i] = LAYERS[i];
+        all[SHAPES.len() + i] = LAYERS_NEURONS[i];
+        i += 1;
+    }
+    all[2 * SHAPES.len() + 1] = COMPACT_ROWS;
+    all[2 * SHAPES.len() + 2] = GATHER_ROWS;
+    all[2 * SHAPES.len() + 3] = MARK_ROWS;
+    all
+}
 
 /// The layer kernel of `shape` (`None`: not instantiated).
 pub fn layer_kernel(shape: KernelShape) -> Option<&'static KernelDecl> {
