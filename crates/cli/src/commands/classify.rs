@@ -270,6 +270,22 @@ pub fn run(args: &ClassifyArgs) -> Result<Outcome> {
     } else {
         print_text(&report);
     }
+    // Every method was asked for by name: one that did not run (no GPU, a network it
+    // refuses, a failure) makes the run an error after the table, as in `bench`.
+    let failed: Vec<&str> = report
+        .results
+        .iter()
+        .filter(|r| r.error.is_some())
+        .map(|r| r.method.as_str())
+        .collect();
+    if !failed.is_empty() {
+        anyhow::bail!(
+            "{} of {} methods did not run: {} (the reasons are in the table)",
+            failed.len(),
+            report.results.len(),
+            failed.join(", ")
+        );
+    }
     Ok(if wrong {
         Outcome::Mismatch
     } else {
