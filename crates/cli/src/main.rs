@@ -48,7 +48,7 @@ enum Command {
     Sweep(commands::sweep::SweepArgs),
     /// Draw the SVG figures of saved results files again.
     Plot(commands::plot::PlotArgs),
-    /// Download the official challenge files and MNIST.
+    /// Download the official challenge files and MNIST (no flags: MNIST and 1024-120).
     Fetch(commands::fetch::FetchArgs),
     /// Print the statistics of a network, an input, or a forward pass.
     Inspect(commands::inspect::InspectArgs),

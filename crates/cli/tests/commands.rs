@@ -52,3 +52,39 @@ fn infer_names_how_it_timed_in_words() {
         .unwrap_or_else(|| panic!("{stdout}"));
     assert!(line.ends_with("ms (wall clock)"), "{line}");
 }
+
+#[test]
+fn plot_with_methods_that_match_no_run_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = "bench --neurons 1024 --layers 2 --rows 20 --methods cpu --network random \
+                 --fan-in 4 --out results";
+    let run = spdnn(dir.path(), &bench.split_whitespace().collect::<Vec<_>>());
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let json = std::fs::read_dir(dir.path().join("results"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("bench wrote a JSON file");
+    let json = json.to_str().unwrap();
+    let run = spdnn(
+        dir.path(),
+        &["plot", json, "--methods", "bf", "--out", "figures"],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--methods bf: no run of these"), "{stderr}");
+    // The cpu run is there to draw.
+    let run = spdnn(
+        dir.path(),
+        &["plot", json, "--methods", "cpu", "--out", "figures"],
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}

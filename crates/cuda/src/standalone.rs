@@ -45,6 +45,10 @@ pub fn run_example(
     name: &str,
     infer: impl FnOnce(&TsvProblem) -> Result<GpuInference, Box<dyn std::error::Error>>,
 ) -> ExitCode {
+    if std::env::args().skip(1).any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
     exit_code(read_arguments().and_then(|problem| {
         let result = infer(&problem).map_err(|e| e.to_string())?;
         Ok(report(

@@ -51,6 +51,12 @@ pub fn run(args: &PlotArgs) -> Result<Outcome> {
             }
         }
     }
+    if reports.is_empty() && !args.methods.is_empty() {
+        bail!(
+            "--methods {}: no run of these in the files, nothing to draw",
+            args.methods.join(",")
+        );
+    }
     for name in &args.methods {
         if !reports.iter().any(|r| &r.method == name) {
             eprintln!("warning: --methods: no run of {name} in the files");
