@@ -177,10 +177,20 @@ fn official_1024_network() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn tiles_straddle_the_end_of_the_input() {
+    // SPDNN_STRADDLE_ONLY=ROWS,TILE (TILE a number or `none`) runs that one case: the
+    // case that ends the process under racecheck (docs/reliability.md), alone.
+    let only: Option<(usize, Option<usize>)> = std::env::var("SPDNN_STRADDLE_ONLY").ok().map(|v| {
+        let (rows, tile) = v.split_once(',').expect("SPDNN_STRADDLE_ONLY=ROWS,TILE");
+        let tile = (tile != "none").then(|| tile.parse().expect("TILE: a number or none"));
+        (rows.parse().expect("ROWS: a number"), tile)
+    });
     let gpu = spdnn_gputest::gpu();
     for rows in [1, 2, 7, 129, 1001] {
         let p = spdnn_gputest::challenge_problem(1024, 30, rows, 3);
         for tile_rows in [None, Some(1), Some(4), Some(128)] {
+            if only.is_some_and(|case| case != (rows, tile_rows)) {
+                continue;
+            }
             // Each case is named before it runs (seen with --nocapture, e.g. under a
             // sanitizer that stops the process).
             eprintln!("tiles_straddle: {rows} rows, tile {tile_rows:?}");
