@@ -62,9 +62,12 @@ fn classify_folder(mnist: &Path) -> tempfile::TempDir {
     dir
 }
 
-fn classify(dir: &Path, methods: &str) -> std::process::Output {
-    spdnn(
-        dir,
+/// `spdnn classify --methods METHODS` on the first 300 test images in a fresh
+/// [`classify_folder`], with its stdout and stderr; `None` without the MNIST test images.
+fn classify(methods: &str) -> Option<(std::process::Output, String, String)> {
+    let dir = classify_folder(&mnist_folder()?);
+    let run = spdnn(
+        dir.path(),
         &[
             "classify",
             "--network",
@@ -79,21 +82,18 @@ fn classify(dir: &Path, methods: &str) -> std::process::Output {
             "--repetitions",
             "1",
         ],
-    )
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    Some((run, stdout, stderr))
 }
 
 #[test]
 fn classify_scores_the_reference_and_compression_agrees() {
-    let Some(mnist) = mnist_folder() else { return };
-    let dir = classify_folder(&mnist);
-    let run = classify(dir.path(), "cpu,cpu+compress");
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let Some((run, stdout, stderr)) = classify("cpu,cpu+compress") else {
+        return;
+    };
+    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("300 MNIST test images"), "{stdout}");
     // Both rows ran, with the reference's categories and no differing prediction.
     for method in ["cpu ", "cpu+compress "] {
@@ -110,12 +110,10 @@ fn classify_scores_the_reference_and_compression_agrees() {
 
 #[test]
 fn a_named_method_that_does_not_run_makes_classify_fail_after_the_table() {
-    let Some(mnist) = mnist_folder() else { return };
-    let dir = classify_folder(&mnist);
     // +glare refuses a bias per neuron on every machine, GPU or not.
-    let run = classify(dir.path(), "cpu,bf+glare");
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    let stderr = String::from_utf8_lossy(&run.stderr);
+    let Some((run, stdout, stderr)) = classify("cpu,bf+glare") else {
+        return;
+    };
     assert_eq!(run.status.code(), Some(2), "{stdout}{stderr}");
     assert!(stdout.lines().any(|l| l.starts_with("cpu ")), "{stdout}");
     assert!(
