@@ -233,18 +233,16 @@ proptest! {
             let last = reference::<f32>(net, &input, net_biases, upper);
             let final_values = last.output.unwrap();
             for done in 0..=net.len() {
-                let states: Vec<RowState> = if done == 0 {
-                    let dense = input.to_dense();
-                    dense.rows().into_iter()
-                        .map(|r| retirement.row_state(0, r.as_slice().unwrap()).unwrap())
-                        .collect()
+                // The rows after `done` layers (the input itself before the first).
+                let values = if done == 0 {
+                    input.to_dense()
                 } else {
-                    let partial = reference::<f32>(&net[..done], &input, &net_biases[..done], upper)
-                        .output.unwrap();
-                    partial.rows().into_iter()
-                        .map(|r| retirement.row_state(done, r.as_slice().unwrap()).unwrap())
-                        .collect()
+                    reference::<f32>(&net[..done], &input, &net_biases[..done], upper)
+                        .output.unwrap()
                 };
+                let states: Vec<RowState> = values.rows().into_iter()
+                    .map(|r| retirement.row_state(done, r.as_slice().unwrap()).unwrap())
+                    .collect();
                 for (row, state) in states.iter().enumerate() {
                     let out = final_values.row(row);
                     let category = last.categories.contains(&(row as u32 + 1));
