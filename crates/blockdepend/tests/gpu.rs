@@ -66,15 +66,22 @@ fn variants() -> Vec<(&'static str, BlockDependOptions)> {
     ]
 }
 
-/// Cuts after every layer the network has (the random suites vary their depth).
+/// `options` with its cuts kept within a network of `layers` layers (the random suites vary
+/// their depth).
+fn within(options: &BlockDependOptions, layers: usize) -> BlockDependOptions {
+    let mut o = options.clone();
+    if let Some(cuts) = &mut o.cuts {
+        cuts.retain(|&c| c < layers);
+    }
+    o
+}
+
+/// A run of `options` with its cuts kept within the network's layers.
 fn run_variant(
     options: BlockDependOptions,
 ) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
     move |gpu, p| {
-        let mut o = options.clone();
-        if let Some(cuts) = &mut o.cuts {
-            cuts.retain(|&c| c < p.layers.len());
-        }
+        let o = within(&options, p.layers.len());
         infer(gpu, &p.layers, &p.input, p.bias, p.upper, &o, &SPEC)
     }
 }
@@ -395,10 +402,7 @@ fn run_biased(
     options: BlockDependOptions,
 ) -> impl Fn(&Gpu, &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
     move |gpu, p| {
-        let mut o = options.clone();
-        if let Some(cuts) = &mut o.cuts {
-            cuts.retain(|&c| c < p.layers.len());
-        }
+        let o = within(&options, p.layers.len());
         infer_with_biases(gpu, &p.layers, &p.biases, &p.input, p.upper, &o, &SPEC)
     }
 }
@@ -471,24 +475,25 @@ fn trained_shaped_chains() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn trained_shaped_chains_other_placements() {
-    for (name, o) in [
-        ("uncompressed", options(|o| o.compress = false)),
-        (
-            "global tiles",
-            options(|o| o.placement = PlacementChoice::Global),
-        ),
-        (
-            "split tiles",
-            options(|o| o.placement = PlacementChoice::Split),
-        ),
-        (
-            "tiles of 3, cut after every layer",
-            options(|o| {
-                o.tile_rows = Some(3);
-                o.cuts = Some((1..12).collect());
-            }),
-        ),
-    ] {
+    // The variants that change where tiles live, how big they are and what runs.
+    let placements: Vec<_> = variants()
+        .into_iter()
+        .filter(|(name, _)| {
+            matches!(
+                *name,
+                "uncompressed"
+                    | "global tiles"
+                    | "split tiles"
+                    | "tiles of 3, cut after every layer"
+            )
+        })
+        .collect();
+    assert_eq!(
+        placements.len(),
+        4,
+        "a variant named here is missing from variants()"
+    );
+    for (name, o) in placements {
         eprintln!("trained-shaped: {name}");
         check_trained_shaped(&run_biased(o), false);
     }
