@@ -13,22 +13,26 @@ use spdnn_sz::format::{self, LayoutError, SzLayer};
 use spdnn_sz::reorder::reorder_network;
 use spdnn_sz::{Sz, SzT4};
 
-/// The layouts of `problem`'s layers at block fill `min_fill`.
-fn layout(problem: &Problem, min_fill: f32) -> Vec<SzLayer> {
-    let reorderings = reorder_network(&problem.layers, min_fill);
-    let mut layers = Vec::new();
+/// The layouts of `layers` at block fill `min_fill`, each reordering checked valid.
+fn layout(layers: &[spdnn_formats::Csr], min_fill: f32) -> Vec<SzLayer> {
+    let reorderings = reorder_network(layers, min_fill);
+    for (r, w) in reorderings.iter().zip(layers) {
+        r.validate(w.nrows(), w.ncols())
+            .expect("a valid reordering of a rectangular layer");
+    }
+    let mut out = Vec::new();
     format::build_layers::<LayoutError>(
-        &problem.layers,
+        layers,
         &reorderings,
         |_| true,
         4,
         |_, l| {
-            layers.push(l);
+            out.push(l);
             Ok(())
         },
     )
     .expect("layout");
-    layers
+    out
 }
 
 /// Emulates `problem` at `min_fill` with `split` and compares with the reference.
@@ -38,7 +42,7 @@ fn check(
     split: Split,
     tolerance: Tolerance,
 ) -> Result<(), String> {
-    let layers = layout(problem, min_fill);
+    let layers = layout(&problem.layers, min_fill);
     let e = emulate::run(&layers, &problem.input, problem.bias, problem.upper, |_| {
         split
     })?;
@@ -115,7 +119,7 @@ fn generated_challenge_networks() {
         !spdnn_gputest::reference(&problem).categories.is_empty() || !spdnn_gputest::has_mnist(),
         "no row lives to the end"
     );
-    let layers = layout(&problem, 0.25);
+    let layers = layout(&problem.layers, 0.25);
     let stats = layers
         .iter()
         .fold(format::LayoutStats::default(), |mut s, l| {
@@ -143,7 +147,7 @@ fn inputs_beyond_the_split_are_errors() {
         .map(|(r, c, _)| (r, c, 1e30))
         .collect();
     problem.input = spdnn_formats::Csr::from_triplets(4, 64, &values).unwrap();
-    let layers = layout(&problem, 0.25);
+    let layers = layout(&problem.layers, 0.25);
     let e = emulate::run(&layers, &problem.input, -0.3, 32.0, |_| Split::TENSOR).unwrap_err();
     assert!(e.contains("beyond"), "{e}");
 }
@@ -158,7 +162,7 @@ fn official_1024_network_subset() {
     let rows = 160;
     problem.input = problem.input.rows_slice(0..rows);
     let truth: Vec<u32> = truth.into_iter().filter(|&r| r as usize <= rows).collect();
-    let layers = layout(&problem, 0.25);
+    let layers = layout(&problem.layers, 0.25);
     let e = emulate::run(&layers, &problem.input, problem.bias, problem.upper, |_| {
         Split::TENSOR
     })
@@ -219,7 +223,7 @@ fn official_1024_rows_the_fp16_split_flipped() {
         .filter(|&k| truth.binary_search(&rows[k as usize - 1]).is_ok())
         .collect();
     assert_eq!(expect.len(), rows.len() - FP16_SPLIT_FLIPS.len());
-    let layers = layout(&problem, 0.25);
+    let layers = layout(&problem.layers, 0.25);
     let e = emulate::run(&layers, &problem.input, problem.bias, problem.upper, |_| {
         Split::TENSOR
     })
@@ -234,28 +238,6 @@ fn official_1024_rows_the_fp16_split_flipped() {
         ..GpuInference::default()
     };
     compare(&problem, &result, Tolerance::Relative(1e-5)).unwrap();
-}
-
-/// The layouts of the layers of a problem with per-neuron biases at block fill `min_fill`.
-fn biased_layout(problem: &BiasedProblem, min_fill: f32) -> Vec<SzLayer> {
-    let reorderings = reorder_network(&problem.layers, min_fill);
-    for (r, w) in reorderings.iter().zip(&problem.layers) {
-        r.validate(w.nrows(), w.ncols())
-            .expect("a valid reordering of a rectangular layer");
-    }
-    let mut layers = Vec::new();
-    format::build_layers::<LayoutError>(
-        &problem.layers,
-        &reorderings,
-        |_| true,
-        4,
-        |_, l| {
-            layers.push(l);
-            Ok(())
-        },
-    )
-    .expect("layout");
-    layers
 }
 
 /// Emulates `problem` (a bias per output neuron, put into each layer's output order as the
@@ -290,7 +272,7 @@ fn per_neuron_biases_are_bit_exact_on_random_rectangular_chains() {
     let mut runner = TestRunner::new(Config::with_cases(48));
     let outcome = runner.run(&biased::biased_problem(80, 40, false), |p| {
         for min_fill in [0.0, 0.25, 2.0] {
-            let layers = biased_layout(&p, min_fill);
+            let layers = layout(&p.layers, min_fill);
             for split in SPLITS {
                 check_biased(&p, &layers, split, Tolerance::Exact, 0.0)
                     .map_err(|e| TestCaseError::fail(format!("fill {min_fill}, {split:?}: {e}")))?;
@@ -310,7 +292,7 @@ fn per_neuron_biases_follow_each_layers_output_order() {
     // Here the reordering moves the outputs of the 55 %-dense layers (a dense layer's
     // outputs all read every input: they keep their order) and the biases change values.
     let p = biased::trained_shaped_problem(64, 2, 24, false, 5);
-    let layers = biased_layout(&p, 0.25);
+    let layers = layout(&p.layers, 0.25);
     let moved = layers
         .iter()
         .filter(|l| l.order.iter().enumerate().any(|(p, &k)| p != k as usize))
@@ -337,7 +319,7 @@ fn trained_shaped_chains() {
     for (n, sparse, rows, seed) in [(128, 2, 40, 1), (64, 3, 33, 2)] {
         let p = biased::trained_shaped_problem(n, sparse, rows, false, seed);
         for min_fill in [0.25, 0.6, 2.0] {
-            let layers = biased_layout(&p, min_fill);
+            let layers = layout(&p.layers, min_fill);
             let stats = layers
                 .iter()
                 .fold(format::LayoutStats::default(), |mut s, l| {
@@ -388,7 +370,7 @@ fn positive_biases_are_refused() {
     method::check_bias_support::<Sz>(&chain).unwrap();
     method::check_bias_support::<SzT4>(&chain).unwrap();
     // The emulation refuses biases that do not match the layers.
-    let layers = biased_layout(&p, 0.25);
+    let layers = layout(&p.layers, 0.25);
     let e = emulate::run_biased(&layers, &p.input, &p.biases[1..], p.upper, |_| {
         Split::TENSOR
     })
