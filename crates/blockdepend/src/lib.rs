@@ -253,8 +253,8 @@ pub fn infer(
 pub fn infer_with_biases(
     gpu: &Gpu,
     layers: &[Csr],
-    biases: &[Vec<f32>],
     input: &Csr,
+    biases: &[Vec<f32>],
     upper: f32,
     options: &BlockDependOptions,
     spec: &RunSpec,

@@ -403,7 +403,7 @@ fn run_biased(
 ) -> impl Fn(&Gpu, &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
     move |gpu, p| {
         let o = within(&options, p.layers.len());
-        infer_with_biases(gpu, &p.layers, &p.biases, &p.input, p.upper, &o, &SPEC)
+        infer_with_biases(gpu, &p.layers, &p.input, &p.biases, p.upper, &o, &SPEC)
     }
 }
 
