@@ -346,12 +346,18 @@ pub fn general_problem(max_n: usize, max_rows: usize) -> impl Strategy<Value = P
 
 /// A challenge-shaped problem: the generated N-L network, seeded synthetic input.
 pub fn challenge_problem(neurons: usize, layers: usize, rows: usize, seed: u64) -> Problem {
-    let network = spdnn_sdgc::generator::network(neurons, layers, seed).expect("generator");
     let input = spdnn_sdgc::images::synthetic(rows, neurons, seed).expect("synthetic input");
+    generated_with_input(neurons, layers, seed, input.features)
+}
+
+/// The generated N-L network of `seed` with the official bias for N (-0.3 otherwise) over
+/// `input`.
+fn generated_with_input(neurons: usize, layers: usize, seed: u64, input: Csr) -> Problem {
+    let network = spdnn_sdgc::generator::network(neurons, layers, seed).expect("generator");
     let bias = spdnn_sdgc::benchmark::official_bias(neurons).unwrap_or(-0.3);
     Problem {
         layers: network.layers().to_vec(),
-        input: input.features,
+        input,
         bias,
         upper: 32.0,
     }
@@ -413,14 +419,7 @@ pub fn challenge_problem_mnist(neurons: usize, layers: usize, rows: usize, seed:
         pixels: mnist.pixels[first * image..(first + rows) * image].to_vec(),
     };
     let input = spdnn_sdgc::images::from_mnist(&subset, neurons, &|_, _| {}).expect("the recipe");
-    let network = spdnn_sdgc::generator::network(neurons, layers, seed).expect("generator");
-    let bias = spdnn_sdgc::benchmark::official_bias(neurons).unwrap_or(-0.3);
-    Problem {
-        layers: network.layers().to_vec(),
-        input: input.features,
-        bias,
-        upper: 32.0,
-    }
+    generated_with_input(neurons, layers, seed, input.features)
 }
 
 /// The real N = 1024 network (120 layers) over the official first 1200 images, and the
