@@ -186,14 +186,7 @@ fn breakdown_has_four_stages_and_every_layer() {
             .all(|(_, ms)| ms.is_finite() && *ms >= 0.0)
     );
     assert_eq!(result.layer_ms.len(), 120);
-    let detail = |key: &str| -> usize {
-        result
-            .details
-            .iter()
-            .find(|(k, _)| k == key)
-            .and_then(|(_, v)| v.parse().ok())
-            .unwrap_or_else(|| panic!("no {key} in {:?}", result.details))
-    };
+    let detail = |key: &str| detail(&result, key);
     let (rows, centroids, nonempty) = (
         detail("rows_at_threshold"),
         detail("centroids"),
