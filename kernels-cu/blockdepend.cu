@@ -404,6 +404,134 @@ __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, c
     }
 }
 
+// A float of shared memory at a 32-bit shared-window address. The exact items below gather
+// through it: from a generic pointer into the dynamic shared array, sm_90 rebuilt the
+// window address (S2R SR_CgaCtaId, MOV, VIADD, LEA) before every gather under the wide
+// instances' 80-register cap, 8 instructions a (row, slot) instead of 3. volatile keeps it
+// on its side of the block's barriers.
+__device__ __forceinline__ float bd_lds(unsigned int address) {
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(address));
+    return v;
+}
+
+// One work item of an exact layer: 32 outputs (group g, lane's column c) of exactly R live
+// rows (live positions first_row .. first_row + R - 1), R known at compile time, so no
+// instruction is issued for a row the item does not have (the predicated items issue all
+// BD_ROWS rows' loads and multiply-adds, the missing ones switched off: at 3 rows a tile,
+// 5/8 of them). Same sums in the same order as bd_layer: bit for bit the same outputs.
+// cur lies in shared memory (shared and split placements): the ELL gathers use 32-bit
+// shared addresses (bd_lds).
+template <unsigned int R>
+__device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, unsigned int g, unsigned int c,
+                                        unsigned int first_row, const float* cur, float* next, unsigned int stride,
+                                        const BdTile& tile, const float* __restrict__ dense,
+                                        const uint2* __restrict__ ell, const unsigned int* __restrict__ group_starts,
+                                        float bias, const float* __restrict__ biases, unsigned int bias_stride,
+                                        float upper) {
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    float acc[R];
+#pragma unroll
+    for (unsigned int r = 0; r < R; ++r) {
+        acc[r] = 0.0f;
+    }
+    if (layer.format == BD_FORMAT_DENSE) {
+        unsigned int at[R];
+#pragma unroll
+        for (unsigned int r = 0; r < R; ++r) {
+            at[r] = tile.live[first_row + r] * stride;
+        }
+        const float* w = dense + layer.offset + c;
+        const unsigned long long ws = layer.dense_stride;
+        const unsigned int inputs = (layer.in_width + 3u) & ~3u;
+#pragma unroll 2
+        for (unsigned int k = 0; k < inputs; k += 4) {
+            const float w0 = __ldg(w + k * ws);
+            const float w1 = __ldg(w + (k + 1) * ws);
+            const float w2 = __ldg(w + (k + 2) * ws);
+            const float w3 = __ldg(w + (k + 3) * ws);
+#pragma unroll
+            for (unsigned int r = 0; r < R; ++r) {
+                const float4 y = *reinterpret_cast<const float4*>(cur + at[r] + k);
+                acc[r] = fmaf(y.x, w0, acc[r]);
+                acc[r] = fmaf(y.y, w1, acc[r]);
+                acc[r] = fmaf(y.z, w2, acc[r]);
+                acc[r] = fmaf(y.w, w3, acc[r]);
+            }
+        }
+    } else {
+        const unsigned int s0 = group_starts[layer.group_table + g];
+        const unsigned int s1 = group_starts[layer.group_table + g + 1];
+        const uint2* e = ell + layer.offset + (unsigned long long)s0 * 32u + lane;
+        // Byte address of each row's first float in the shared window.
+        const unsigned int window = (unsigned int)__cvta_generic_to_shared(cur);
+        unsigned int row_at[R];
+#pragma unroll
+        for (unsigned int r = 0; r < R; ++r) {
+            row_at[r] = window + tile.live[first_row + r] * stride * 4u;
+        }
+#pragma unroll 4
+        for (unsigned int s = s0; s < s1; ++s, e += 32) {
+            const uint2 entry = __ldg(e);
+            const float wv = __uint_as_float(entry.y);
+            const unsigned int offset = entry.x * 4u;
+#pragma unroll
+            for (unsigned int r = 0; r < R; ++r) {
+                acc[r] = fmaf(bd_lds(row_at[r] + offset), wv, acc[r]);
+            }
+        }
+    }
+    // As in bd_layer: the bias after the sums; the rows' offsets read again (not live
+    // across the sums).
+    const float b = bias_stride != 0u ? __ldg(biases + (unsigned long long)l * bias_stride + c) : bias;
+#pragma unroll
+    for (unsigned int r = 0; r < R; ++r) {
+        next[tile.live[first_row + r] * stride + c] = spdnn_clamp_activation(acc[r] + b, upper);
+    }
+}
+
+// bd_item for `rows` (1 .. R) known only at run time: one instance per count.
+template <unsigned int R>
+__device__ __forceinline__ void bd_item_rows(unsigned int rows, const BdLayer& layer, unsigned int l,
+                                             unsigned int g, unsigned int c, unsigned int first_row,
+                                             const float* cur, float* next, unsigned int stride,
+                                             const BdTile& tile, const float* __restrict__ dense,
+                                             const uint2* __restrict__ ell,
+                                             const unsigned int* __restrict__ group_starts, float bias,
+                                             const float* __restrict__ biases, unsigned int bias_stride,
+                                             float upper) {
+    if (rows == R) {
+        bd_item<R>(layer, l, g, c, first_row, cur, next, stride, tile, dense, ell, group_starts, bias, biases,
+                   bias_stride, upper);
+    } else if constexpr (R > 1) {
+        bd_item_rows<R - 1>(rows, layer, l, g, c, first_row, cur, next, stride, tile, dense, ell, group_starts,
+                            bias, biases, bias_stride, upper);
+    }
+}
+
+// Layer l (after the first) in exact items: the work items of bd_layer (32 outputs, up to
+// BD_ROWS live rows, one per warp at a time), each run by the instance of its row count.
+template <unsigned int THREADS>
+__device__ __forceinline__ void bd_layer_exact(const BdLayer& layer, unsigned int l, const float* cur, float* next,
+                                               unsigned int stride, unsigned int live, const BdTile& tile,
+                                               const float* __restrict__ dense, const uint2* __restrict__ ell,
+                                               const unsigned int* __restrict__ group_starts, float bias,
+                                               const float* __restrict__ biases, unsigned int bias_stride,
+                                               float upper) {
+    constexpr unsigned int warps = THREADS / SPDNN_WARP_SIZE;
+    const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int groups = (layer.out_width + 31u) / 32u;
+    const unsigned int items = groups * ((live + BD_ROWS - 1u) / BD_ROWS);
+    for (unsigned int item = warp; item < items; item += warps) {
+        const unsigned int g = item % groups;
+        const unsigned int first_row = (item / groups) * BD_ROWS;
+        const unsigned int rows = min((unsigned int)BD_ROWS, live - first_row);
+        bd_item_rows<BD_ROWS>(rows, layer, l, g, g * 32u + lane, first_row, cur, next, stride, tile, dense, ell,
+                              group_starts, bias, biases, bias_stride, upper);
+    }
+}
+
 // After `done` layers (outputs of `width` real columns in cur): rows all zero finish
 // (BD_STATE_ZERO), rows all at the bound finish when done >= suffix_start (BD_STATE_BOUND);
 // the live list keeps the others, in order.
@@ -540,7 +668,7 @@ __device__ __forceinline__ void bd_chain(
     unsigned int* __restrict__ carry_out_count, unsigned int carry_out_stride, unsigned int* __restrict__ queue,
     unsigned char* __restrict__ state, float* __restrict__ out, float bias, const float* __restrict__ biases,
     unsigned int bias_stride, float upper, unsigned int suffix_start, unsigned int tile_max, unsigned int stride,
-    float* scratch) {
+    float* scratch, unsigned int exact_items) {
     __shared__ BdTile tile;
     extern __shared__ float4 bd_dynamic[];
     float* buffer0;
@@ -604,8 +732,15 @@ __device__ __forceinline__ void bd_chain(
                 break;
             }
             const BdLayer layer = bd_layer_at(desc, l);
-            bd_layer<THREADS>(layer, l, cur, next, stride, live, tile, dense, ell, group_starts, bias, biases,
-                              bias_stride, upper);
+            // Tiles in global memory keep the predicated items: their tiles hold 32 rows (full
+            // items), and the exact instances took bd_chain_global from 64 to 128 registers.
+            if (PLACE != BD_PLACE_GLOBAL && exact_items != 0u) {
+                bd_layer_exact<THREADS>(layer, l, cur, next, stride, live, tile, dense, ell, group_starts,
+                                              bias, biases, bias_stride, upper);
+            } else {
+                bd_layer<THREADS>(layer, l, cur, next, stride, live, tile, dense, ell, group_starts, bias, biases,
+                                  bias_stride, upper);
+            }
             __syncthreads();
             if (PLACE == BD_PLACE_SPLIT) {
                 bd_copy_back<THREADS>(cur, next, stride, bd_round32(layer.out_width), tile);
@@ -634,13 +769,13 @@ __device__ __forceinline__ void bd_chain(
         unsigned int *__restrict__ carry_out_count, unsigned int carry_out_stride, unsigned int *__restrict__ queue, \
         unsigned char *__restrict__ state, float *__restrict__ out, float bias,                                    \
         const float *__restrict__ biases, unsigned int bias_stride, float upper, unsigned int suffix_start,        \
-        unsigned int tile_max, unsigned int stride, float *scratch
+        unsigned int tile_max, unsigned int stride, float *scratch, unsigned int exact_items
 
 #define BD_CHAIN_ARGS                                                                                               \
     desc, dense, ell, group_starts, w1_offsets, w1_entries, x_offsets, x_cols, x_vals, x_rows, x_binary, first,    \
         end, carry_in_ids, carry_in_vals, carry_in_count, carry_in_stride, carry_out_ids, carry_out_vals,          \
         carry_out_count, carry_out_stride, queue, state, out, bias, biases, bias_stride, upper, suffix_start,       \
-        tile_max, stride, scratch
+        tile_max, stride, scratch, exact_items
 
 // Launch: grid = the blocks resident on the device (SMs × occupancy; persistent, tiles from the queue), block BD_THREADS,
 // dynamic shared 2 · tile_max · stride floats (the tile's two buffers).

@@ -9,7 +9,7 @@ use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, PushKern
 use spdnn_formats::{Csr, SparseMatrix};
 
 use crate::layout::{Layout, WARP};
-use crate::plan::{self, Limits, MAX_TILE, Placement, Segment};
+use crate::plan::{self, Items, Limits, MAX_TILE, Placement, Segment};
 use crate::{
     Bias, BlockDependOptions, CHAIN_GLOBAL, CHAIN_SHARED, CHAIN_SHARED_WIDE, CHAIN_SPLIT,
     CHAIN_SPLIT_WIDE, Chain, Compression, Expansion, Retire,
@@ -252,7 +252,7 @@ impl<'g> BdRun<'g> {
             )?,
             static_shared,
         };
-        let segments = plan::plan(
+        let mut segments = plan::plan(
             &layout,
             &limits,
             &cuts,
@@ -260,6 +260,7 @@ impl<'g> BdRun<'g> {
             options.tile_rows,
         )
         .map_err(invalid)?;
+        plan::choose_items(&mut segments, options.items);
         let preprocess_ms = started.elapsed().as_secs_f64() * 1e3;
 
         let capacity = rows.max(1);
@@ -483,6 +484,14 @@ impl<'g> BdRun<'g> {
             ("weight_bytes".into(), layout.weight_bytes().to_string()),
             ("launches".into(), launches.join(" ")),
             (
+                "items".into(),
+                self.launches
+                    .iter()
+                    .map(|l| format!("{}:{}", l.segment.label(), l.segment.items.name()))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            (
                 "path".into(),
                 plan::path(&self.launches.iter().map(|l| l.segment).collect::<Vec<_>>()),
             ),
@@ -559,6 +568,7 @@ impl<'g> BdRun<'g> {
         let (carry_in_stride, carry_out_stride) =
             (segment.carry_in as u32, segment.carry_out as u32);
         let (tile, stride) = (segment.tile as u32, segment.stride as u32);
+        let exact_items = u32::from(segment.items == Items::Exact);
         let mut builder = stream.launch_builder(kernel);
         builder
             .arg(&*self.layout.desc)
@@ -592,7 +602,8 @@ impl<'g> BdRun<'g> {
             .arg(&self.suffix_start)
             .arg(&tile)
             .arg(&stride)
-            .arg(&mut *self.scratch);
+            .arg(&mut *self.scratch)
+            .arg(&exact_items);
         let config = match segment.placement {
             Placement::Shared | Placement::Split => {
                 kernel.config_shared(launch.grid, segment.shared_floats())?

@@ -48,7 +48,7 @@ use spdnn_formats::{Csr, SparseMatrix};
 
 pub use chain::{Bias, Chain, Compression, Expansion, Retire};
 pub use layout::{Format, FormatChoice, LayerLayout, Layout};
-pub use plan::{Limits, Placement, PlacementChoice, Segment};
+pub use plan::{ItemChoice, Items, Limits, Placement, PlacementChoice, Segment};
 
 /// A row that ended all zero: not a category (`BD_STATE_ZERO`).
 pub const STATE_ZERO: u8 = 0;
@@ -138,6 +138,9 @@ pub struct BlockDependOptions {
     pub placement: PlacementChoice,
     /// How the layers after the first are stored (default: per layer, by the model).
     pub format: FormatChoice,
+    /// How the layers' work items run (default: exact items wherever the tile lies in
+    /// shared memory; `Predicated`: the previous kernel's items everywhere, for A/B runs).
+    pub items: ItemChoice,
 }
 
 impl Default for BlockDependOptions {
@@ -149,6 +152,7 @@ impl Default for BlockDependOptions {
             cuts: None,
             placement: PlacementChoice::Auto,
             format: FormatChoice::Auto,
+            items: ItemChoice::Auto,
         }
     }
 }
@@ -298,7 +302,7 @@ mod tests {
         let json = serde_json::to_string(&o).unwrap();
         assert_eq!(
             json,
-            r#"{"compress":true,"retire":true,"tile_rows":null,"cuts":null,"placement":"auto","format":"auto"}"#
+            r#"{"compress":true,"retire":true,"tile_rows":null,"cuts":null,"placement":"auto","format":"auto","items":"auto"}"#
         );
     }
 

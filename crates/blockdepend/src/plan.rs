@@ -93,6 +93,67 @@ pub enum PlacementChoice {
     Global,
 }
 
+/// How a segment's layer work items (32 outputs × up to [`ROWS_PER_ITEM`] rows) run: the
+/// kernel's `exact_items` argument.
+///
+/// [`ROWS_PER_ITEM`]: crate::layout::ROWS_PER_ITEM
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Items {
+    /// One compiled instance per row count: no instruction issues for a row the item lacks,
+    /// and the ELL gathers use 32-bit shared-memory addresses (tiles in shared memory: the
+    /// shared and split placements). About 3.3–3.8 instructions a multiply-add on sm_90
+    /// (docs/blockdepend.md).
+    Exact,
+    /// Every item runs [`ROWS_PER_ITEM`] rows, those it lacks predicated off (the kernel
+    /// before the exact items; always so for tiles in global memory, whose 32-row tiles
+    /// fill their items). 8.5 instructions a multiply-add of a full item in the split
+    /// instances on sm_90, 22.7 at 3 rows an item.
+    ///
+    /// [`ROWS_PER_ITEM`]: crate::layout::ROWS_PER_ITEM
+    Predicated,
+}
+
+impl Items {
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Items::Exact => "exact",
+            Items::Predicated => "predicated",
+        }
+    }
+
+    /// What the planner picks for a segment placed at `placement`: exact items where the
+    /// tile lies in shared memory.
+    pub fn for_placement(placement: Placement) -> Self {
+        match placement {
+            Placement::Shared | Placement::Split => Items::Exact,
+            Placement::Global => Items::Predicated,
+        }
+    }
+}
+
+/// Which items a run may use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemChoice {
+    /// Per segment by its placement ([`Items::for_placement`]).
+    #[default]
+    Auto,
+    /// Predicated items in every segment (the previous kernel, for A/B runs).
+    Predicated,
+}
+
+/// `segments` with the items `choice` allows.
+pub fn choose_items(segments: &mut [Segment], choice: ItemChoice) {
+    for s in segments {
+        s.items = match choice {
+            ItemChoice::Auto => Items::for_placement(s.placement),
+            ItemChoice::Predicated => Items::Predicated,
+        };
+    }
+}
+
 /// Blocks per SM a shared-memory tile aims at: three blocks of [`THREADS`] threads hide
 /// the latency of the weight loads (the kernel's registers allow three, see
 /// docs/blockdepend.md), as long as each tile keeps at least [`OCCUPANCY_ROWS`] rows.
@@ -197,6 +258,9 @@ pub struct Segment {
     pub tile: usize,
     /// Threads per block ([`THREADS`] or [`THREADS_WIDE`]).
     pub threads: usize,
+    /// How its layer work items run ([`Items::for_placement`] unless [`choose_items`] says
+    /// otherwise).
+    pub items: Items,
     /// The model's numbers.
     pub model: SegmentModel,
 }
@@ -379,6 +443,7 @@ pub fn plan(
                 Placement::Split => split_threads,
                 Placement::Global => THREADS,
             },
+            items: Items::for_placement(placement),
             model,
         });
     }
@@ -559,6 +624,22 @@ mod tests {
         mixed.extend(plan(&l, &H200, &[], PlacementChoice::Global, None).unwrap());
         mixed.extend(split);
         assert_eq!(path(&mixed), "mixed: shared, global, split tiles");
+    }
+
+    #[test]
+    fn items_are_exact_where_the_tile_lies_in_shared_memory() {
+        let l = layout(&[64, 64, 64, 64]);
+        let mut s = plan(&l, &H200, &[1], PlacementChoice::Shared, None).unwrap();
+        s.extend(plan(&l, &H200, &[1], PlacementChoice::Split, None).unwrap());
+        s.extend(plan(&l, &H200, &[], PlacementChoice::Global, None).unwrap());
+        let items = |s: &[Segment]| s.iter().map(|s| s.items).collect::<Vec<_>>();
+        let (e, p) = (Items::Exact, Items::Predicated);
+        assert_eq!(items(&s), vec![e, e, e, e, p]);
+        choose_items(&mut s, ItemChoice::Predicated);
+        assert_eq!(items(&s), vec![p; 5]);
+        choose_items(&mut s, ItemChoice::Auto);
+        assert_eq!(items(&s), vec![e, e, e, e, p]);
+        assert_eq!((e.name(), p.name()), ("exact", "predicated"));
     }
 
     #[test]
