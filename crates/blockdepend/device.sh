@@ -73,6 +73,7 @@ case "$stage" in
     official_infer every-layer --bd-cuts "$(seq -s, 1 119)"
     official_infer global --bd-placement global
     official_infer all-ell --bd-format ell
+    official_infer predicated --bd-items predicated
     BENCH_TAG=bd-small bash "$run" bench --methods blockdepend,xy --neurons 1024,4096 \
       --layers 120,480,1920 --warmup 2 --repetitions 10 >"$out/bench-small.log" 2>&1
     echo "bench small exit $?"

@@ -4,7 +4,9 @@ use std::any::TypeId;
 
 use clap::{Args, ValueEnum};
 use spdnn_engine::OptionSet;
-use spdnn_engine::spdnn_blockdepend::{BlockDependOptions, FormatChoice, PlacementChoice};
+use spdnn_engine::spdnn_blockdepend::{
+    BlockDependOptions, FormatChoice, ItemChoice, PlacementChoice,
+};
 
 use super::{GroupArgs, at_least_one};
 
@@ -34,6 +36,11 @@ pub struct BlockDependArgs {
     /// or `ell` [default: auto].
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub bd_format: Option<FormatArg>,
+    /// How the layers' work items run: `auto` (exact items, one compiled instance per row
+    /// count, wherever the tile lies in shared memory) or `predicated` (every item runs 8
+    /// rows, those it lacks switched off: the kernel before, for A/B runs) [default: auto].
+    #[arg(long, value_enum, value_name = "ITEMS")]
+    pub bd_items: Option<ItemsArg>,
 }
 
 /// The cuts of `--bd-cuts`.
@@ -83,6 +90,15 @@ pub enum FormatArg {
     Ell,
 }
 
+/// How work items run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ItemsArg {
+    /// Exact items where the tile lies in shared memory.
+    Auto,
+    /// Predicated items everywhere.
+    Predicated,
+}
+
 impl GroupArgs for BlockDependArgs {
     fn group(&self) -> TypeId {
         TypeId::of::<BlockDependOptions>()
@@ -120,6 +136,12 @@ impl GroupArgs for BlockDependArgs {
                     FormatArg::Ell => FormatChoice::Ell,
                 };
             }
+            if let Some(items) = self.bd_items {
+                bd.items = match items {
+                    ItemsArg::Auto => ItemChoice::Auto,
+                    ItemsArg::Predicated => ItemChoice::Predicated,
+                };
+            }
         });
     }
 
@@ -131,6 +153,7 @@ impl GroupArgs for BlockDependArgs {
             ("--bd-cuts", self.bd_cuts.is_some()),
             ("--bd-placement", self.bd_placement.is_some()),
             ("--bd-format", self.bd_format.is_some()),
+            ("--bd-items", self.bd_items.is_some()),
         ]
     }
 }
@@ -157,6 +180,7 @@ mod tests {
             bd_cuts: Some(Cuts(vec![1, 3])),
             bd_placement: Some(PlacementArg::Global),
             bd_format: Some(FormatArg::Ell),
+            bd_items: Some(ItemsArg::Predicated),
         };
         let mut set = OptionSet::default();
         args.apply(&mut set);
@@ -170,9 +194,10 @@ mod tests {
                 cuts: Some(vec![1, 3]),
                 placement: PlacementChoice::Global,
                 format: FormatChoice::Ell,
+                items: ItemChoice::Predicated,
             }
         );
-        assert_eq!(args.given().len(), 6);
+        assert_eq!(args.given().len(), 7);
         let none = BlockDependArgs::default();
         let mut set = OptionSet::default();
         none.apply(&mut set);
