@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use spdnn_blockdepend::{
-    BlockDependOptions, FormatChoice, PlacementChoice, infer, infer_with_biases,
+    BlockDependOptions, FormatChoice, ItemChoice, PlacementChoice, infer, infer_with_biases,
 };
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::{GpuInference, RunSpec};
@@ -63,6 +63,10 @@ fn variants() -> Vec<(&'static str, BlockDependOptions)> {
         ),
         ("dense", options(|o| o.format = FormatChoice::Dense)),
         ("ell", options(|o| o.format = FormatChoice::Ell)),
+        (
+            "predicated items",
+            options(|o| o.items = ItemChoice::Predicated),
+        ),
     ]
 }
 
@@ -246,6 +250,62 @@ fn random_wide_networks_split_their_tiles() {
         // layers grow the last bits a little.
         compare(&p, &result, Tolerance::Relative(1e-4))
             .unwrap_or_else(|e| panic!("{placement:?}: {e}"));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn exact_and_predicated_items_agree() {
+    // Random fan-in-32 networks, uncompressible: the exact items (one instance per row
+    // count, 32-bit shared addresses) must give the predicated items' outputs bit for bit.
+    // A launch's tiles hold ⌈rows / (blocks · 2)⌉ rows, at most the tile: with 132 blocks
+    // (H200) 800 rows fill the 3-row split tiles of 16384-wide rows (items of 3 rows, the
+    // last tiles fewer), 2400 rows at 4096 fill tiles of 1–9 rows (every row count 1–8
+    // and items of 8 + 1).
+    let gpu = spdnn_gputest::gpu();
+    let detail = |r: &GpuInference, key: &str| {
+        r.details
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let mut cases = vec![(16384, 800, PlacementChoice::Auto, None)];
+    cases.extend((1..=9).map(|t| (4096, 2400, PlacementChoice::Split, Some(t))));
+    cases.push((4096, 2400, PlacementChoice::Shared, None));
+    for (n, rows, placement, tile_rows) in cases {
+        let case = format!("{n} wide, {rows} rows, {placement:?}, tile {tile_rows:?}");
+        eprintln!("exact and predicated items: {case}");
+        let network = spdnn_sdgc::generator::random_network(n, 4, 32, 11).unwrap();
+        let input = spdnn_sdgc::images::synthetic(rows, n, 11).unwrap().features;
+        let p = Problem {
+            layers: network.layers().to_vec(),
+            input,
+            bias: -0.35,
+            upper: 32.0,
+        };
+        let base = options(|o| {
+            o.placement = placement;
+            o.tile_rows = tile_rows;
+        });
+        let exact = run_with(base.clone())(&gpu, &p).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let predicated = run_with(BlockDependOptions {
+            items: ItemChoice::Predicated,
+            ..base
+        })(&gpu, &p)
+        .unwrap_or_else(|e| panic!("{case}, predicated: {e}"));
+        assert!(
+            detail(&exact, "items").contains("exact"),
+            "{case}: {:?}",
+            exact.details
+        );
+        assert!(!detail(&predicated, "items").contains("exact"), "{case}");
+        assert_eq!(exact.categories, predicated.categories, "{case}");
+        assert!(
+            exact.output == predicated.output,
+            "{case}: the exact items' outputs differ from the predicated ones'"
+        );
+        compare(&p, &exact, Tolerance::Relative(1e-4)).unwrap_or_else(|e| panic!("{case}: {e}"));
     }
 }
 
