@@ -10,9 +10,9 @@
 // three bf16 terms b1 = bf16(x), b2 = bf16(x - b1), b3 = bf16(x - b1 - b2), each rounded
 // toward zero (the upper 16 bits of the fp32 pattern), whose sum is x exactly; the weights'
 // bf16 terms (1 to 3, SzLayerArgs::weight_terms) come from Rust in the PTX register
-// layout; every product of terms is exact and accumulates in fp32, one accumulator per
-// activation term, the three added at the end (where products can cancel, each MMA sums
-// into a zero fragment that is added on the CUDA cores: SzLayerArgs::sum_each_mma). A CUDA-core thread computes one row x 8
+// layout; every product of terms is exact, each MMA sums 16 of them into a zero fragment
+// that is added to fp32 accumulators (sz_mma_sum), one per activation term, the three added
+// at the end. A CUDA-core thread computes one row x 8
 // outputs from the blocks' fp32 weights in fp64, rounded to fp32 once. Both then add the
 // tile's CSR rest in fp32, the bias and the clip. The sz_layer_neurons_* instances take a bias
 // per output position (trained networks, biases <= 0: clip(Z + b) is the structural rule only
@@ -67,15 +67,14 @@ __device__ __forceinline__ void sz_mma(float (&d)[4], const unsigned int (&a)[4]
 #endif
 }
 
-// d += A * B with the MMA summing into a zero fragment and d added on the CUDA cores (round
-// to nearest). The tensor cores' fp32 accumulation is not IEEE: it truncates each MMA's sum
-// to the largest addend's precision, the accumulator included. Fed back into one
-// accumulator, that loss repeats every MMA and does not average out; where products cancel
-// (weights of both signs, a signed input, weights of several terms) it grows past the
-// reference's rounding (docs/sz.md, "Error analysis"). Here each MMA truncates only its own
-// 16 products.
-__device__ __forceinline__ void sz_mma_fresh(float (&d)[4], const unsigned int (&a)[4], unsigned int b0,
-                                             unsigned int b1) {
+// d += A * B, the MMA summing into a zero fragment and d added on the CUDA cores (round to
+// nearest). The tensor cores' fp32 accumulation is not IEEE: an MMA truncates its sum to
+// the largest addend's precision, the accumulator included. Fed back into one accumulator,
+// that loss repeats every MMA and does not average out; where products cancel (trained
+// weights of both signs, weights of several bf16 terms) it grew to 6e-4 of an output on an
+// H200 (docs/sz.md, "Error analysis"). Here each MMA truncates only its own 16 products.
+__device__ __forceinline__ void sz_mma_sum(float (&d)[4], const unsigned int (&a)[4], unsigned int b0,
+                                           unsigned int b1) {
     float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     sz_mma(part, a, b0, b1);
 #pragma unroll
@@ -97,7 +96,6 @@ struct SzLayerArgs {
     const unsigned int* __restrict__ fuse;         // per input slot, its position in y_in
     const uint2* __restrict__ frags;               // per (block, half, weight term, lane): B fragments
     unsigned int weight_terms;                     // bf16 terms of the weights, 1 to 3
-    unsigned int sum_each_mma;                     // 1: each MMA into a zero fragment, added in fp32 (below)
     const float* __restrict__ block_f32;           // per block, 16 x 16 fp32 [output][input]
     const unsigned int* __restrict__ rest_offsets; // per output position
     const unsigned int* __restrict__ rest_inputs;
@@ -194,22 +192,12 @@ __device__ __forceinline__ void sz_tc_tile(const SzLayerArgs& a, unsigned int t,
             const uint2* w = a.frags + ((2ull * b + h) * a.weight_terms) * 32 + lane;
             for (unsigned int j = 0; j < a.weight_terms; ++j) {
                 const uint2 wj = w[32 * j];
-                if (a.sum_each_mma != 0u) {
-                    sz_mma_fresh(d1[h], x1, wj.x, wj.y);
-                    if (need2) {
-                        sz_mma_fresh(d2[h], x2, wj.x, wj.y);
-                    }
-                    if (need3) {
-                        sz_mma_fresh(d3[h], x3, wj.x, wj.y);
-                    }
-                } else {
-                    sz_mma(d1[h], x1, wj.x, wj.y);
-                    if (need2) {
-                        sz_mma(d2[h], x2, wj.x, wj.y);
-                    }
-                    if (need3) {
-                        sz_mma(d3[h], x3, wj.x, wj.y);
-                    }
+                sz_mma_sum(d1[h], x1, wj.x, wj.y);
+                if (need2) {
+                    sz_mma_sum(d2[h], x2, wj.x, wj.y);
+                }
+                if (need3) {
+                    sz_mma_sum(d3[h], x3, wj.x, wj.y);
                 }
             }
         }
@@ -295,14 +283,14 @@ __device__ __forceinline__ void sz_layer(SzLayerArgs a, const unsigned int* __re
         unsigned int tiles, unsigned int group, unsigned int tc_tiles,                                         \
         const unsigned int *__restrict__ tile_blocks, const unsigned int *__restrict__ block_chunk,            \
         const unsigned int *__restrict__ fuse, const uint2 *__restrict__ frags, unsigned int weight_terms,     \
-        unsigned int sum_each_mma, const float *__restrict__ block_f32,                                        \
+        const float *__restrict__ block_f32,                                                                   \
         const unsigned int *__restrict__ rest_offsets, const unsigned int *__restrict__ rest_inputs,           \
         const float *__restrict__ rest_values, float x_scale, float inv_scale, float bias, float upper
 
 // The layer's arguments with `biases` (a literal null in the one-bias instances).
 #define SZ_LAYER_ARGS_WITH(biases)                                                                             \
     SzLayerArgs{y_in,         y_out,       ld,        0u,        alive,       n_out,       tile_blocks,         \
-                block_chunk,  fuse,        frags,     weight_terms, sum_each_mma, block_f32, rest_offsets,      \
+                block_chunk,  fuse,        frags,     weight_terms, block_f32, rest_offsets,                    \
                 rest_inputs,  rest_values, x_scale,   inv_scale, bias,        upper,       biases},             \
         count, tiles, group, tc_tiles
 #define SZ_LAYER_ARGS SZ_LAYER_ARGS_WITH(nullptr)

@@ -99,8 +99,6 @@ struct DeviceSzLayer {
     fuse: DeviceBuffer<u32>,
     frags: DeviceBuffer<u32>,
     weight_terms: u32,
-    /// [`SzLayer::sums_each_mma`] for activations that are never negative.
-    sums_each_mma: bool,
     /// The blocks in fp32 (T4's CUDA-core warps), one zero otherwise.
     block_f32: DeviceBuffer<f32>,
     rest_offsets: DeviceBuffer<u32>,
@@ -131,7 +129,6 @@ impl DeviceSzLayer {
             fuse: gpu.upload_nonempty(&layer.fuse)?,
             frags: gpu.upload_nonempty(&layer.frags)?,
             weight_terms: layer.weight_terms as u32,
-            sums_each_mma: layer.sums_each_mma(false),
             block_f32: if with_f32 {
                 gpu.upload_nonempty(layer.dense.block_values())?
             } else {
@@ -174,8 +171,6 @@ struct LayerArgs<'a> {
     group: u32,
     tc_tiles: u32,
     layer: &'a DeviceSzLayer,
-    /// 1: each MMA sums into a zero fragment ([`SzLayer::sums_each_mma`]).
-    sum_each_mma: u32,
     x_scale: f32,
     inv_scale: f32,
     bias: f32,
@@ -216,7 +211,6 @@ fn launch_layer(gpu: &Gpu, kernel: &Kernel, grid: u32, a: LayerArgs<'_>) -> Resu
         .arg(&*layer.fuse)
         .arg(&*layer.frags)
         .arg(&layer.weight_terms)
-        .arg(&a.sum_each_mma)
         .arg(&*layer.block_f32)
         .arg(&*layer.rest_offsets)
         .arg(&*layer.rest_inputs)
@@ -263,8 +257,6 @@ pub(crate) struct SzRun<'g> {
     later_exponent: i32,
     /// The first layer's, from the loaded batch's largest input.
     first_exponent: i32,
-    /// Whether the loaded input holds a negative value (layer 1's products may cancel).
-    signed_input: bool,
     capacity: usize,
     ld: usize,
     compaction: crate::Compaction,
@@ -496,7 +488,6 @@ impl<'g> SzRun<'g> {
             upper: chain.upper,
             later_exponent,
             first_exponent: 0,
-            signed_input: false,
             capacity,
             ld,
             compaction: options.compact.clone(),
@@ -541,7 +532,6 @@ impl<'g> SzRun<'g> {
             group: launch.group,
             tc_tiles: launch.tc_tiles,
             layer,
-            sum_each_mma: u32::from(layer.sums_each_mma || (l == 0 && self.signed_input)),
             x_scale: pow2(exponent),
             inv_scale: pow2(-(exponent + layer.weight_exponent)),
             bias: self.bias,
@@ -634,7 +624,6 @@ impl DeviceRun for SzRun<'_> {
             }
         }
         self.first_exponent = first;
-        self.signed_input = input.values().iter().any(|&v| v < 0.0);
         let stream = self.gpu.stream();
         self.y.reset();
         self.lists.reset();
@@ -832,7 +821,6 @@ fn profile(gpu: &Gpu, kernel: &(Kernel, usize), shape: KernelShape) -> Result<Pr
                     group: group as u32,
                     tc_tiles: tc as u32,
                     layer: &device_layer,
-                    sum_each_mma: u32::from(device_layer.sums_each_mma),
                     x_scale: 1.0,
                     inv_scale: pow2(-layer.weight_exponent),
                     bias: -0.3,

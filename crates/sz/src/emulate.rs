@@ -194,9 +194,6 @@ fn layer_with(
     };
     let tile_blocks = layer.tile_blocks();
     let chunks = layer.block_chunks();
-    // `sz_mma_fresh` where the kernel takes it (`SzLayer::sums_each_mma`; only the first
-    // layer's input can be negative).
-    let sum_each_mma = layer.sums_each_mma(y.iter().any(|&v| v < 0.0));
     for t in 0..layer.tiles() {
         let blocks = tile_blocks[t] as usize..tile_blocks[t + 1] as usize;
         if split_of.tensor(t) {
@@ -231,16 +228,11 @@ fn layer_with(
                                 continue;
                             }
                             for w in &weights {
-                                if sum_each_mma {
-                                    let mut part = [[0f32; 4]; 32];
-                                    mma(&mut part, a_term, w);
-                                    for (d, p) in
-                                        acc.iter_mut().flatten().zip(part.iter().flatten())
-                                    {
-                                        *d += *p;
-                                    }
-                                } else {
-                                    mma(acc, a_term, w);
+                                // `sz_mma_sum`: each MMA into a zero fragment, added in fp32.
+                                let mut part = [[0f32; 4]; 32];
+                                mma(&mut part, a_term, w);
+                                for (d, p) in acc.iter_mut().flatten().zip(part.iter().flatten()) {
+                                    *d += *p;
                                 }
                             }
                         }

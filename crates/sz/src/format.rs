@@ -78,17 +78,6 @@ impl SzLayer {
         self.dense.nnz()
     }
 
-    /// Whether the kernel must sum each MMA into a zero fragment and add it in fp32
-    /// (`sum_each_mma`) rather than accumulate in the tensor cores, whose fp32 sums truncate
-    /// to the largest addend's precision: when the products can cancel or differ widely
-    /// in size, i.e. the blocks hold a negative weight, a weight of several bf16 terms, or
-    /// the activations (`signed_input`, the first layer's input) a negative value.
-    /// Activations after a layer are never negative, and same-signed products of one
-    /// term each lose at most a few units in the last place of a growing sum.
-    pub fn sums_each_mma(&self, signed_input: bool) -> bool {
-        signed_input || self.weight_terms > 1 || self.dense.block_values().iter().any(|&v| v < 0.0)
-    }
-
     /// The bf16 B fragment of weight term `j` of block `b`, half `h`, lane `lane`: two
     /// words.
     pub fn fragment(&self, b: usize, h: usize, j: usize, lane: usize) -> [u32; 2] {
@@ -424,27 +413,6 @@ mod tests {
             assert_eq!(ordered[p], biases[neuron as usize]);
         }
         assert_eq!(layer.position_biases(&biases[1..]), None);
-    }
-
-    #[test]
-    fn sums_leave_the_tensor_cores_only_where_products_can_cancel() {
-        let block = |weight: &dyn Fn(u32, u32) -> f32| {
-            let t: Vec<(u32, u32, f32)> = (0..16u32)
-                .flat_map(|i| (0..16u32).map(move |o| (i, o)))
-                .map(|(i, o)| (i, o, weight(i, o)))
-                .collect();
-            let w = Csr::from_triplets(16, 16, &t).unwrap();
-            build_layer(1, &w, &reorder_layer(&w, 0.0), None, true).unwrap()
-        };
-        let challenge = block(&|_, _| 0.0625);
-        assert!(!challenge.sums_each_mma(false), "one term, one sign");
-        assert!(challenge.sums_each_mma(true), "a negative input");
-        let signed = block(&|i, o| if (i + o) % 2 == 0 { 0.5 } else { -0.25 });
-        assert_eq!(signed.weight_terms, 1);
-        assert!(signed.sums_each_mma(false), "weights of both signs");
-        let inexact = block(&|i, o| 0.1 + (i * 16 + o) as f32 * 1e-3);
-        assert_eq!(inexact.weight_terms, 3);
-        assert!(inexact.sums_each_mma(false), "weights of three terms");
     }
 
     #[test]
