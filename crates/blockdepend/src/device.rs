@@ -274,8 +274,11 @@ impl<'g> BdRun<'g> {
             )));
         }
 
-        // Opt in to the shared memory of the largest shared tile, then size each grid to
-        // the blocks that stay resident.
+        // Opt in to all the dynamic shared memory the device allows a block (at least the
+        // largest shared tile's), then size each grid to the blocks that stay resident. The
+        // attribute belongs to the loaded function, which every run in the process shares:
+        // a run opting in to only its own largest tile would refuse another thread's run
+        // that needs more (seen with two GPU tests at a time).
         let sms = gpu
             .attribute_count(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
             .max(1);
@@ -287,10 +290,14 @@ impl<'g> BdRun<'g> {
                 .max()
                 .unwrap_or(0);
             if max_dynamic > 0 {
+                let allowed = limits
+                    .shared_per_block
+                    .saturating_sub(limits.static_shared)
+                    .max(max_dynamic);
                 kernel
                     .set_attribute(
                         CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                        max_dynamic as i32,
+                        allowed as i32,
                     )
                     .map_err(|e| {
                         invalid(format!(

@@ -257,7 +257,10 @@ fn random_wide_networks_split_their_tiles() {
 #[ignore = "needs a CUDA GPU"]
 fn exact_and_predicated_items_agree() {
     // Random fan-in-32 networks, uncompressible: the exact items (one instance per row
-    // count, 32-bit shared addresses) must give the predicated items' outputs bit for bit.
+    // count, 32-bit shared addresses) must give the predicated items' categories, and
+    // outputs equal to theirs but for rounding: the layers after the first sum in the same
+    // order, but layer 1 adds with shared-memory atomics, whose order differs from run to
+    // run (bit equality failed on an H200 for that reason, 2026-11-23).
     // A launch's tiles hold ⌈rows / (blocks · 2)⌉ rows, at most the tile: with 132 blocks
     // (H200) 800 rows fill the 3-row split tiles of 16384-wide rows (items of 3 rows, the
     // last tiles fewer), 2400 rows at 4096 fill tiles of 1–9 rows (every row count 1–8
@@ -301,11 +304,24 @@ fn exact_and_predicated_items_agree() {
         );
         assert!(!detail(&predicated, "items").contains("exact"), "{case}");
         assert_eq!(exact.categories, predicated.categories, "{case}");
+        let (a, b) = (
+            exact.output.as_deref().unwrap_or_default(),
+            predicated.output.as_deref().unwrap_or_default(),
+        );
+        assert_eq!(a.len(), b.len(), "{case}: output sizes");
+        assert!(!a.is_empty(), "{case}: no outputs kept");
+        let worst = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs() / x.abs().max(y.abs()).max(1.0))
+            .fold(0f32, f32::max);
         assert!(
-            exact.output == predicated.output,
-            "{case}: the exact items' outputs differ from the predicated ones'"
+            worst <= 1e-5,
+            "{case}: the exact items' outputs differ from the predicated ones' by {worst} (relative, absolute below 1)"
         );
         compare(&p, &exact, Tolerance::Relative(1e-4)).unwrap_or_else(|e| panic!("{case}: {e}"));
+        compare(&p, &predicated, Tolerance::Relative(1e-4))
+            .unwrap_or_else(|e| panic!("{case}, predicated: {e}"));
     }
 }
 
