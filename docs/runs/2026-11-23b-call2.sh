@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Pending device call 2 (after pending-call1.sh, same pack): sz and sz+t4 on the trained
+# Device call 2 of 2026-11-23 (second series, run at bb5132e on an H200), written the session
+# before as pending-call2.sh; the sz trained-net test was added before it ran.
+# Pending device call 2 (after 2026-11-23b-call1.sh, same pack): sz and sz+t4 on the trained
 # nets A-C beside cpu and hp; sz+t4 at 65536-480; racecheck on blockdepend's straddling
 # tiles and on hp's exact random suite; an ncu profile of blockdepend on the random
 # 16384 network and blockdepend cut after every layer there (issue 12). Run with command
-# `END=540 bash .device/pending-call2.sh` (preamble.sh beside it), carry [".device"].
+# `END=540 bash .device/2026-11-23b-call2.sh` (preamble.sh beside it), carry [".device"].
 set -u
 . .device/preamble.sh
 export PROPTEST_CASES=2
+timeout 120 $W/tests/spdnn-sz--gpu --include-ignored --test-threads=1 --nocapture trained_networks_a_b_c > $R/sz-trained.log 2>&1
+el "sz trained rc=$?"; grep -E 'panicked|net [ABC]|FAILED|^test ' -A3 $R/sz-trained.log | cut -c1-400 | head -30
 for net in A B C; do
   timeout 90 $W/bin/spdnn classify --network $W/data/nets/$net.safetensors --mnist-test \
     --methods cpu,cpu+compress,hp,sz,sz+t4 --warmup 2 --repetitions 5 > $R/classify-$net.txt 2>&1
