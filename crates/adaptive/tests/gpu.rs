@@ -151,12 +151,7 @@ fn bf_streams_in_tuned_batches_of_layers() {
     let plan = &out.report.gpus[0];
     assert!(plan.timing.is_some(), "the probe ran");
     assert!(plan.measured_peak <= budget);
-    let batches = out
-        .result
-        .details
-        .iter()
-        .find(|(k, _)| k == "weight_batches")
-        .map(|(_, v)| v.clone());
+    let batches = out.result.detail("weight_batches");
     eprintln!("{}; {batches:?}", out.report.lines().join("; "));
     assert!(batches.is_some());
 }

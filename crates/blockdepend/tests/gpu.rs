@@ -239,10 +239,7 @@ fn random_wide_networks_split_their_tiles() {
         let result = run_with(options(|o| o.placement = placement))(&gpu, &p)
             .unwrap_or_else(|e| panic!("{placement:?}: {e}"));
         assert!(
-            result
-                .details
-                .iter()
-                .any(|(k, v)| k == "path" && v.contains(path)),
+            result.detail("path").is_some_and(|v| v.contains(path)),
             "{placement:?}: {:?}",
             result.details
         );
@@ -266,13 +263,6 @@ fn exact_and_predicated_items_agree() {
     // last tiles fewer), 2400 rows at 4096 fill tiles of 1–9 rows (every row count 1–8
     // and items of 8 + 1).
     let gpu = spdnn_gputest::gpu();
-    let detail = |r: &GpuInference, key: &str| {
-        r.details
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
     let mut cases = vec![(16384, 800, PlacementChoice::Auto, None)];
     cases.extend((1..=9).map(|t| (4096, 2400, PlacementChoice::Split, Some(t))));
     cases.push((4096, 2400, PlacementChoice::Shared, None));
@@ -298,11 +288,16 @@ fn exact_and_predicated_items_agree() {
         })(&gpu, &p)
         .unwrap_or_else(|e| panic!("{case}, predicated: {e}"));
         assert!(
-            detail(&exact, "items").contains("exact"),
+            exact.detail("items").is_some_and(|v| v.contains("exact")),
             "{case}: {:?}",
             exact.details
         );
-        assert!(!detail(&predicated, "items").contains("exact"), "{case}");
+        assert!(
+            predicated
+                .detail("items")
+                .is_some_and(|v| !v.contains("exact")),
+            "{case}"
+        );
         assert_eq!(exact.categories, predicated.categories, "{case}");
         let (a, b) = (
             exact.output.as_deref().unwrap_or_default(),
@@ -369,10 +364,7 @@ fn wide_chains_run_in_global_memory() {
     ] {
         let result = run_with(o)(&gpu, &p).unwrap();
         assert!(
-            result
-                .details
-                .iter()
-                .any(|(k, v)| k == "path" && v.contains("global")),
+            result.detail("path").is_some_and(|v| v.contains("global")),
             "{:?}",
             result.details
         );
@@ -404,15 +396,11 @@ fn compression_on_and_off_agree() {
     let off = run_with(options(|o| o.compress = false))(&gpu, &p).unwrap();
     assert_eq!(on.categories, off.categories);
     assert_eq!(on.output, off.output);
-    let details = |r: &GpuInference, key: &str| {
-        r.details
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
-    assert!(details(&on, "compression").contains("widths"));
-    assert_eq!(details(&off, "compression"), "off");
+    assert!(
+        on.detail("compression")
+            .is_some_and(|v| v.contains("widths"))
+    );
+    assert_eq!(off.detail("compression"), Some("off"));
 }
 
 #[test]

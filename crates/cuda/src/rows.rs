@@ -69,6 +69,16 @@ pub struct GpuInference {
     pub accesses: Vec<crate::census::AccessCounts>,
 }
 
+impl GpuInference {
+    /// The value of detail `key` in [`GpuInference::details`], if the method reported it.
+    pub fn detail(&self, key: &str) -> Option<&str> {
+        self.details
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
 /// Checks that the layers chain from the input's width (`layers[l]` is `N_{l-1} × N_l`
 /// with `N_0` the input's width; the challenge's layers are all `N × N`) and that the
 /// activation parameters are valid (bias < 0 makes `clip(Z + b)` equal the official

@@ -110,14 +110,7 @@ fn every_minibatch_is_exact_and_does_not_spill() {
         }
         let p = spdnn_gputest::challenge_problem(1024, 2, 40, 1);
         let result = run_with(options(mb, None, Layout::Grouped))(&gpu, &p).expect("hp runs");
-        let detail = |name: &str| {
-            result
-                .details
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default()
-        };
+        let detail = |name: &str| result.detail(name).unwrap_or_default();
         assert_eq!(
             detail("local_bytes"),
             "0",

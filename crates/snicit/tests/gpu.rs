@@ -402,10 +402,8 @@ fn positive_biases_and_glare_are_refused() {
 /// A detail of a run's `details` as a number.
 fn detail(result: &GpuInference, key: &str) -> usize {
     result
-        .details
-        .iter()
-        .find(|(k, _)| k == key)
-        .and_then(|(_, v)| v.parse().ok())
+        .detail(key)
+        .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no {key} in {:?}", result.details))
 }
 
@@ -427,8 +425,7 @@ fn prune_zero_is_exact() {
     let gpu = spdnn_gputest::gpu();
     let problem = spdnn_gputest::challenge_problem(1024, 2, 10, 5);
     let result = run_with(exact(options(1)))(&gpu, &problem).expect("snicit runs");
-    let prune = result.details.iter().find(|(k, _)| k == "prune");
-    assert_eq!(prune.map(|(_, v)| v.as_str()), Some("0"));
+    assert_eq!(result.detail("prune"), Some("0"));
     assert!(result.details.iter().all(|(k, _)| k != "lossy"));
 }
 

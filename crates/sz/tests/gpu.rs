@@ -71,12 +71,7 @@ fn variants() -> Vec<SzOptions> {
 }
 
 fn detail(result: &GpuInference, name: &str) -> String {
-    result
-        .details
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default()
+    result.detail(name).unwrap_or_default().to_string()
 }
 
 fn check(gpu: &Gpu, o: &SzOptions, p: &Problem, tolerance: Tolerance) -> Result<(), String> {

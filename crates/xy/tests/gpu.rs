@@ -113,13 +113,8 @@ fn breakdown_covers_every_layer() {
     );
     let names: Vec<&str> = result.stages.iter().map(|(n, _)| n.as_str()).collect();
     assert!(names.contains(&"row-major layers") && names.contains(&"neuron-major layers"));
-    let detected = result
-        .details
-        .iter()
-        .find(|(k, _)| k == "row_major_layers")
-        .map(|(_, v)| v.clone());
     // The generated N = 1024 net has log2(1024 / 16) = 6 first-cycle layers.
-    assert_eq!(detected.as_deref(), Some("6"));
+    assert_eq!(result.detail("row_major_layers"), Some("6"));
 }
 
 #[test]
