@@ -21,6 +21,7 @@ use crate::{Outcome, figures, progress};
 /// Arguments of `spdnn sweep`: the method, the parameter and its values, and any flag of
 /// `spdnn bench` (benchmarks, rows, repetitions, other method parameters).
 #[derive(Args)]
+#[command(mut_arg("methods", |methods| methods.hide(true)))]
 pub struct SweepArgs {
     /// The method to run (one; --glare and --compress swap it for its variant).
     #[arg(long)]
@@ -273,6 +274,16 @@ mod tests {
 
     fn argv(args: &[&str]) -> Vec<OsString> {
         args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn help_hides_the_bench_flag_it_refuses() {
+        // `--methods` comes with the bench flags but a sweep runs one method (--method):
+        // it is refused (below), so the help does not offer it.
+        let mut command = SweepArgs::augment_args(clap::Command::new("sweep"));
+        let help = command.render_long_help().to_string();
+        assert!(help.contains("--method <METHOD>"), "{help}");
+        assert!(!help.contains("--methods"), "{help}");
     }
 
     fn parse(args: &[&str]) -> SweepArgs {
