@@ -326,6 +326,34 @@ __device__ __forceinline__ void bd_load_carried(float* cur, unsigned int stride,
     __syncthreads();
 }
 
+// Adds a dense layer's products to the sums of R rows (at[r]: row r's offset in cur), four
+// inputs a step, w the weights of this lane's output column (layer.dense_stride apart). With
+// PREDICATED, only rows r < rows are summed (the predicated items); without, all R are (the
+// exact items, R known at compile time).
+template <unsigned int R, bool PREDICATED>
+__device__ __forceinline__ void bd_dense_sums(float (&acc)[R], const unsigned int (&at)[R], unsigned int rows,
+                                              const float* cur, const float* __restrict__ w, const BdLayer& layer) {
+    const unsigned long long ws = layer.dense_stride;
+    const unsigned int inputs = (layer.in_width + 3u) & ~3u;
+#pragma unroll 2
+    for (unsigned int k = 0; k < inputs; k += 4) {
+        const float w0 = __ldg(w + k * ws);
+        const float w1 = __ldg(w + (k + 1) * ws);
+        const float w2 = __ldg(w + (k + 2) * ws);
+        const float w3 = __ldg(w + (k + 3) * ws);
+#pragma unroll
+        for (unsigned int r = 0; r < R; ++r) {
+            if (!PREDICATED || r < rows) {
+                const float4 y = *reinterpret_cast<const float4*>(cur + at[r] + k);
+                acc[r] = fmaf(y.x, w0, acc[r]);
+                acc[r] = fmaf(y.y, w1, acc[r]);
+                acc[r] = fmaf(y.z, w2, acc[r]);
+                acc[r] = fmaf(y.w, w3, acc[r]);
+            }
+        }
+    }
+}
+
 // Layer l (after the first) over the live slots: work items of (32 outputs, BD_ROWS live
 // rows), one per warp at a time; lane c % 32 accumulates output c of each of the rows, then
 // adds its bias (biases[l * bias_stride + c], one load an item, or the scalar when
@@ -356,26 +384,7 @@ __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, c
             acc[r] = 0.0f;
         }
         if (layer.format == BD_FORMAT_DENSE) {
-            const float* w = dense + layer.offset + c;
-            const unsigned long long ws = layer.dense_stride;
-            const unsigned int inputs = (layer.in_width + 3u) & ~3u;
-#pragma unroll 2
-            for (unsigned int k = 0; k < inputs; k += 4) {
-                const float w0 = __ldg(w + k * ws);
-                const float w1 = __ldg(w + (k + 1) * ws);
-                const float w2 = __ldg(w + (k + 2) * ws);
-                const float w3 = __ldg(w + (k + 3) * ws);
-#pragma unroll
-                for (unsigned int r = 0; r < BD_ROWS; ++r) {
-                    if (r < rows) {
-                        const float4 y = *reinterpret_cast<const float4*>(cur + at[r] + k);
-                        acc[r] = fmaf(y.x, w0, acc[r]);
-                        acc[r] = fmaf(y.y, w1, acc[r]);
-                        acc[r] = fmaf(y.z, w2, acc[r]);
-                        acc[r] = fmaf(y.w, w3, acc[r]);
-                    }
-                }
-            }
+            bd_dense_sums<BD_ROWS, true>(acc, at, rows, cur, dense + layer.offset + c, layer);
         } else {
             const unsigned int s0 = group_starts[layer.group_table + g];
             const unsigned int s1 = group_starts[layer.group_table + g + 1];
@@ -441,24 +450,7 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
         for (unsigned int r = 0; r < R; ++r) {
             at[r] = tile.live[first_row + r] * stride;
         }
-        const float* w = dense + layer.offset + c;
-        const unsigned long long ws = layer.dense_stride;
-        const unsigned int inputs = (layer.in_width + 3u) & ~3u;
-#pragma unroll 2
-        for (unsigned int k = 0; k < inputs; k += 4) {
-            const float w0 = __ldg(w + k * ws);
-            const float w1 = __ldg(w + (k + 1) * ws);
-            const float w2 = __ldg(w + (k + 2) * ws);
-            const float w3 = __ldg(w + (k + 3) * ws);
-#pragma unroll
-            for (unsigned int r = 0; r < R; ++r) {
-                const float4 y = *reinterpret_cast<const float4*>(cur + at[r] + k);
-                acc[r] = fmaf(y.x, w0, acc[r]);
-                acc[r] = fmaf(y.y, w1, acc[r]);
-                acc[r] = fmaf(y.z, w2, acc[r]);
-                acc[r] = fmaf(y.w, w3, acc[r]);
-            }
-        }
+        bd_dense_sums<R, false>(acc, at, R, cur, dense + layer.offset + c, layer);
     } else {
         const unsigned int s0 = group_starts[layer.group_table + g];
         const unsigned int s1 = group_starts[layer.group_table + g + 1];
