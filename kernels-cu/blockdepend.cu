@@ -326,6 +326,20 @@ __device__ __forceinline__ void bd_load_carried(float* cur, unsigned int stride,
     __syncthreads();
 }
 
+// A layer's work items, one per warp at a time: (output group g of 32 columns, up to
+// BD_ROWS live rows from first_row), item(g, first_row, rows) for each.
+template <unsigned int THREADS, typename Item>
+__device__ __forceinline__ void bd_for_items(const BdLayer& layer, unsigned int live, Item item) {
+    constexpr unsigned int warps = THREADS / SPDNN_WARP_SIZE;
+    const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
+    const unsigned int groups = (layer.out_width + 31u) / 32u;
+    const unsigned int items = groups * ((live + BD_ROWS - 1u) / BD_ROWS);
+    for (unsigned int i = warp; i < items; i += warps) {
+        const unsigned int first_row = (i / groups) * BD_ROWS;
+        item(i % groups, first_row, min((unsigned int)BD_ROWS, live - first_row));
+    }
+}
+
 // Adds a dense layer's products to the sums of R rows (at[r]: row r's offset in cur), four
 // inputs a step, w the weights of this lane's output column (layer.dense_stride apart). With
 // PREDICATED, only rows r < rows are summed (the predicated items); without, all R are (the
@@ -364,15 +378,8 @@ __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, c
                                          const float* __restrict__ dense, const uint2* __restrict__ ell,
                                          const unsigned int* __restrict__ group_starts, float bias,
                                          const float* __restrict__ biases, unsigned int bias_stride, float upper) {
-    constexpr unsigned int warps = THREADS / SPDNN_WARP_SIZE;
-    const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
-    const unsigned int groups = (layer.out_width + 31u) / 32u;
-    const unsigned int items = groups * ((live + BD_ROWS - 1u) / BD_ROWS);
-    for (unsigned int item = warp; item < items; item += warps) {
-        const unsigned int g = item % groups;
-        const unsigned int first_row = (item / groups) * BD_ROWS;
-        const unsigned int rows = min((unsigned int)BD_ROWS, live - first_row);
+    bd_for_items<THREADS>(layer, live, [&](unsigned int g, unsigned int first_row, unsigned int rows) {
         const unsigned int c = g * 32u + lane;
         unsigned int at[BD_ROWS];
         float acc[BD_ROWS];
@@ -410,7 +417,7 @@ __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, c
                 next[at[r] + c] = spdnn_clamp_activation(acc[r] + b, upper);
             }
         }
-    }
+    });
 }
 
 // A float of shared memory at a 32-bit shared-window address. The exact items below gather
@@ -510,18 +517,11 @@ __device__ __forceinline__ void bd_layer_exact(const BdLayer& layer, unsigned in
                                                const unsigned int* __restrict__ group_starts, float bias,
                                                const float* __restrict__ biases, unsigned int bias_stride,
                                                float upper) {
-    constexpr unsigned int warps = THREADS / SPDNN_WARP_SIZE;
-    const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
-    const unsigned int groups = (layer.out_width + 31u) / 32u;
-    const unsigned int items = groups * ((live + BD_ROWS - 1u) / BD_ROWS);
-    for (unsigned int item = warp; item < items; item += warps) {
-        const unsigned int g = item % groups;
-        const unsigned int first_row = (item / groups) * BD_ROWS;
-        const unsigned int rows = min((unsigned int)BD_ROWS, live - first_row);
+    bd_for_items<THREADS>(layer, live, [&](unsigned int g, unsigned int first_row, unsigned int rows) {
         bd_item_rows<BD_ROWS>(rows, layer, l, g, g * 32u + lane, first_row, cur, next, stride, tile, dense, ell,
                               group_starts, bias, biases, bias_stride, upper);
-    }
+    });
 }
 
 // After `done` layers (outputs of `width` real columns in cur): rows all zero finish
