@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use spdnn_cuda::cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use spdnn_cuda::method::{DeviceRun, LayerChain, MethodOptions, Probe};
-use spdnn_cuda::rows::{self, PingPong, RowList, grid_for};
+use spdnn_cuda::rows::{self, PingPong, RowList, grid_for, upload_in_position_order};
 use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, PushKernelArg};
 use spdnn_formats::{Csr, SparseMatrix};
 
@@ -57,10 +57,7 @@ impl DeviceHpLayer {
         shared_floats: usize,
         shared_bytes: u32,
     ) -> Result<Self, CudaError> {
-        let biases = match biases {
-            Some(b) => Some(gpu.upload(&layer.position_biases(b)?)?),
-            None => None,
-        };
+        let biases = upload_in_position_order(gpu, biases, layer.outputs(), "an hp layer")?;
         Ok(Self {
             inputs: layer.inputs() as u32,
             outputs: layer.neurons() as u32,
