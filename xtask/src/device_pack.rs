@@ -11,6 +11,7 @@
 //! bash .device/run.sh examples       # each kernel crate's reuse example on a generated net
 //! bash .device/run.sh bench ARGS...  # spdnn bench ARGS (results under $OUT/$BENCH_TAG)
 //! bash .device/run.sh spdnn ARGS...  # any spdnn command
+//! NP=2 bash .device/run.sh mpi ARGS... # mpirun -np 2 spdnn ARGS --mpi (the MPI build)
 //! ```
 //!
 //! The device call carries at most 64 MiB, hence the compression.
@@ -53,6 +54,8 @@ pub fn run(root: &Path) -> Result<()> {
     run_command(cargo().args(["build", "--release", "-p", "spdnn-cli"]))?;
     std::fs::copy(root.join("target/release/spdnn"), staging.join("bin/spdnn"))
         .context("copying spdnn")?;
+
+    let mpi = mpi_build(root, &staging)?;
 
     let tests = test_executables()?;
     for (name, path) in &tests {
@@ -119,7 +122,8 @@ pub fn run(root: &Path) -> Result<()> {
     std::fs::write(device.join("run.sh"), RUN_SCRIPT)?;
     let size = std::fs::metadata(&pack)?.len();
     println!(
-        "packed the CLI, {} test executables and {} reuse examples into {} ({:.1} MiB)",
+        "packed the CLI{}, {} test executables and {} reuse examples into {} ({:.1} MiB)",
+        if mpi { " (and its MPI build)" } else { "" },
         tests.len(),
         examples,
         pack.display(),
@@ -130,6 +134,31 @@ pub fn run(root: &Path) -> Result<()> {
     }
     println!("send it with carry [\".device\"] and run: bash .device/run.sh tests");
     Ok(())
+}
+
+/// Builds `spdnn` with the `mpi` feature into `bin/spdnn-mpi` when this machine has Open
+/// MPI's compiler wrapper (the build reads its headers; the GPU machine brings its own
+/// `libmpi.so.40`, found by `run.sh mpi`). Returns whether it was packed.
+fn mpi_build(root: &Path, staging: &Path) -> Result<bool> {
+    let has_mpi = Command::new("mpicc")
+        .arg("--showme:version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_mpi {
+        eprintln!("warning: no mpicc here (bash .ci/mpi installs it); the pack has no spdnn-mpi");
+        return Ok(false);
+    }
+    run_command(cargo().args(["build", "--release", "-p", "spdnn-cli", "--features", "mpi"]))?;
+    std::fs::copy(
+        root.join("target/release/spdnn"),
+        staging.join("bin/spdnn-mpi"),
+    )
+    .context("copying spdnn (mpi)")?;
+    // The plain build last, so target/release/spdnn is the default build again.
+    run_command(cargo().args(["build", "--release", "-p", "spdnn-cli"]))?;
+    Ok(true)
 }
 
 /// The kernel crates whose `tsv` example (the crate used on its own) the pack carries.
@@ -361,7 +390,20 @@ case "$mode" in
     [ "$failed" -eq 0 ];;
   bench) cd "$work" && "$work/bin/spdnn" bench --out "$out/${BENCH_TAG:-bench}" "$@";;
   spdnn) "$work/bin/spdnn" "$@";;
-  *) echo "usage: run.sh tests|sanitize|examples|bench|spdnn [ARGS]"; exit 2;;
+  mpi)
+    # mpirun -np $NP spdnn-mpi ARGS --mpi, over the machine's own Open MPI (its lib folder
+    # beside mpirun's bin gives libmpi.so.40). With no --gpus each rank takes GPU
+    # (host-local rank mod visible GPUs).
+    [ -x "$work/bin/spdnn-mpi" ] || { echo "the pack has no spdnn-mpi (no mpicc where it was made)"; exit 2; }
+    mpirun=$(command -v mpirun) || { echo "no mpirun on this machine"; exit 2; }
+    export LD_LIBRARY_PATH="$(dirname "$(dirname "$(readlink -f "$mpirun")")")/lib:$LD_LIBRARY_PATH"
+    if ldd "$work/bin/spdnn-mpi" | grep -q 'not found'; then
+      ldd "$work/bin/spdnn-mpi" | grep 'not found'; exit 2
+    fi
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    "$mpirun" --oversubscribe -np "${NP:-2}" -x LD_LIBRARY_PATH -x SPDNN_DATA -x SPDNN_PTX_CACHE \
+      -x SPDNN_KERNELS_CU "$work/bin/spdnn-mpi" "$@" --mpi;;
+  *) echo "usage: run.sh tests|sanitize|examples|bench|spdnn|mpi [ARGS]"; exit 2;;
 esac
 "#;
 

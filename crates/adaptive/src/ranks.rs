@@ -14,6 +14,11 @@ pub trait Ranks: Send + Sync {
     fn rank(&self) -> usize;
     /// Number of ranks.
     fn size(&self) -> usize;
+    /// This process's rank among the ranks on its own host (what picks its GPU); the
+    /// default, the global rank, holds when every rank shares one host.
+    fn local_rank(&self) -> usize {
+        self.rank()
+    }
     /// Every rank's `bytes`, in rank order, at rank 0 (`None` elsewhere). Every rank must
     /// call it, in the same order.
     fn gather(&self, bytes: &[u8]) -> Option<Vec<Vec<u8>>>;
@@ -27,6 +32,13 @@ pub fn slab(rows: usize, rank: usize, size: usize) -> Range<usize> {
     let start = rank * base + rank.min(extra);
     let end = start + base + usize::from(rank < extra);
     start.min(rows)..end.min(rows)
+}
+
+/// The GPU a rank runs on when the run names none: its host-local rank modulo the
+/// GPUs it sees (one rank per GPU under `mpirun -np <GPUs>`; more ranks than GPUs share
+/// them round-robin); `None` when it sees no GPU.
+pub fn rank_gpu(local_rank: usize, visible_gpus: usize) -> Option<usize> {
+    (visible_gpus > 0).then(|| local_rank % visible_gpus)
 }
 
 /// Gathers `u32`s at rank 0.
@@ -152,6 +164,7 @@ mod mpi_ranks {
     /// finalised when the value is dropped).
     pub struct MpiRanks {
         world: SimpleCommunicator,
+        local_rank: usize,
         _universe: mpi::environment::Universe,
     }
 
@@ -164,8 +177,12 @@ mod mpi_ranks {
         /// Initialises MPI; `None` when it was initialised already or cannot be.
         pub fn init() -> Option<Self> {
             let universe = mpi::initialize()?;
+            let world = universe.world();
+            // The ranks sharing this host's memory, ordered by global rank.
+            let local_rank = world.split_shared(world.rank()).rank().max(0) as usize;
             Some(Self {
-                world: universe.world(),
+                world,
+                local_rank,
                 _universe: universe,
             })
         }
@@ -177,6 +194,9 @@ mod mpi_ranks {
         }
         fn size(&self) -> usize {
             self.world.size().max(1) as usize
+        }
+        fn local_rank(&self) -> usize {
+            self.local_rank
         }
         fn gather(&self, bytes: &[u8]) -> Option<Vec<Vec<u8>>> {
             // Every payload starts with one byte: the pointer of an empty slice is Rust's
@@ -238,6 +258,16 @@ mod tests {
         }
         assert_eq!(slab(7, 0, 3), 0..3);
         assert_eq!(slab(7, 2, 3), 5..7);
+    }
+
+    #[test]
+    fn ranks_take_the_gpus_round_robin_and_none_without_a_gpu() {
+        assert_eq!(rank_gpu(0, 0), None);
+        assert_eq!(rank_gpu(3, 0), None);
+        let four: Vec<_> = (0..4).map(|r| rank_gpu(r, 4)).collect();
+        assert_eq!(four, [Some(0), Some(1), Some(2), Some(3)]);
+        let shared: Vec<_> = (0..5).map(|r| rank_gpu(r, 2)).collect();
+        assert_eq!(shared, [Some(0), Some(1), Some(0), Some(1), Some(0)]);
     }
 
     #[test]

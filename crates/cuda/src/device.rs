@@ -46,9 +46,9 @@ fn arch_name((major, minor): (i32, i32)) -> String {
     format!("sm_{major}{minor}")
 }
 
-/// Driver initialisation and device count, with missing driver / no device turned
-/// into the matching errors.
-fn device_count() -> Result<usize, CudaError> {
+/// Number of visible devices (driver initialisation included); no driver is
+/// [`CudaError::NoDriver`], no device is `Ok(0)`.
+pub fn device_count() -> Result<usize, CudaError> {
     if !driver_present() {
         return Err(CudaError::NoDriver);
     }

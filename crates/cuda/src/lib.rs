@@ -40,7 +40,9 @@ pub use compile::{
     NVRTC_OPTIONS, compile_ptx, compile_ptx_with_include_dirs, compile_text, driver_present,
     nvrtc_options, nvrtc_present, nvrtc_version, validate_arch,
 };
-pub use device::{Budget, DeviceBuffer, DeviceInfo, Gpu, MemoryInfo, PinnedBuffer, Refusal, probe};
+pub use device::{
+    Budget, DeviceBuffer, DeviceInfo, Gpu, MemoryInfo, PinnedBuffer, Refusal, device_count, probe,
+};
 pub use error::{CudaError, DriverResultExt};
 pub use graph::CapturedGraph;
 pub use kernel::{IntoGrid, Kernel, KernelDecl, SharedMemory};

@@ -154,7 +154,7 @@ impl<K: GlareKernel> Method for GlareRow<K> {
         }
         // A bad hand-given segment fails here, before a GPU is looked for.
         let (options, settings) = self.checked(&config.options, widest(problem))?;
-        let gpu = open_gpu()?;
+        let gpu = open_gpu(&config.options)?;
         // The model runs on the CPU before any GPU work: not part of total_ms.
         let choice = choose_segment::<K>(problem, config, &options, &settings)?;
         let recorder = Glare {

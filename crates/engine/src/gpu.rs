@@ -48,7 +48,7 @@ impl<K: KernelMethod> Method for KernelRow<K> {
 
     fn run(&self, problem: &Problem<'_>, config: &RunConfig) -> Result<MethodOutput> {
         let options = checked_options::<K>(&config.options)?;
-        let gpu = open_gpu()?;
+        let gpu = open_gpu(&config.options)?;
         run_kernel::<K>(&gpu, problem, config, &options)
     }
 }
@@ -71,9 +71,12 @@ pub(crate) fn checked_options<K: KernelMethod>(options: &OptionSet) -> Result<K:
     Ok(options)
 }
 
-/// Opens GPU 0 with a message that says what is missing.
-pub(crate) fn open_gpu() -> Result<Gpu> {
-    Gpu::new(0).context("this method needs a CUDA GPU")
+/// Opens the run's first GPU (the first of `--gpus`, else GPU 0) with a message that says
+/// what is missing.
+pub(crate) fn open_gpu(options: &OptionSet) -> Result<Gpu> {
+    let settings: MemorySettings = options.get();
+    let ordinal = settings.gpus.first().copied().unwrap_or(0);
+    Gpu::new(ordinal).context("this method needs a CUDA GPU")
 }
 
 /// Runs `K` with `options` through the one harness under the memory plan of

@@ -3,7 +3,8 @@
 use anyhow::Result;
 use spdnn_sdgc::benchmark::Benchmark;
 
-use spdnn_adaptive::ranks::{Ranks, gather_f64, gather_u32, merge_categories, slab};
+use spdnn_adaptive::MemorySettings;
+use spdnn_adaptive::ranks::{Ranks, gather_f64, gather_u32, merge_categories, rank_gpu, slab};
 use spdnn_sdgc::Input;
 
 use crate::method::{Method, Problem, RunConfig};
@@ -88,6 +89,9 @@ pub fn execute_ranked(
 ) -> Result<Option<Execution>> {
     let rows = problem.input.rows();
     let range = slab(rows, ranks.rank(), ranks.size());
+    let config = &rank_config(config, ranks.local_rank());
+    let settings: MemorySettings = config.options.get();
+    let own_gpus: Vec<u32> = settings.gpus.iter().map(|&o| o as u32).collect();
     let slab_input = Input {
         features: problem.input.features.rows_slice(range),
         origin: problem.input.origin.clone(),
@@ -112,9 +116,10 @@ pub fn execute_ranked(
     let statuses = ranks.gather(&status);
     let all_categories = gather_u32(ranks, &categories);
     let all_times = gather_f64(ranks, &times);
+    let all_gpus = gather_u32(ranks, &own_gpus);
     let mut output = outcome?;
-    let (Some(statuses), Some(all_categories), Some(all_times)) =
-        (statuses, all_categories, all_times)
+    let (Some(statuses), Some(all_categories), Some(all_times), Some(all_gpus)) =
+        (statuses, all_categories, all_times, all_gpus)
     else {
         return Ok(None);
     };
@@ -144,6 +149,19 @@ pub fn execute_ranked(
         .details
         .found
         .insert("ranks".into(), serde_json::json!(ranks.size()));
+    if all_gpus.iter().any(|g| !g.is_empty()) {
+        let per_rank: Vec<String> = all_gpus
+            .iter()
+            .map(|g| {
+                let ordinals: Vec<String> = g.iter().map(u32::to_string).collect();
+                ordinals.join("+")
+            })
+            .collect();
+        output
+            .details
+            .found
+            .insert("rank gpus".into(), serde_json::json!(per_rank.join(",")));
+    }
     let check = truth.map(|t| {
         let found: Vec<u32> = output
             .categories
@@ -158,6 +176,24 @@ pub fn execute_ranked(
         report,
         categories: output.categories,
     }))
+}
+
+/// A rank's run configuration: when the run names no GPUs (`--gpus`) and the rank sees
+/// some, it takes one of its own, [`rank_gpu`] of its host-local rank (one rank per GPU
+/// under `mpirun -np <GPUs>`); otherwise the configuration as given (every rank then runs
+/// on the GPUs `--gpus` names, and CPU methods read no GPU).
+fn rank_config(config: &RunConfig, local_rank: usize) -> RunConfig {
+    let mut config = config.clone();
+    let settings: MemorySettings = config.options.get();
+    if settings.gpus.is_empty() {
+        let visible = spdnn_cuda::device_count().unwrap_or(0);
+        if let Some(ordinal) = rank_gpu(local_rank, visible) {
+            config
+                .options
+                .edit::<MemorySettings>(|memory| memory.gpus = vec![ordinal]);
+        }
+    }
+    config
 }
 
 #[cfg(test)]
@@ -184,6 +220,22 @@ mod tests {
         assert!(xy.glare.is_none() && snicit.glare.is_none());
         assert!(snicit.xy.glare.is_none());
         assert_eq!(RunConfig::default().options, options);
+    }
+
+    #[test]
+    fn a_rank_takes_its_own_gpu_unless_the_run_names_them() {
+        let visible = spdnn_cuda::device_count().unwrap_or(0);
+        for local in 0..3 {
+            let chosen: MemorySettings = rank_config(&RunConfig::default(), local).options.get();
+            let expected: Vec<usize> = rank_gpu(local, visible).into_iter().collect();
+            assert_eq!(chosen.gpus, expected, "local rank {local}, {visible} GPUs");
+        }
+        let mut named = RunConfig::default();
+        named
+            .options
+            .edit::<MemorySettings>(|memory| memory.gpus = vec![1, 1]);
+        let kept: MemorySettings = rank_config(&named, 2).options.get();
+        assert_eq!(kept.gpus, [1, 1]);
     }
 
     #[test]

@@ -239,6 +239,14 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
         if let Some(ranks) = report.details.found.get("ranks") {
             println!("ranks       {ranks} (MPI; time of the slowest rank)");
         }
+        if let Some(gpus) = report
+            .details
+            .found
+            .get("rank gpus")
+            .and_then(|g| g.as_str())
+        {
+            println!("rank gpus   {gpus} (GPU ordinals of ranks 0, 1, …)");
+        }
         println!("total       {:.3} ms", report.total_ms);
         println!("rate        {:.4} TeraEdges/s", report.teraedges_per_s);
         println!("wall        {wall_ms:.0} ms including loading");
