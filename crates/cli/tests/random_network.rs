@@ -144,3 +144,54 @@ fn the_default_bench_says_which_gpu_methods_it_leaves_out() {
         assert!(line.contains("xy") && line.contains("bf"), "{line}");
     }
 }
+
+#[test]
+fn bench_gpu_counts_run_cpu_methods_once_and_refuse_gpus_that_are_not_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = bench_random(
+        dir.path(),
+        "4",
+        "2",
+        "20",
+        &["--methods", "cpu", "--gpu-counts", "1,2", "--json"],
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let methods: Vec<&str> = doc["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(methods, ["cpu"]);
+
+    let too_many = spdnn_engine::gpu_count() + 1;
+    let counts = too_many.to_string();
+    let run = bench_random(
+        dir.path(),
+        "4",
+        "2",
+        "20",
+        &["--methods", "xy", "--gpu-counts", &counts],
+    );
+    assert_eq!(run.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains(&format!("--gpu-counts {too_many}: this machine sees")),
+        "{stderr}"
+    );
+
+    let run = bench_random(
+        dir.path(),
+        "4",
+        "2",
+        "20",
+        &["--methods", "xy", "--gpu-counts", "1", "--gpus", "0"],
+    );
+    assert_eq!(run.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("not both"));
+}

@@ -36,6 +36,11 @@ pub fn gpu_available() -> bool {
     gpu_name().is_some()
 }
 
+/// Number of GPUs this process sees (0 without a driver).
+pub fn gpu_count() -> usize {
+    spdnn_cuda::device_count().unwrap_or(0)
+}
+
 /// The name of GPU 0, when there is one.
 pub fn gpu_name() -> Option<String> {
     spdnn_cuda::probe().ok()?.into_iter().next().map(|d| d.name)

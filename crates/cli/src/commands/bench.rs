@@ -9,6 +9,7 @@ use spdnn_engine::compress::Compression;
 use spdnn_engine::data::{InputSpec, WeightsSpec, load_network, load_truth, official_files};
 use spdnn_engine::report::{markdown_table, terminal_table};
 use spdnn_engine::run::execute;
+use spdnn_engine::spdnn_adaptive::MemorySettings;
 use spdnn_engine::{
     OptionSet, Precision, Problem, Registry, RunConfig, RunReport, SharedWork, Truth,
 };
@@ -71,6 +72,11 @@ pub struct BenchArgs {
     /// only, instead of the compressed oracle on every row (cross-checked on the slice).
     #[arg(long)]
     no_compressed_truth: bool,
+    /// Run each GPU method on the first K GPUs for every K given (e.g. 1,2,4), over one
+    /// network, input and truth per shape: the tables then name the runs `METHOD×K` and a
+    /// scaling line gives each method's speed-up over the smallest K. Not with --gpus.
+    #[arg(long, value_delimiter = ',', value_name = "K,…")]
+    gpu_counts: Vec<usize>,
     /// Folder for <date>-<host>.json and .md.
     #[arg(long, default_value = "results")]
     out: PathBuf,
@@ -179,6 +185,13 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
             method.check(&method_options, neurons)?;
         }
     }
+    let any_gpu_method = methods.iter().any(|m| m.needs_gpu());
+    let gpu_sets = gpu_sets(
+        &args.gpu_counts,
+        &method_options,
+        any_gpu_method,
+        spdnn_engine::gpu_count,
+    )?;
     let show = progress::enabled(args.json);
     let data_dir = paths::data_dir();
     let mut notes = Vec::new();
@@ -197,11 +210,19 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
                 cases.push(case);
             }
             for case in &cases {
-                for &method in &methods {
-                    let report =
-                        run_case(method, case, args, &method_options, show).with_context(|| {
+                for (&method, gpus) in methods.iter().flat_map(|m| {
+                    let sets: &[Option<Vec<usize>>] =
+                        if m.needs_gpu() { &gpu_sets } else { &[None] };
+                    sets.iter().map(move |set| (m, set))
+                }) {
+                    let options = with_gpus(&method_options, gpus.as_deref());
+                    let mut report =
+                        run_case(method, case, args, &options, show).with_context(|| {
                             format!("{} on {}", method.name(), case.benchmark.name())
                         })?;
+                    if let Some(set) = gpus {
+                        report.method = format!("{}×{}", report.method, set.len());
+                    }
                     if !args.json {
                         eprintln!(
                             "{:<14} {:<9} {:>10.2} ms  matched {}",
@@ -252,6 +273,9 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
             println!("{line}");
         }
         for line in blockdepend_lines(&results.reports) {
+            println!("{line}");
+        }
+        for line in scaling_lines(&results.reports) {
             println!("{line}");
         }
         for note in &results.notes {
@@ -476,6 +500,114 @@ fn blockdepend_lines(reports: &[RunReport]) -> Vec<String> {
         .collect()
 }
 
+/// The GPU sets the GPU methods run on: `[None]` (the options as given) without
+/// `--gpu-counts`, else the first K GPUs for each K. Errors before anything is generated:
+/// a zero or repeated K, `--gpus` given too, or more GPUs than `visible` reports (asked
+/// only when a GPU method runs).
+fn gpu_sets(
+    counts: &[usize],
+    options: &OptionSet,
+    any_gpu_method: bool,
+    visible: impl Fn() -> usize,
+) -> Result<Vec<Option<Vec<usize>>>> {
+    if counts.is_empty() {
+        return Ok(vec![None]);
+    }
+    if !options.get::<MemorySettings>().gpus.is_empty() {
+        anyhow::bail!("give --gpu-counts or --gpus, not both");
+    }
+    if counts.contains(&0) {
+        anyhow::bail!("--gpu-counts: every count must be at least 1");
+    }
+    let mut sorted = counts.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() != counts.len() {
+        anyhow::bail!("--gpu-counts: a count is given twice");
+    }
+    let most = sorted[sorted.len() - 1];
+    if any_gpu_method {
+        let seen = visible();
+        if most > seen {
+            anyhow::bail!(
+                "--gpu-counts {most}: this machine sees {seen} GPU{}",
+                if seen == 1 { "" } else { "s" }
+            );
+        }
+    }
+    Ok(sorted.into_iter().map(|k| Some((0..k).collect())).collect())
+}
+
+/// `options` with the run's GPUs set to `gpus` when given.
+fn with_gpus(options: &OptionSet, gpus: Option<&[usize]>) -> OptionSet {
+    let mut options = options.clone();
+    if let Some(gpus) = gpus {
+        options.edit::<MemorySettings>(|memory| memory.gpus = gpus.to_vec());
+    }
+    options
+}
+
+/// One line per method and benchmark run on several GPU counts (`--gpu-counts`): each
+/// count's time and its speed-up over the smallest count, and whether the categories were
+/// the same at every count.
+fn scaling_lines(reports: &[RunReport]) -> Vec<String> {
+    let mut groups: Vec<(String, String, Vec<(usize, &RunReport)>)> = Vec::new();
+    for report in reports {
+        let Some((method, count)) = report
+            .method
+            .rsplit_once('×')
+            .and_then(|(m, k)| Some((m, k.parse::<usize>().ok()?)))
+        else {
+            continue;
+        };
+        let key = (
+            method.to_string(),
+            format!("{} ({})", report.benchmark, report.weights),
+        );
+        match groups
+            .iter_mut()
+            .find(|(m, b, _)| (m, b) == (&key.0, &key.1))
+        {
+            Some((_, _, runs)) => runs.push((count, report)),
+            None => groups.push((key.0, key.1, vec![(count, report)])),
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|(_, _, runs)| runs.len() > 1)
+        .map(|(method, benchmark, runs)| {
+            let base = runs[0].1.infer_ms;
+            let times: Vec<String> = runs
+                .iter()
+                .map(|(k, r)| {
+                    let speedup = if r.infer_ms > 0.0 {
+                        base / r.infer_ms
+                    } else {
+                        0.0
+                    };
+                    format!(
+                        "{k} GPU{} {:.2} ms ({speedup:.2}×)",
+                        if *k == 1 { "" } else { "s" },
+                        r.infer_ms
+                    )
+                })
+                .collect();
+            let same = runs
+                .iter()
+                .all(|(_, r)| r.categories == runs[0].1.categories && r.matched != Some(false));
+            format!(
+                "scaling: {method} on {benchmark}: {}; categories {}",
+                times.join(", "),
+                if same {
+                    format!("{} at every count", runs[0].1.categories)
+                } else {
+                    "DIFFER between counts".to_string()
+                }
+            )
+        })
+        .collect()
+}
+
 /// Runs one method on one case (the CPU on its affordable slice of rows).
 fn run_case(
     method: &dyn spdnn_engine::Method,
@@ -553,6 +685,9 @@ fn write_results(dir: &Path, results: &ResultsFile) -> Result<(PathBuf, PathBuf)
         md.push_str(&format!("\n- {line}"));
     }
     for line in blockdepend_lines(&results.reports) {
+        md.push_str(&format!("\n- {line}"));
+    }
+    for line in scaling_lines(&results.reports) {
         md.push_str(&format!("\n- {line}"));
     }
     for note in &results.notes {
@@ -644,6 +779,80 @@ mod tests {
             lines[1].ends_with("fused chain (tiles in shared memory); launches 1:shared×7@132x768")
         );
         assert!(phase_choice(&reports[0]).is_none());
+    }
+
+    #[test]
+    fn gpu_counts_give_the_first_k_gpus_and_refuse_what_cannot_run() {
+        let none = OptionSet::default();
+        let two = || 2;
+        assert_eq!(gpu_sets(&[], &none, true, two).unwrap(), [None]);
+        assert_eq!(
+            gpu_sets(&[2, 1], &none, true, two).unwrap(),
+            [Some(vec![0]), Some(vec![0, 1])]
+        );
+        let error = |counts: &[usize], options: &OptionSet, gpu: bool| {
+            gpu_sets(counts, options, gpu, two).unwrap_err().to_string()
+        };
+        assert_eq!(
+            error(&[1, 4], &none, true),
+            "--gpu-counts 4: this machine sees 2 GPUs"
+        );
+        assert_eq!(
+            error(&[0, 1], &none, true),
+            "--gpu-counts: every count must be at least 1"
+        );
+        assert_eq!(
+            error(&[1, 1], &none, true),
+            "--gpu-counts: a count is given twice"
+        );
+        let mut named = OptionSet::default();
+        named.edit::<MemorySettings>(|memory| memory.gpus = vec![1]);
+        assert_eq!(
+            error(&[1], &named, true),
+            "give --gpu-counts or --gpus, not both"
+        );
+        // CPU methods alone never ask how many GPUs there are.
+        let sets = gpu_sets(&[4], &none, false, || panic!("asked for the GPUs")).unwrap();
+        assert_eq!(sets, [Some(vec![0, 1, 2, 3])]);
+        let set = with_gpus(&none, Some(&[0, 1]));
+        assert_eq!(set.get::<MemorySettings>().gpus, [0, 1]);
+        assert_eq!(with_gpus(&named, None), named);
+    }
+
+    #[test]
+    fn scaling_lines_give_the_speed_up_over_the_fewest_gpus() {
+        let timed = |method: &str, ms: f64, categories: usize| {
+            let mut r = report(method, &[]);
+            r.infer_ms = ms;
+            r.categories = categories;
+            r
+        };
+        let reports = [
+            timed("cpu", 50.0, 3),
+            timed("xy×1", 9.0, 3),
+            timed("xy×2", 4.5, 3),
+            timed("xy×4", 3.0, 3),
+            timed("sz×1", 8.0, 3),
+            timed("sz×2", 4.0, 2),
+            timed("hp×2", 1.0, 3),
+        ];
+        let lines = scaling_lines(&reports);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(
+            lines[0],
+            "scaling: xy on 4096-120 (random(fan-in 32, seed 0)): 1 GPU 9.00 ms (1.00×), \
+             2 GPUs 4.50 ms (2.00×), 4 GPUs 3.00 ms (3.00×); categories 3 at every count"
+        );
+        assert!(
+            lines[1].starts_with("scaling: sz on 4096-120"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[1].ends_with("categories DIFFER between counts"),
+            "{}",
+            lines[1]
+        );
     }
 
     #[test]

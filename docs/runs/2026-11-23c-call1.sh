@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Pending device call for issue 19 (written 2026-11-23 at b595c58, to be run by the next
-# session on an `nvidia-h200-x2` machine): every GPU method on one GPU and on two, on the
-# issue's four shapes, categories compared by the bench (each run checks its own rows).
+# Device call 1 of 2026-11-23c (nvidia-h200-x2, 1d65983), run as written the session before
+# as `pending-x2.sh`. It spent its 540 s in the first bench: cusparse takes 92 s a run at
+# 65536-120 and the bench gives it four; only the fast methods' one-GPU 65536-120 rows came
+# back. Call 2 leaves cusparse out at N = 65536. The plan as written: every GPU method on
+# one GPU and on two, on the issue's four shapes, categories compared by the bench (each
+# run checks its own rows).
 # Copy into .device/ beside preamble.sh after `cargo xtask device-pack` and
 # `git rev-parse --short HEAD > .device/COMMIT`; run with command
 # `END=560 SHAPES="65536:120 65536:480" bash .device/pending-x2.sh`, carry [".device"],
