@@ -551,7 +551,9 @@ fn with_gpus(options: &OptionSet, gpus: Option<&[usize]>) -> OptionSet {
 /// count's time and its speed-up over the smallest count, and whether the categories were
 /// the same at every count.
 fn scaling_lines(reports: &[RunReport]) -> Vec<String> {
-    let mut groups: Vec<(String, String, Vec<(usize, &RunReport)>)> = Vec::new();
+    // (method, "benchmark (weights)") → the runs at each count, in the order run.
+    type Runs<'a> = Vec<(usize, &'a RunReport)>;
+    let mut groups: Vec<((String, String), Runs<'_>)> = Vec::new();
     for report in reports {
         let Some((method, count)) = report
             .method
@@ -564,18 +566,15 @@ fn scaling_lines(reports: &[RunReport]) -> Vec<String> {
             method.to_string(),
             format!("{} ({})", report.benchmark, report.weights),
         );
-        match groups
-            .iter_mut()
-            .find(|(m, b, _)| (m, b) == (&key.0, &key.1))
-        {
-            Some((_, _, runs)) => runs.push((count, report)),
-            None => groups.push((key.0, key.1, vec![(count, report)])),
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, runs)) => runs.push((count, report)),
+            None => groups.push((key, vec![(count, report)])),
         }
     }
     groups
         .into_iter()
-        .filter(|(_, _, runs)| runs.len() > 1)
-        .map(|(method, benchmark, runs)| {
+        .filter(|(_, runs)| runs.len() > 1)
+        .map(|((method, benchmark), runs)| {
             let base = runs[0].1.infer_ms;
             let times: Vec<String> = runs
                 .iter()
