@@ -89,7 +89,12 @@ pub fn execute_ranked(
 ) -> Result<Option<Execution>> {
     let rows = problem.input.rows();
     let range = slab(rows, ranks.rank(), ranks.size());
-    let config = &rank_config(config, ranks.local_rank());
+    let visible = if method.needs_gpu() {
+        spdnn_cuda::device_count().unwrap_or(0)
+    } else {
+        0
+    };
+    let config = &rank_config(config, ranks.local_rank(), visible);
     let settings: MemorySettings = config.options.get();
     let own_gpus: Vec<u32> = settings.gpus.iter().map(|&o| o as u32).collect();
     let slab_input = Input {
@@ -179,19 +184,18 @@ pub fn execute_ranked(
 }
 
 /// A rank's run configuration: when the run names no GPUs (`--gpus`) and the rank sees
-/// some, it takes one of its own, [`rank_gpu`] of its host-local rank (one rank per GPU
-/// under `mpirun -np <GPUs>`); otherwise the configuration as given (every rank then runs
-/// on the GPUs `--gpus` names, and CPU methods read no GPU).
-fn rank_config(config: &RunConfig, local_rank: usize) -> RunConfig {
+/// `visible` GPUs (0 for a CPU method), it takes one of its own, [`rank_gpu`] of its
+/// host-local rank (one rank per GPU under `mpirun -np <GPUs>`); otherwise the
+/// configuration as given (every rank then runs on the GPUs `--gpus` names).
+fn rank_config(config: &RunConfig, local_rank: usize, visible: usize) -> RunConfig {
     let mut config = config.clone();
     let settings: MemorySettings = config.options.get();
-    if settings.gpus.is_empty() {
-        let visible = spdnn_cuda::device_count().unwrap_or(0);
-        if let Some(ordinal) = rank_gpu(local_rank, visible) {
-            config
-                .options
-                .edit::<MemorySettings>(|memory| memory.gpus = vec![ordinal]);
-        }
+    if settings.gpus.is_empty()
+        && let Some(ordinal) = rank_gpu(local_rank, visible)
+    {
+        config
+            .options
+            .edit::<MemorySettings>(|memory| memory.gpus = vec![ordinal]);
     }
     config
 }
@@ -224,18 +228,23 @@ mod tests {
 
     #[test]
     fn a_rank_takes_its_own_gpu_unless_the_run_names_them() {
-        let visible = spdnn_cuda::device_count().unwrap_or(0);
-        for local in 0..3 {
-            let chosen: MemorySettings = rank_config(&RunConfig::default(), local).options.get();
-            let expected: Vec<usize> = rank_gpu(local, visible).into_iter().collect();
-            assert_eq!(chosen.gpus, expected, "local rank {local}, {visible} GPUs");
-        }
+        let gpus_of = |config: &RunConfig, local: usize, visible: usize| {
+            rank_config(config, local, visible)
+                .options
+                .get::<MemorySettings>()
+                .gpus
+        };
+        let plain = RunConfig::default();
+        let four: Vec<Vec<usize>> = (0..4).map(|local| gpus_of(&plain, local, 4)).collect();
+        assert_eq!(four, [[0], [1], [2], [3]]);
+        assert_eq!(gpus_of(&plain, 3, 2), [1]);
+        // No GPU seen (a CPU method, or no driver): the options stay as given.
+        assert!(gpus_of(&plain, 1, 0).is_empty());
         let mut named = RunConfig::default();
         named
             .options
             .edit::<MemorySettings>(|memory| memory.gpus = vec![1, 1]);
-        let kept: MemorySettings = rank_config(&named, 2).options.get();
-        assert_eq!(kept.gpus, [1, 1]);
+        assert_eq!(gpus_of(&named, 2, 4), [1, 1]);
     }
 
     #[test]
