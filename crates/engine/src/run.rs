@@ -95,8 +95,13 @@ pub fn execute_ranked(
         0
     };
     let config = &rank_config(config, ranks.local_rank(), visible);
+    // The GPUs this rank ran on, for the report (none for a CPU method).
     let settings: MemorySettings = config.options.get();
-    let own_gpus: Vec<u32> = settings.gpus.iter().map(|&o| o as u32).collect();
+    let own_gpus: Vec<u32> = if method.needs_gpu() {
+        settings.gpus.iter().map(|&o| o as u32).collect()
+    } else {
+        Vec::new()
+    };
     let slab_input = Input {
         features: problem.input.features.rows_slice(range),
         origin: problem.input.origin.clone(),
