@@ -46,10 +46,23 @@ pub struct Execution {
     pub categories: Vec<u32>,
 }
 
-/// Runs `method` on `problem` and checks it against `truth` when given.
-///
-/// A truth computed on fewer rows than were run (`truth.rows`) is compared with the
-/// categories among those rows only.
+/// `found` (1-based rows of a run over `rows` rows) against `truth` on the rows both cover:
+/// a truth of fewer rows than were run is compared with the categories among its rows
+/// only, and a run of fewer rows than the truth covers (the CPU on a slice) with the
+/// truth's categories among the rows run.
+fn check_rows(found: &[u32], truth: &Truth, rows: usize) -> CategoryCheck {
+    let covered = truth.rows.min(rows);
+    let found: Vec<u32> = found
+        .iter()
+        .copied()
+        .filter(|&r| (r as usize) <= covered)
+        .collect();
+    let expected = truth.restricted(covered);
+    CategoryCheck::compare(&found, &expected.categories, &truth.source)
+}
+
+/// Runs `method` on `problem` and checks it against `truth` when given, on the rows both
+/// cover ([`check_rows`]).
 pub fn execute(
     method: &dyn Method,
     benchmark: &Benchmark,
@@ -58,15 +71,7 @@ pub fn execute(
     truth: Option<&Truth>,
 ) -> Result<Execution> {
     let output = method.run(problem, config)?;
-    let check = truth.map(|t| {
-        let found: Vec<u32> = output
-            .categories
-            .iter()
-            .copied()
-            .filter(|&r| (r as usize) <= t.rows)
-            .collect();
-        CategoryCheck::compare(&found, &t.categories, &t.source)
-    });
+    let check = truth.map(|t| check_rows(&output.categories, t, problem.input.rows()));
     let report = RunReport::new(method.name(), benchmark, &output, check);
     Ok(Execution {
         report,
@@ -172,15 +177,7 @@ pub fn execute_ranked(
             .found
             .insert("rank gpus".into(), serde_json::json!(per_rank.join(",")));
     }
-    let check = truth.map(|t| {
-        let found: Vec<u32> = output
-            .categories
-            .iter()
-            .copied()
-            .filter(|&r| (r as usize) <= t.rows)
-            .collect();
-        CategoryCheck::compare(&found, &t.categories, &t.source)
-    });
+    let check = truth.map(|t| check_rows(&output.categories, t, rows));
     let report = RunReport::new(method.name(), benchmark, &output, check);
     Ok(Some(Execution {
         report,
@@ -229,6 +226,23 @@ mod tests {
         assert!(xy.glare.is_none() && snicit.glare.is_none());
         assert!(snicit.xy.glare.is_none());
         assert_eq!(RunConfig::default().options, options);
+    }
+
+    #[test]
+    fn the_check_covers_the_rows_both_the_run_and_the_truth_cover() {
+        let truth = Truth {
+            categories: vec![2, 5, 9],
+            source: "t".into(),
+            rows: 10,
+        };
+        // A run of the first 6 rows (the CPU on a slice) is checked on those rows.
+        assert!(check_rows(&[2, 5], &truth, 6).matched);
+        assert!(!check_rows(&[2], &truth, 6).matched);
+        assert_eq!(check_rows(&[2], &truth, 6).missing, [5]);
+        // A truth of 10 rows checks only its rows of a longer run.
+        assert!(check_rows(&[2, 5, 9, 12], &truth, 20).matched);
+        // A row the truth does not have, among the rows run, is extra.
+        assert_eq!(check_rows(&[2, 5, 6], &truth, 8).extra, [6]);
     }
 
     #[test]
