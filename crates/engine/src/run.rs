@@ -94,19 +94,16 @@ pub fn execute_ranked(
 ) -> Result<Option<Execution>> {
     let rows = problem.input.rows();
     let range = slab(rows, ranks.rank(), ranks.size());
-    let visible = if method.needs_gpu() {
-        spdnn_cuda::device_count().unwrap_or(0)
+    // A GPU method's rank takes a GPU of its own; the GPUs it ran on go into the report.
+    let (config, own_gpus) = if method.needs_gpu() {
+        let config = rank_config(config, ranks.local_rank(), crate::gpu_count());
+        let settings: MemorySettings = config.options.get();
+        let own: Vec<u32> = settings.gpus.iter().map(|&o| o as u32).collect();
+        (config, own)
     } else {
-        0
+        (config.clone(), Vec::new())
     };
-    let config = &rank_config(config, ranks.local_rank(), visible);
-    // The GPUs this rank ran on, for the report (none for a CPU method).
-    let settings: MemorySettings = config.options.get();
-    let own_gpus: Vec<u32> = if method.needs_gpu() {
-        settings.gpus.iter().map(|&o| o as u32).collect()
-    } else {
-        Vec::new()
-    };
+    let config = &config;
     let slab_input = Input {
         features: problem.input.features.rows_slice(range),
         origin: problem.input.origin.clone(),
@@ -185,8 +182,8 @@ pub fn execute_ranked(
     }))
 }
 
-/// A rank's run configuration: when the run names no GPUs (`--gpus`) and the rank sees
-/// `visible` GPUs (0 for a CPU method), it takes one of its own, [`rank_gpu`] of its
+/// A GPU method's rank configuration: when the run names no GPUs (`--gpus`) and the rank
+/// sees `visible` GPUs, it takes one of its own, [`rank_gpu`] of its
 /// host-local rank (one rank per GPU under `mpirun -np <GPUs>`); otherwise the
 /// configuration as given (every rank then runs on the GPUs `--gpus` names).
 fn rank_config(config: &RunConfig, local_rank: usize, visible: usize) -> RunConfig {
@@ -257,7 +254,7 @@ mod tests {
         let four: Vec<Vec<usize>> = (0..4).map(|local| gpus_of(&plain, local, 4)).collect();
         assert_eq!(four, [[0], [1], [2], [3]]);
         assert_eq!(gpus_of(&plain, 3, 2), [1]);
-        // No GPU seen (a CPU method, or no driver): the options stay as given.
+        // No GPU seen (no driver): the options stay as given.
         assert!(gpus_of(&plain, 1, 0).is_empty());
         let mut named = RunConfig::default();
         named
