@@ -650,7 +650,7 @@ __device__ __forceinline__ void bd_copy_back(float* cur, const float* next, unsi
 // b at b · 2 · tile_max · stride floats).
 template <unsigned int THREADS, unsigned int PLACE>
 __device__ __forceinline__ void bd_chain(
-    const unsigned int* __restrict__ desc, const float* __restrict__ dense, const uint2* __restrict__ ell,
+    BdTile& tile, const unsigned int* __restrict__ desc, const float* __restrict__ dense, const uint2* __restrict__ ell,
     const unsigned int* __restrict__ group_starts, const unsigned int* __restrict__ w1_offsets,
     const uint2* __restrict__ w1_entries, const unsigned int* __restrict__ x_offsets,
     const unsigned int* __restrict__ x_cols, const float* __restrict__ x_vals, unsigned int x_rows,
@@ -661,7 +661,6 @@ __device__ __forceinline__ void bd_chain(
     unsigned char* __restrict__ state, float* __restrict__ out, float bias, const float* __restrict__ biases,
     unsigned int bias_stride, float upper, unsigned int suffix_start, unsigned int tile_max, unsigned int stride,
     float* scratch, unsigned int exact_items) {
-    __shared__ BdTile tile;
     extern __shared__ float4 bd_dynamic[];
     float* buffer0;
     float* buffer1;
@@ -769,32 +768,318 @@ __device__ __forceinline__ void bd_chain(
         carry_out_count, carry_out_stride, queue, state, out, bias, biases, bias_stride, upper, suffix_start,       \
         tile_max, stride, scratch, exact_items
 
+// ---- The spread tail: a launch whose few rows are spread over the whole grid ----
+//
+// With few rows a launch's blocks each carry a tile of 1–2 rows through every layer, and each
+// layer's weights stream through one SM: the launch lasts one block's chain (about 15 µs a
+// layer at N = 65536) however few the rows. The spread instances instead run the launch's
+// layers one at a time over the whole grid (a cooperative launch; a grid-wide barrier after
+// each layer). Per layer the live rows are cut into `chunks` of at most tile_max rows and
+// each chunk's output groups into `slices`, one (chunk, slice) unit a block: the block
+// copies its chunk's rows into shared memory, runs the exact items of its slice's output
+// groups (the same sums in the same order as bd_chain: bit for bit the same values), and
+// writes its slice of each output row to global memory (two buffers of gridDim.x · tile_max
+// rows, alternating by layer), with one flag word a row per layer saying whether any output
+// was nonzero or off the bound. After the barrier every block ranks the rows still live from
+// those flags (the same order everywhere), block 0 writes the states of the rows that
+// finished. A launch that starts with more rows than gridDim.x · tile_max runs bd_chain.
+
+// Flag bits of a row after a layer (atomicOr by every slice of the row).
+#define BD_SPREAD_COMPUTED 4u
+#define BD_SPREAD_NONZERO 1u
+#define BD_SPREAD_OFF_BOUND 2u
+
+// Grid-wide barrier of a cooperative launch (every block resident): each block adds one to
+// *arrived per call (zeroed before the launch) and waits until all have, `round` counting
+// this block's calls. The fences publish the block's global writes before it arrives and
+// order its later reads after the others' writes.
+__device__ __forceinline__ void bd_grid_sync(unsigned int* arrived, unsigned int& round) {
+    __syncthreads();
+    round += 1u;
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(arrived, 1u);
+        const unsigned int target = round * gridDim.x;
+        while (*reinterpret_cast<volatile unsigned int*>(arrived) < target) {
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+// Whether a row is live after `done` layers from its flag word (bd_retire's rule).
+__device__ __forceinline__ bool bd_spread_live(unsigned int word, unsigned int done, unsigned int suffix_start) {
+    const bool nonzero = (word & BD_SPREAD_NONZERO) != 0u;
+    const bool at_bound = (word & BD_SPREAD_OFF_BOUND) == 0u;
+    return (word & BD_SPREAD_COMPUTED) != 0u && nonzero && !(at_bound && done >= suffix_start);
+}
+
+// Ranks the rows live after `done` layers (positions 0..count-1 of the launch's list, in
+// order): visit(position, rank) for each; block 0 also writes the state of each row that the
+// last layer finished (unless state is nullptr). Every thread of the block calls it; returns
+// the live count.
+template <unsigned int THREADS, typename Visit>
+__device__ __forceinline__ unsigned int bd_spread_rank(const unsigned int* flags, unsigned int count,
+                                                       unsigned int done, unsigned int suffix_start,
+                                                       const unsigned int* __restrict__ ids,
+                                                       unsigned char* __restrict__ state, BdTile& tile,
+                                                       Visit visit) {
+    constexpr unsigned int warps = THREADS / SPDNN_WARP_SIZE;
+    const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    unsigned int before = 0;
+    for (unsigned int p0 = 0; p0 < count; p0 += THREADS) {
+        const unsigned int p = p0 + threadIdx.x;
+        const unsigned int word = p < count ? __ldcg(flags + p) : 0u;
+        const bool live = bd_spread_live(word, done, suffix_start);
+        if (state != nullptr && blockIdx.x == 0 && !live && (word & BD_SPREAD_COMPUTED) != 0u) {
+            state[ids[p]] = (word & BD_SPREAD_NONZERO) != 0u ? BD_STATE_BOUND : BD_STATE_ZERO;
+        }
+        const unsigned int mask = __ballot_sync(SPDNN_FULL_MASK, live);
+        if (lane == 0) {
+            tile.starts[warp] = __popc(mask);
+        }
+        __syncthreads();
+        unsigned int offset = before;
+        unsigned int total = 0;
+        for (unsigned int w = 0; w < warps; ++w) {
+            const unsigned int n = tile.starts[w];
+            offset += w < warp ? n : 0u;
+            total += n;
+        }
+        if (live) {
+            visit(p, offset + __popc(mask & ((1u << lane) - 1u)));
+        }
+        before += total;
+        __syncthreads();
+    }
+    return before;
+}
+
+// The block's rows: positions of the live ranks lo .. hi-1 into tile.ids (tile.live the
+// identity), from the flags after `done` layers, or (flags == nullptr, the launch's first
+// layer, every row live) the ranks themselves.
+template <unsigned int THREADS>
+__device__ __forceinline__ void bd_spread_take(const unsigned int* flags, unsigned int count, unsigned int done,
+                                               unsigned int suffix_start, unsigned int lo, unsigned int hi,
+                                               BdTile& tile) {
+    if (flags == nullptr) {
+        for (unsigned int r = threadIdx.x; r < hi - lo; r += THREADS) {
+            tile.ids[r] = lo + r;
+        }
+    } else {
+        // States were written by the counting pass; none here.
+        bd_spread_rank<THREADS>(flags, count, done, suffix_start, nullptr, nullptr, tile,
+                                [&](unsigned int p, unsigned int rank) {
+                                    if (rank >= lo && rank < hi) {
+                                        tile.ids[rank - lo] = p;
+                                    }
+                                });
+    }
+    for (unsigned int r = threadIdx.x; r < hi - lo; r += THREADS) {
+        tile.live[r] = r;
+    }
+    __syncthreads();
+}
+
+template <unsigned int THREADS>
+__device__ __forceinline__ void bd_spread(BdTile& tile, BD_CHAIN_PARAMS, float* __restrict__ spread_vals,
+                                          unsigned int* __restrict__ spread_flags, unsigned int* arrived) {
+    constexpr unsigned int warps = THREADS / SPDNN_WARP_SIZE;
+    const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int capacity = gridDim.x * tile_max;
+    const unsigned int count = *carry_in_count;
+    if (first == 0 || count > capacity) {
+        bd_chain<THREADS, BD_PLACE_SHARED>(tile, BD_CHAIN_ARGS);
+        return;
+    }
+    extern __shared__ float4 bd_dynamic[];
+    float* cur = reinterpret_cast<float*>(bd_dynamic);
+    float* next = cur + tile_max * stride;
+    unsigned int round = 0;
+    for (unsigned int i = blockIdx.x * THREADS + threadIdx.x; i < 3u * capacity; i += gridDim.x * THREADS) {
+        spread_flags[i] = 0u;
+    }
+    bd_grid_sync(arrived, round);
+
+    unsigned int live = count;
+    unsigned int l = first;
+    for (;;) {
+        // Flags of layer l live in array l % 3: block 0 clears array (l + 1) % 3, last read by
+        // the ranking at the start of layer l - 1, before the barrier that ended it.
+        const unsigned int* done_flags = l > first ? spread_flags + ((l - 1u) % 3u) * capacity : nullptr;
+        if (l > first) {
+            live = bd_spread_rank<THREADS>(done_flags, count, l, suffix_start, carry_in_ids, state, tile,
+                                           [](unsigned int, unsigned int) {});
+        }
+        if (l == end || live == 0u) {
+            break;
+        }
+        if (blockIdx.x == 0) {
+            unsigned int* stale = spread_flags + ((l + 1u) % 3u) * capacity;
+            for (unsigned int i = threadIdx.x; i < count; i += THREADS) {
+                stale[i] = 0u;
+            }
+        }
+        const BdLayer layer = bd_layer_at(desc, l);
+        const unsigned int k = l - first;
+        const float* src = k == 0 ? carry_in_vals : spread_vals + (unsigned long long)((k - 1u) % 2u) * capacity * stride;
+        const unsigned int src_stride = k == 0 ? carry_in_stride : stride;
+        float* dst = spread_vals + (unsigned long long)(k % 2u) * capacity * stride;
+        unsigned int* flags = spread_flags + (l % 3u) * capacity;
+
+        const unsigned int chunks = (live + tile_max - 1u) / tile_max;
+        const unsigned int chunk_rows = (live + chunks - 1u) / chunks;
+        const unsigned int groups = (layer.out_width + 31u) / 32u;
+        const unsigned int slices = min(groups, max(1u, gridDim.x / chunks));
+        if (blockIdx.x < chunks * slices) {
+            const unsigned int chunk = blockIdx.x / slices;
+            const unsigned int slice = blockIdx.x % slices;
+            const unsigned int lo = min(live, chunk * chunk_rows);
+            const unsigned int n = min(live, lo + chunk_rows) - lo;
+            bd_spread_take<THREADS>(done_flags, count, l, suffix_start, lo, lo + n, tile);
+            // The chunk's input rows into shared memory (their padded width: dense steps read
+            // up to it, and it is zero past the real inputs).
+            const unsigned int vectors = bd_round32(layer.in_width) / 4u;
+            for (unsigned int i = threadIdx.x; i < n * vectors; i += THREADS) {
+                const unsigned int r = i / vectors;
+                const unsigned int q = i - r * vectors;
+                const float4* from =
+                    reinterpret_cast<const float4*>(src + (unsigned long long)tile.ids[r] * src_stride);
+                reinterpret_cast<float4*>(cur + r * stride)[q] = __ldcg(from + q);
+            }
+            __syncthreads();
+            const unsigned int g0 = slice * groups / slices;
+            const unsigned int g1 = (slice + 1u) * groups / slices;
+            const unsigned int width = g1 - g0;
+            const unsigned int items = width * ((n + BD_ROWS - 1u) / BD_ROWS);
+            for (unsigned int i = warp; i < items; i += warps) {
+                const unsigned int g = g0 + i % width;
+                const unsigned int first_row = (i / width) * BD_ROWS;
+                bd_item_rows<BD_ROWS>(min((unsigned int)BD_ROWS, n - first_row), layer, l, g, g * 32u + lane,
+                                      first_row, cur, next, stride, tile, dense, ell, group_starts, bias, biases,
+                                      bias_stride, upper);
+            }
+            __syncthreads();
+            // The slice of each output row to global memory, and its flags.
+            for (unsigned int r = warp; r < n; r += warps) {
+                const unsigned int p = tile.ids[r];
+                bool nonzero = false;
+                bool off_bound = false;
+                for (unsigned int c = g0 * 32u + lane; c < g1 * 32u; c += SPDNN_WARP_SIZE) {
+                    const float v = next[r * stride + c];
+                    __stcg(dst + (unsigned long long)p * stride + c, v);
+                    if (c < layer.out_width) {
+                        nonzero |= v != 0.0f;
+                        off_bound |= v != upper;
+                    }
+                }
+                nonzero = __any_sync(SPDNN_FULL_MASK, nonzero);
+                off_bound = __any_sync(SPDNN_FULL_MASK, off_bound);
+                if (lane == 0) {
+                    atomicOr(flags + p, BD_SPREAD_COMPUTED | (nonzero ? BD_SPREAD_NONZERO : 0u) |
+                                            (off_bound ? BD_SPREAD_OFF_BOUND : 0u));
+                }
+            }
+        }
+        bd_grid_sync(arrived, round);
+        ++l;
+    }
+
+    // The rows live after layer l - 1 (the last computed): block b takes ranks b·q .. b·q+q-1
+    // and appends them to the next launch's list at their ranks, or writes their final values.
+    if (live == 0u) {
+        return;
+    }
+    const float* vals = spread_vals + (unsigned long long)((l - first - 1u) % 2u) * capacity * stride;
+    const unsigned int share = (live + gridDim.x - 1u) / gridDim.x;
+    const unsigned int lo = min(live, blockIdx.x * share);
+    const unsigned int n = min(live, lo + share) - lo;
+    if (carry_out_stride != 0u && blockIdx.x == 0 && threadIdx.x == 0) {
+        *carry_out_count = live;
+    }
+    if (n == 0u) {
+        return;
+    }
+    bd_spread_take<THREADS>(spread_flags + ((l - 1u) % 3u) * capacity, count, l, suffix_start, lo, lo + n, tile);
+    if (carry_out_stride != 0u) {
+        for (unsigned int r = threadIdx.x; r < n; r += THREADS) {
+            carry_out_ids[lo + r] = carry_in_ids[tile.ids[r]];
+        }
+        const unsigned int vectors = carry_out_stride / 4u;
+        for (unsigned int i = threadIdx.x; i < n * vectors; i += THREADS) {
+            const unsigned int r = i / vectors;
+            const unsigned int q = i - r * vectors;
+            const float4* from = reinterpret_cast<const float4*>(vals + (unsigned long long)tile.ids[r] * stride);
+            reinterpret_cast<float4*>(carry_out_vals + (unsigned long long)(lo + r) * carry_out_stride)[q] =
+                __ldcg(from + q);
+        }
+    } else {
+        const unsigned int out_width = bd_layer_at(desc, end - 1u).out_width;
+        for (unsigned int r = warp; r < n; r += warps) {
+            const unsigned int id = carry_in_ids[tile.ids[r]];
+            const float* row = vals + (unsigned long long)tile.ids[r] * stride;
+            float* to = out + (unsigned long long)id * out_width;
+            for (unsigned int c = lane; c < out_width; c += SPDNN_WARP_SIZE) {
+                to[c] = __ldcg(row + c);
+            }
+            if (lane == 0) {
+                state[id] = BD_STATE_LIVE;
+            }
+        }
+    }
+}
+
+#define BD_SPREAD_PARAMS                                                                                            \
+    BD_CHAIN_PARAMS, float *__restrict__ spread_vals, unsigned int *__restrict__ spread_flags, unsigned int *arrived
+
 // Launch: grid = the blocks resident on the device (SMs × occupancy; persistent, tiles from the queue), block BD_THREADS,
 // dynamic shared 2 · tile_max · stride floats (the tile's two buffers).
 extern "C" __global__ void __launch_bounds__(BD_THREADS) bd_chain_shared(BD_CHAIN_PARAMS) {
-    bd_chain<BD_THREADS, BD_PLACE_SHARED>(BD_CHAIN_ARGS);
+    __shared__ BdTile tile;
+    bd_chain<BD_THREADS, BD_PLACE_SHARED>(tile, BD_CHAIN_ARGS);
 }
 
 // Launch: grid = the blocks resident on the device (one an SM; persistent, tiles from the queue), block BD_THREADS_WIDE,
 // dynamic shared 2 · tile_max · stride floats (the tile's two buffers).
 extern "C" __global__ void __launch_bounds__(BD_THREADS_WIDE) bd_chain_shared_wide(BD_CHAIN_PARAMS) {
-    bd_chain<BD_THREADS_WIDE, BD_PLACE_SHARED>(BD_CHAIN_ARGS);
+    __shared__ BdTile tile;
+    bd_chain<BD_THREADS_WIDE, BD_PLACE_SHARED>(tile, BD_CHAIN_ARGS);
 }
 
 // Launch: grid = the blocks resident on the device (SMs × occupancy; persistent, tiles from the queue), block BD_THREADS,
 // dynamic shared tile_max · stride floats (the layer's input rows); its outputs in scratch (grid · tile_max · stride floats).
 extern "C" __global__ void __launch_bounds__(BD_THREADS) bd_chain_split(BD_CHAIN_PARAMS) {
-    bd_chain<BD_THREADS, BD_PLACE_SPLIT>(BD_CHAIN_ARGS);
+    __shared__ BdTile tile;
+    bd_chain<BD_THREADS, BD_PLACE_SPLIT>(tile, BD_CHAIN_ARGS);
 }
 
 // Launch: grid = the blocks resident on the device (one an SM; persistent, tiles from the queue), block BD_THREADS_WIDE,
 // dynamic shared tile_max · stride floats (the layer's input rows); its outputs in scratch (grid · tile_max · stride floats).
 extern "C" __global__ void __launch_bounds__(BD_THREADS_WIDE) bd_chain_split_wide(BD_CHAIN_PARAMS) {
-    bd_chain<BD_THREADS_WIDE, BD_PLACE_SPLIT>(BD_CHAIN_ARGS);
+    __shared__ BdTile tile;
+    bd_chain<BD_THREADS_WIDE, BD_PLACE_SPLIT>(tile, BD_CHAIN_ARGS);
 }
 
 // Launch: grid = the blocks resident on the device (SMs × occupancy; persistent, tiles from the queue), block BD_THREADS,
 // static shared bookkeeping only: the tile's two buffers lie in scratch (grid · 2 · tile_max · stride floats).
 extern "C" __global__ void __launch_bounds__(BD_THREADS) bd_chain_global(BD_CHAIN_PARAMS) {
-    bd_chain<BD_THREADS, BD_PLACE_GLOBAL>(BD_CHAIN_ARGS);
+    __shared__ BdTile tile;
+    bd_chain<BD_THREADS, BD_PLACE_GLOBAL>(tile, BD_CHAIN_ARGS);
+}
+
+// Launch: cooperative, grid = the blocks resident on the device (SMs × occupancy), block BD_THREADS, dynamic shared
+// 2 · tile_max · stride floats (a chunk's rows and their outputs; bd_chain's tile when the launch has more rows than
+// grid · tile_max); spread_vals 2 · grid · tile_max · stride floats, spread_flags 3 · grid · tile_max words.
+extern "C" __global__ void __launch_bounds__(BD_THREADS) bd_spread_chain(BD_SPREAD_PARAMS) {
+    __shared__ BdTile tile;
+    bd_spread<BD_THREADS>(tile, BD_CHAIN_ARGS, spread_vals, spread_flags, arrived);
+}
+
+// Launch: cooperative, grid = the blocks resident on the device (one an SM), block BD_THREADS_WIDE,
+// dynamic shared 2 · tile_max · stride floats; global buffers as bd_spread_chain's.
+extern "C" __global__ void __launch_bounds__(BD_THREADS_WIDE) bd_spread_chain_wide(BD_SPREAD_PARAMS) {
+    __shared__ BdTile tile;
+    bd_spread<BD_THREADS_WIDE>(tile, BD_CHAIN_ARGS, spread_vals, spread_flags, arrived);
 }

@@ -9,10 +9,10 @@ use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, PushKern
 use spdnn_formats::{Csr, SparseMatrix};
 
 use crate::layout::{Layout, WARP};
-use crate::plan::{self, Items, Limits, MAX_TILE, Placement, Segment};
+use crate::plan::{self, Items, Limits, MAX_TILE, Placement, Segment, Spread};
 use crate::{
     Bias, BlockDependOptions, CHAIN_GLOBAL, CHAIN_SHARED, CHAIN_SHARED_WIDE, CHAIN_SPLIT,
-    CHAIN_SPLIT_WIDE, Chain, Compression, Expansion, Retire,
+    CHAIN_SPLIT_WIDE, Chain, Compression, Expansion, Retire, SPREAD_CHAIN, SPREAD_CHAIN_WIDE,
 };
 
 /// Stage names of the profiled run: one per launch, in order (a chain cut more often than
@@ -54,35 +54,41 @@ fn invalid(message: impl std::fmt::Display) -> CudaError {
     CudaError::InvalidArgument(format!("blockdepend: {message}"))
 }
 
-/// The fused kernel's five instances.
+/// The fused kernel's seven instances.
 struct Kernels {
     shared: Kernel,
     shared_wide: Kernel,
     split: Kernel,
     split_wide: Kernel,
     global: Kernel,
+    spread: Kernel,
+    spread_wide: Kernel,
 }
 
 impl Kernels {
     /// The instance a segment runs.
     fn of(&self, segment: &Segment) -> &Kernel {
         let wide = segment.threads == plan::THREADS_WIDE;
-        match (segment.placement, wide) {
-            (Placement::Global, _) => &self.global,
-            (Placement::Shared, true) => &self.shared_wide,
-            (Placement::Shared, false) => &self.shared,
-            (Placement::Split, true) => &self.split_wide,
-            (Placement::Split, false) => &self.split,
+        match (segment.placement, wide, segment.spread) {
+            (Placement::Global, _, _) => &self.global,
+            (Placement::Shared, true, Spread::Spread) => &self.spread_wide,
+            (Placement::Shared, false, Spread::Spread) => &self.spread,
+            (Placement::Shared, true, Spread::Tiles) => &self.shared_wide,
+            (Placement::Shared, false, Spread::Tiles) => &self.shared,
+            (Placement::Split, true, _) => &self.split_wide,
+            (Placement::Split, false, _) => &self.split,
         }
     }
 
     /// The instances that take dynamic shared memory.
-    fn with_shared(&self) -> [&Kernel; 4] {
+    fn with_shared(&self) -> [&Kernel; 6] {
         [
             &self.shared,
             &self.shared_wide,
             &self.split,
             &self.split_wide,
+            &self.spread,
+            &self.spread_wide,
         ]
     }
 }
@@ -92,6 +98,17 @@ struct Launch {
     segment: Segment,
     /// Blocks of the persistent grid.
     grid: u32,
+}
+
+impl Launch {
+    /// Rows a spread launch runs spread (more run as tiles): a chunk of at most a tile a
+    /// block.
+    fn spread_rows(&self) -> usize {
+        match self.segment.spread {
+            Spread::Spread => self.grid as usize * self.segment.tile,
+            Spread::Tiles => 0,
+        }
+    }
 }
 
 /// What a launch asked of the device, for the message when the driver refuses it.
@@ -176,9 +193,14 @@ pub(crate) struct BdRun<'g> {
     out_width: usize,
     carry_ids: [DeviceBuffer<u32>; 2],
     carry_vals: [DeviceBuffer<f32>; 2],
-    /// `[queue of each launch | rows entering each launch]`.
+    /// `[queue of each launch | rows entering each launch (and one more: the rows the last
+    /// one appends) | barrier of each launch]`.
     counters: DeviceBuffer<u32>,
     scratch: DeviceBuffer<f32>,
+    /// The spread launches' two buffers of rows (`2 · spread_rows · stride` floats) and their
+    /// flag words (`3 · spread_rows`).
+    spread_vals: DeviceBuffer<f32>,
+    spread_flags: DeviceBuffer<u32>,
     bias: f32,
     /// Floats per layer of the per-neuron biases (0: the scalar `bias` for every neuron).
     bias_stride: u32,
@@ -234,6 +256,8 @@ impl<'g> BdRun<'g> {
             split: gpu.kernel(&CHAIN_SPLIT)?,
             split_wide: gpu.kernel(&CHAIN_SPLIT_WIDE)?,
             global: gpu.kernel(&CHAIN_GLOBAL)?,
+            spread: gpu.kernel(&SPREAD_CHAIN)?,
+            spread_wide: gpu.kernel(&SPREAD_CHAIN_WIDE)?,
         };
         let static_shared = kernels
             .shared
@@ -261,6 +285,7 @@ impl<'g> BdRun<'g> {
         )
         .map_err(invalid)?;
         plan::choose_items(&mut segments, options.items);
+        plan::choose_spread(&mut segments, options.spread);
         let preprocess_ms = started.elapsed().as_secs_f64() * 1e3;
 
         let capacity = rows.max(1);
@@ -344,10 +369,17 @@ impl<'g> BdRun<'g> {
                 }
                 scratch_floats = scratch_floats.max(grid * segment.scratch_floats());
             }
-            launches.push(Launch {
+            let mut launch = Launch {
                 segment,
                 grid: grid.clamp(1, i32::MAX as usize) as u32,
-            });
+            };
+            // The spread buffers take a share of the free memory too; a launch whose buffers
+            // would not fit runs its tiles.
+            let spread_floats = 2 * launch.spread_rows() * launch.segment.stride;
+            if spread_floats > free / SCRATCH_SHARE / 4 {
+                launch.segment.spread = Spread::Tiles;
+            }
+            launches.push(launch);
         }
 
         let weights = |e| resident_error(e, "every layer's weights");
@@ -379,6 +411,12 @@ impl<'g> BdRun<'g> {
                 .map_err(|e| resident_error(e, what))
         };
         let launch_count = launches.len();
+        let spread_rows = launches.iter().map(Launch::spread_rows).max().unwrap_or(0);
+        let spread_floats = launches
+            .iter()
+            .map(|l| 2 * l.spread_rows() * l.segment.stride)
+            .max()
+            .unwrap_or(0);
         let mut run = Self {
             gpu,
             launches,
@@ -403,8 +441,10 @@ impl<'g> BdRun<'g> {
                     "the rows carried between launches",
                 )?,
             ],
-            counters: gpu.alloc_zeros::<u32>(2 * launch_count + 1)?,
+            counters: gpu.alloc_zeros::<u32>(3 * launch_count + 1)?,
             scratch: alloc_f32(scratch_floats, "the tiles in global memory")?,
+            spread_vals: alloc_f32(spread_floats, "the spread launches' rows")?,
+            spread_flags: gpu.alloc_zeros::<u32>((3 * spread_rows).max(1))?,
             bias: chain.bias,
             bias_stride: layout.bias_stride as u32,
             upper: chain.upper,
@@ -452,9 +492,13 @@ impl<'g> BdRun<'g> {
             .iter()
             .map(|l| {
                 format!(
-                    "{}:{}×{}@{}x{}",
+                    "{}:{}{}×{}@{}x{}",
                     l.segment.label(),
                     l.segment.placement.name(),
+                    match l.segment.spread {
+                        Spread::Spread => "+spread",
+                        Spread::Tiles => "",
+                    },
                     l.segment.tile,
                     l.grid,
                     l.segment.threads
@@ -499,29 +543,44 @@ impl<'g> BdRun<'g> {
                     .join(" "),
             ),
             (
+                "spread_rows".into(),
+                self.launches
+                    .iter()
+                    .filter(|l| l.segment.spread == Spread::Spread)
+                    .map(|l| format!("{}:{}", l.segment.label(), l.spread_rows()))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            (
                 "path".into(),
                 plan::path(&self.launches.iter().map(|l| l.segment).collect::<Vec<_>>()),
             ),
             (
                 "registers".into(),
                 format!(
-                    "shared {} / wide {} / split {} / split wide {} / global {}",
+                    "shared {} / wide {} / split {} / split wide {} / global {} / spread {} / \
+                     spread wide {}",
                     regs(&self.kernels.shared),
                     regs(&self.kernels.shared_wide),
                     regs(&self.kernels.split),
                     regs(&self.kernels.split_wide),
-                    regs(&self.kernels.global)
+                    regs(&self.kernels.global),
+                    regs(&self.kernels.spread),
+                    regs(&self.kernels.spread_wide)
                 ),
             ),
             (
                 "local_bytes".into(),
                 format!(
-                    "shared {} / wide {} / split {} / split wide {} / global {}",
+                    "shared {} / wide {} / split {} / split wide {} / global {} / spread {} / \
+                     spread wide {}",
                     local(&self.kernels.shared),
                     local(&self.kernels.shared_wide),
                     local(&self.kernels.split),
                     local(&self.kernels.split_wide),
-                    local(&self.kernels.global)
+                    local(&self.kernels.global),
+                    local(&self.kernels.spread),
+                    local(&self.kernels.spread_wide)
                 ),
             ),
             (
@@ -555,8 +614,10 @@ impl<'g> BdRun<'g> {
             .as_ref()
             .ok_or_else(|| invalid("run before load"))?;
         let count = self.launches.len();
-        let (queues, mut entered) = self.counters.split_at_mut(count);
+        let (queues, mut rest) = self.counters.split_at_mut(count);
         let queue = queues.slice(index..index + 1);
+        let (mut entered, barriers) = rest.split_at_mut(count + 1);
+        let barrier = barriers.slice(index..index + 1);
         let (entered_in, entered_out) = entered.split_at_mut(index + 1);
         let carry_in_count = entered_in.slice(index..index + 1);
         let carry_out_count = entered_out.slice(0..1);
@@ -611,6 +672,13 @@ impl<'g> BdRun<'g> {
             .arg(&stride)
             .arg(&mut *self.scratch)
             .arg(&exact_items);
+        let spread = segment.spread == Spread::Spread;
+        if spread {
+            builder
+                .arg(&mut *self.spread_vals)
+                .arg(&mut *self.spread_flags)
+                .arg(&barrier);
+        }
         let config = match segment.placement {
             Placement::Shared | Placement::Split => {
                 kernel.config_shared(launch.grid, segment.shared_floats())?
@@ -618,7 +686,14 @@ impl<'g> BdRun<'g> {
             Placement::Global => kernel.config(launch.grid)?,
         };
         let dynamic = config.shared_mem_bytes as usize;
-        unsafe { builder.launch(config) }.map_err(|e| {
+        // A spread launch waits at grid-wide barriers: cooperative, so that the driver refuses
+        // a grid whose blocks could not all be resident instead of letting it hang.
+        let launched = if spread {
+            unsafe { builder.launch_cooperative(config) }
+        } else {
+            unsafe { builder.launch(config) }
+        };
+        launched.map_err(|e| {
             let shape = LaunchShape {
                 index,
                 kernel: kernel.decl().name,
@@ -687,7 +762,8 @@ impl DeviceRun for BdRun<'_> {
             )));
         }
         let counters = self.gpu.download(&*self.counters)?;
-        self.entered = counters[self.launches.len()..].to_vec();
+        let count = self.launches.len();
+        self.entered = counters[count..2 * count + 1].to_vec();
         Ok(states
             .iter()
             .map(|&s| u8::from(s != crate::STATE_ZERO))

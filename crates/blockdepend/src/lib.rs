@@ -48,7 +48,7 @@ use spdnn_formats::{Csr, SparseMatrix};
 
 pub use chain::{Bias, Chain, Compression, Expansion, Retire};
 pub use layout::{Format, FormatChoice, LayerLayout, Layout};
-pub use plan::{ItemChoice, Items, Limits, Placement, PlacementChoice, Segment};
+pub use plan::{ItemChoice, Items, Limits, Placement, PlacementChoice, Segment, SpreadChoice};
 
 /// A row that ended all zero: not a category (`BD_STATE_ZERO`).
 pub const STATE_ZERO: u8 = 0;
@@ -111,6 +111,22 @@ pub const CHAIN_SPLIT_WIDE: KernelDecl = KernelDecl::new(
 pub const CHAIN_GLOBAL: KernelDecl =
     KernelDecl::new(&BLOCKDEPEND, "bd_chain_global", plan::THREADS as u32);
 
+/// `bd_spread_chain`: a launch after the first whose rows are spread over the whole grid,
+/// one layer at a time (a cooperative launch with a grid-wide barrier after each layer; see
+/// [`plan::Spread`]): per layer each block takes a chunk of at most tile rows and a slice of
+/// the output groups. Blocks of [`plan::THREADS`]; grid = the blocks resident on the device;
+/// dynamic shared: two buffers of tile × stride floats (a chunk's rows and their outputs).
+/// A launch with more rows than grid × tile runs `bd_chain_shared`'s loop instead.
+pub const SPREAD_CHAIN: KernelDecl =
+    KernelDecl::new(&BLOCKDEPEND, "bd_spread_chain", plan::THREADS as u32).with_shared_array(4);
+/// `bd_spread_chain_wide`: the same with blocks of [`plan::THREADS_WIDE`].
+pub const SPREAD_CHAIN_WIDE: KernelDecl = KernelDecl::new(
+    &BLOCKDEPEND,
+    "bd_spread_chain_wide",
+    plan::THREADS_WIDE as u32,
+)
+.with_shared_array(4);
+
 /// Every kernel this crate declares, checked against the source by the kernel-table test.
 pub const KERNELS: &[KernelDecl] = &[
     CHAIN_SHARED,
@@ -118,6 +134,8 @@ pub const KERNELS: &[KernelDecl] = &[
     CHAIN_SPLIT,
     CHAIN_SPLIT_WIDE,
     CHAIN_GLOBAL,
+    SPREAD_CHAIN,
+    SPREAD_CHAIN_WIDE,
 ];
 
 /// Tuning of a BlockDepend run. The defaults compress, retire, and take every size from
@@ -141,6 +159,11 @@ pub struct BlockDependOptions {
     /// How the layers' work items run (default: exact items wherever the tile lies in
     /// shared memory; `Predicated`: the previous kernel's items everywhere, for A/B runs).
     pub items: ItemChoice,
+    /// Which launches after the first may spread their rows over the whole grid (default:
+    /// those of wide rows, where one block's chain through the tail's layers is the
+    /// launch's length; `Always`: every launch with its tiles in shared memory and exact
+    /// items, for tests; `Off`: none).
+    pub spread: SpreadChoice,
 }
 
 impl Default for BlockDependOptions {
@@ -153,6 +176,7 @@ impl Default for BlockDependOptions {
             placement: PlacementChoice::Auto,
             format: FormatChoice::Auto,
             items: ItemChoice::Auto,
+            spread: SpreadChoice::Auto,
         }
     }
 }
@@ -302,7 +326,7 @@ mod tests {
         let json = serde_json::to_string(&o).unwrap();
         assert_eq!(
             json,
-            r#"{"compress":true,"retire":true,"tile_rows":null,"cuts":null,"placement":"auto","format":"auto","items":"auto"}"#
+            r#"{"compress":true,"retire":true,"tile_rows":null,"cuts":null,"placement":"auto","format":"auto","items":"auto","spread":"auto"}"#
         );
     }
 

@@ -154,6 +154,55 @@ pub fn choose_items(segments: &mut [Segment], choice: ItemChoice) {
     }
 }
 
+/// Which launches run as a spread tail (`bd_spread_chain`): a launch after the first whose
+/// rows, at run time, are at most grid × tile runs its layers one at a time over the whole
+/// grid, each block a chunk of rows and a slice of the output groups, with a grid-wide
+/// barrier after each layer; with more rows it runs the tiles' loop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpreadChoice {
+    /// Launches of wide rows ([`THREADS_WIDE`] blocks) with their tiles in shared memory
+    /// and exact items: there a tile of one or two rows streams each layer's weights
+    /// through one SM (about 15 µs a layer at N = 65536), and the launch lasts as long as
+    /// one block's chain, however few its rows.
+    #[default]
+    Auto,
+    /// Every launch after the first with its tiles in shared memory and exact items (the
+    /// tests' way to run the spread path on small networks).
+    Always,
+    /// No launch.
+    Off,
+}
+
+/// How a segment runs its rows: which of [`SpreadChoice`] applies to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Spread {
+    /// Tiles carried through every layer by one block each.
+    #[default]
+    Tiles,
+    /// The spread tail when its rows are at most grid × tile (tiles otherwise).
+    Spread,
+}
+
+/// `segments` with the spread `choice` allows: never the first (it reads the sparse input),
+/// only tiles in shared memory with exact items.
+pub fn choose_spread(segments: &mut [Segment], choice: SpreadChoice) {
+    for (index, s) in segments.iter_mut().enumerate() {
+        let eligible = index > 0 && s.placement == Placement::Shared && s.items == Items::Exact;
+        let wanted = match choice {
+            SpreadChoice::Auto => s.threads == THREADS_WIDE,
+            SpreadChoice::Always => true,
+            SpreadChoice::Off => false,
+        };
+        s.spread = if eligible && wanted {
+            Spread::Spread
+        } else {
+            Spread::Tiles
+        };
+    }
+}
+
 /// Blocks per SM a shared-memory tile aims at: three blocks of [`THREADS`] threads hide
 /// the latency of the weight loads (the kernel's registers allow three, see
 /// docs/blockdepend.md), as long as each tile keeps at least [`OCCUPANCY_ROWS`] rows.
@@ -261,6 +310,8 @@ pub struct Segment {
     /// How its layer work items run ([`Items::for_placement`] unless [`choose_items`] says
     /// otherwise).
     pub items: Items,
+    /// Whether it may spread its rows over the grid ([`choose_spread`]).
+    pub spread: Spread,
     /// The model's numbers.
     pub model: SegmentModel,
 }
@@ -444,6 +495,7 @@ pub fn plan(
                 Placement::Global => THREADS,
             },
             items: Items::for_placement(placement),
+            spread: Spread::Tiles,
             model,
         });
     }
@@ -640,6 +692,40 @@ mod tests {
         choose_items(&mut s, ItemChoice::Auto);
         assert_eq!(items(&s), vec![e, e, e, e, p]);
         assert_eq!((e.name(), p.name()), ("exact", "predicated"));
+    }
+
+    #[test]
+    fn only_later_launches_in_shared_memory_with_exact_items_spread() {
+        let spreads = |s: &[Segment]| {
+            s.iter()
+                .map(|s| s.spread == Spread::Spread)
+                .collect::<Vec<_>>()
+        };
+        // Wide rows (4096 floats: one block an SM): auto spreads every launch but the first.
+        let wide = layout(&[4096, 4096, 4096, 4096]);
+        let mut s = plan(&wide, &H200, &[1, 2], PlacementChoice::Shared, None).unwrap();
+        assert!(s.iter().all(|s| s.threads == THREADS_WIDE), "{s:?}");
+        assert_eq!(spreads(&s), vec![false; 3], "planned as tiles");
+        choose_spread(&mut s, SpreadChoice::Auto);
+        assert_eq!(spreads(&s), vec![false, true, true]);
+        choose_spread(&mut s, SpreadChoice::Off);
+        assert_eq!(spreads(&s), vec![false; 3]);
+        choose_items(&mut s, ItemChoice::Predicated);
+        choose_spread(&mut s, SpreadChoice::Always);
+        assert_eq!(spreads(&s), vec![false; 3], "predicated items never spread");
+        // Narrow rows spread only when always; split and global tiles never.
+        let narrow = layout(&[64, 64, 64, 64]);
+        let mut s = plan(&narrow, &H200, &[1, 2], PlacementChoice::Shared, None).unwrap();
+        assert!(s.iter().all(|s| s.threads == THREADS), "{s:?}");
+        choose_spread(&mut s, SpreadChoice::Auto);
+        assert_eq!(spreads(&s), vec![false; 3]);
+        choose_spread(&mut s, SpreadChoice::Always);
+        assert_eq!(spreads(&s), vec![false, true, true]);
+        for placement in [PlacementChoice::Split, PlacementChoice::Global] {
+            let mut s = plan(&wide, &H200, &[1, 2], placement, None).unwrap();
+            choose_spread(&mut s, SpreadChoice::Always);
+            assert_eq!(spreads(&s), vec![false; 3], "{placement:?}");
+        }
     }
 
     #[test]

@@ -3,7 +3,8 @@
 
 use proptest::prelude::*;
 use spdnn_blockdepend::{
-    BlockDependOptions, FormatChoice, ItemChoice, PlacementChoice, infer, infer_with_biases,
+    BlockDependOptions, FormatChoice, ItemChoice, PlacementChoice, SpreadChoice, infer,
+    infer_with_biases,
 };
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::{GpuInference, RunSpec};
@@ -66,6 +67,18 @@ fn variants() -> Vec<(&'static str, BlockDependOptions)> {
         (
             "predicated items",
             options(|o| o.items = ItemChoice::Predicated),
+        ),
+        (
+            "spread everywhere",
+            options(|o| o.spread = SpreadChoice::Always),
+        ),
+        (
+            "spread, tiles of 2, cut after every layer",
+            options(|o| {
+                o.spread = SpreadChoice::Always;
+                o.tile_rows = Some(2);
+                o.cuts = Some((1..12).collect());
+            }),
         ),
     ]
 }
@@ -202,15 +215,107 @@ fn tiles_straddle_the_end_of_the_input() {
             if only.is_some_and(|case| case != (rows, tile_rows)) {
                 continue;
             }
-            // Each case is named before it runs (seen with --nocapture, e.g. under a
-            // sanitizer that stops the process).
-            eprintln!("tiles_straddle: {rows} rows, tile {tile_rows:?}");
-            let o = options(|o| o.tile_rows = tile_rows);
-            let result = run_with(o)(&gpu, &p)
-                .unwrap_or_else(|e| panic!("{rows} rows, tile {tile_rows:?}: {e}"));
-            compare(&p, &result, Tolerance::Relative(1e-5))
-                .unwrap_or_else(|e| panic!("{rows} rows, tile {tile_rows:?}: {e}"));
+            for spread in [SpreadChoice::Auto, SpreadChoice::Always] {
+                // Each case is named before it runs (seen with --nocapture, e.g. under a
+                // sanitizer that stops the process).
+                eprintln!("tiles_straddle: {rows} rows, tile {tile_rows:?}, spread {spread:?}");
+                let o = options(|o| {
+                    o.tile_rows = tile_rows;
+                    o.spread = spread;
+                });
+                let result = run_with(o)(&gpu, &p)
+                    .unwrap_or_else(|e| panic!("{rows} rows, tile {tile_rows:?}: {e}"));
+                compare(&p, &result, Tolerance::Relative(1e-5))
+                    .unwrap_or_else(|e| panic!("{rows} rows, tile {tile_rows:?}: {e}"));
+            }
         }
+    }
+}
+
+/// Which ways a run's spread launches went: (some launch spread its rows, some launch had
+/// more rows than it spreads and ran its tiles), from the details `spread_rows` and
+/// `rows_carried` (`LAYERS:COUNT` pairs).
+fn spread_paths(result: &GpuInference) -> (bool, bool) {
+    let pairs = |key: &str| -> Vec<(String, usize)> {
+        result
+            .detail(key)
+            .unwrap_or("")
+            .split_whitespace()
+            .filter_map(|pair| {
+                let (label, n) = pair.split_once(':')?;
+                Some((label.to_string(), n.parse().ok()?))
+            })
+            .collect()
+    };
+    let carried = pairs("rows_carried");
+    let (mut spread, mut tiles) = (false, false);
+    for (label, capacity) in pairs("spread_rows") {
+        let rows = carried.iter().find(|(l, _)| *l == label).map(|p| p.1);
+        match rows {
+            Some(n) if n > capacity => tiles = true,
+            Some(n) if n > 0 => spread = true,
+            _ => {}
+        }
+    }
+    (spread, tiles)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn spread_launches_agree_with_tiles() {
+    // Challenge networks (they compress, so the tiles lie in shared memory): 16384 wide
+    // runs wide blocks, which `auto` spreads; 1024 and 4096 only under `always`. With a
+    // tile of 1 or 2 rows the early launches have more rows than grid × tile and run their
+    // tiles inside the spread kernel, the later ones spread.
+    let gpu = spdnn_gputest::gpu();
+    let cases = [
+        (16384, 24, 600, None, SpreadChoice::Auto),
+        (16384, 24, 600, Some(1), SpreadChoice::Auto),
+        (1024, 120, 3000, None, SpreadChoice::Always),
+        (1024, 60, 3000, Some(1), SpreadChoice::Always),
+        (4096, 30, 1500, Some(2), SpreadChoice::Always),
+    ];
+    for (n, layers, rows, tile_rows, spread) in cases {
+        let case = format!("{n}-{layers}, {rows} rows, tile {tile_rows:?}, {spread:?}");
+        eprintln!("spread against tiles: {case}");
+        let p = spdnn_gputest::challenge_problem(n, layers, rows, 5);
+        let run = |spread| {
+            run_with(options(|o| {
+                o.tile_rows = tile_rows;
+                o.spread = spread;
+            }))(&gpu, &p)
+            .unwrap_or_else(|e| panic!("{case}, {spread:?}: {e}"))
+        };
+        let tiles = run(SpreadChoice::Off);
+        let spread_run = run(spread);
+        assert_eq!(
+            spread_paths(&tiles),
+            (false, false),
+            "{case}: {:?}",
+            tiles.details
+        );
+        let (spread_ran, tiles_ran) = spread_paths(&spread_run);
+        assert!(
+            spread_ran,
+            "{case}: no launch spread its rows: {:?}",
+            spread_run.details
+        );
+        if tile_rows == Some(1) {
+            assert!(
+                tiles_ran,
+                "{case}: no launch fell back to tiles: {:?}",
+                spread_run.details
+            );
+        }
+        for result in [&tiles, &spread_run] {
+            compare(&p, result, Tolerance::Relative(1e-5))
+                .unwrap_or_else(|e| panic!("{case}: {e}"));
+        }
+        assert_eq!(
+            tiles.detail("rows_carried"),
+            spread_run.detail("rows_carried"),
+            "{case}: the launches carried different rows"
+        );
     }
 }
 

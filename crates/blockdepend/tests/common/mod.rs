@@ -6,7 +6,9 @@
 
 use proptest::prelude::*;
 use spdnn_blockdepend::emulate::EmulatedRun;
-use spdnn_blockdepend::{BlockDependOptions, FormatChoice, ItemChoice, Limits, PlacementChoice};
+use spdnn_blockdepend::{
+    BlockDependOptions, FormatChoice, ItemChoice, Limits, PlacementChoice, SpreadChoice,
+};
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_gputest::Problem;
 use spdnn_gputest::biased::BiasedProblem;
@@ -251,6 +253,9 @@ pub fn knobs(layers: usize) -> impl Strategy<Value = Knobs> {
                     // The emulation has no items: exact and predicated items compute the
                     // same sums in the same order (the GPU tests compare them).
                     items: ItemChoice::Auto,
+                    // Nor a spread: a spread launch computes each row's outputs with the
+                    // same items in the same order as a tile does.
+                    spread: SpreadChoice::Auto,
                 },
                 limits,
                 blocks,

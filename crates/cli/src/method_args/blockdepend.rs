@@ -5,7 +5,7 @@ use std::any::TypeId;
 use clap::{Args, ValueEnum};
 use spdnn_engine::OptionSet;
 use spdnn_engine::spdnn_blockdepend::{
-    BlockDependOptions, FormatChoice, ItemChoice, PlacementChoice,
+    BlockDependOptions, FormatChoice, ItemChoice, PlacementChoice, SpreadChoice,
 };
 
 use super::{GroupArgs, at_least_one};
@@ -41,6 +41,12 @@ pub struct BlockDependArgs {
     /// rows, those it lacks switched off: the kernel before, for A/B runs) [default: auto].
     #[arg(long, value_enum, value_name = "ITEMS")]
     pub bd_items: Option<ItemsArg>,
+    /// Which launches after the first may spread their few rows over the whole GPU, one
+    /// layer at a time with a grid-wide barrier: `auto` (launches of wide rows, where one
+    /// block's chain through the tail is the launch's length), `always` (every launch with
+    /// tiles in shared memory and exact items) or `off` [default: auto].
+    #[arg(long, value_enum, value_name = "WHICH")]
+    pub bd_spread: Option<SpreadArg>,
 }
 
 /// The cuts of `--bd-cuts`.
@@ -99,6 +105,17 @@ pub enum ItemsArg {
     Predicated,
 }
 
+/// Which launches spread their rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SpreadArg {
+    /// Launches of wide rows.
+    Auto,
+    /// Every launch after the first that can.
+    Always,
+    /// None.
+    Off,
+}
+
 impl GroupArgs for BlockDependArgs {
     fn group(&self) -> TypeId {
         TypeId::of::<BlockDependOptions>()
@@ -142,6 +159,13 @@ impl GroupArgs for BlockDependArgs {
                     ItemsArg::Predicated => ItemChoice::Predicated,
                 };
             }
+            if let Some(spread) = self.bd_spread {
+                bd.spread = match spread {
+                    SpreadArg::Auto => SpreadChoice::Auto,
+                    SpreadArg::Always => SpreadChoice::Always,
+                    SpreadArg::Off => SpreadChoice::Off,
+                };
+            }
         });
     }
 
@@ -154,6 +178,7 @@ impl GroupArgs for BlockDependArgs {
             ("--bd-placement", self.bd_placement.is_some()),
             ("--bd-format", self.bd_format.is_some()),
             ("--bd-items", self.bd_items.is_some()),
+            ("--bd-spread", self.bd_spread.is_some()),
         ]
     }
 }
@@ -181,6 +206,7 @@ mod tests {
             bd_placement: Some(PlacementArg::Global),
             bd_format: Some(FormatArg::Ell),
             bd_items: Some(ItemsArg::Predicated),
+            bd_spread: Some(SpreadArg::Off),
         };
         let mut set = OptionSet::default();
         args.apply(&mut set);
@@ -195,9 +221,10 @@ mod tests {
                 placement: PlacementChoice::Global,
                 format: FormatChoice::Ell,
                 items: ItemChoice::Predicated,
+                spread: SpreadChoice::Off,
             }
         );
-        assert_eq!(args.given().len(), 7);
+        assert_eq!(args.given().len(), 8);
         let none = BlockDependArgs::default();
         let mut set = OptionSet::default();
         none.apply(&mut set);
