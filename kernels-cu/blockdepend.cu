@@ -660,7 +660,7 @@ __device__ __forceinline__ void bd_chain(
     unsigned int* __restrict__ carry_out_count, unsigned int carry_out_stride, unsigned int* __restrict__ queue,
     unsigned char* __restrict__ state, float* __restrict__ out, float bias, const float* __restrict__ biases,
     unsigned int bias_stride, float upper, unsigned int suffix_start, unsigned int tile_max, unsigned int stride,
-    float* scratch, unsigned int exact_items) {
+    float* scratch, unsigned int exact_items, unsigned int spread_rows) {
     extern __shared__ float4 bd_dynamic[];
     float* buffer0;
     float* buffer1;
@@ -677,6 +677,10 @@ __device__ __forceinline__ void bd_chain(
 
     // Every block computes the same tile size from the rows of this launch.
     const unsigned int count = first == 0 ? x_rows : *carry_in_count;
+    // A spread launch runs these rows (bd_spread, enqueued right after this one).
+    if (count <= spread_rows) {
+        return;
+    }
     const unsigned long long spread = (unsigned long long)gridDim.x * BD_TILE_WAVES;
     const unsigned int rows_per_tile =
         (unsigned int)min((unsigned long long)tile_max, max(1ull, (count + spread - 1) / spread));
@@ -760,13 +764,14 @@ __device__ __forceinline__ void bd_chain(
         unsigned int *__restrict__ carry_out_count, unsigned int carry_out_stride, unsigned int *__restrict__ queue, \
         unsigned char *__restrict__ state, float *__restrict__ out, float bias,                                    \
         const float *__restrict__ biases, unsigned int bias_stride, float upper, unsigned int suffix_start,        \
-        unsigned int tile_max, unsigned int stride, float *scratch, unsigned int exact_items
+        unsigned int tile_max, unsigned int stride, float *scratch, unsigned int exact_items,                       \
+        unsigned int spread_rows
 
 #define BD_CHAIN_ARGS                                                                                               \
     desc, dense, ell, group_starts, w1_offsets, w1_entries, x_offsets, x_cols, x_vals, x_rows, x_binary, first,    \
         end, carry_in_ids, carry_in_vals, carry_in_count, carry_in_stride, carry_out_ids, carry_out_vals,          \
         carry_out_count, carry_out_stride, queue, state, out, bias, biases, bias_stride, upper, suffix_start,       \
-        tile_max, stride, scratch, exact_items
+        tile_max, stride, scratch, exact_items, spread_rows
 
 // ---- The spread tail: a launch whose few rows are spread over the whole grid ----
 //
@@ -774,15 +779,16 @@ __device__ __forceinline__ void bd_chain(
 // layer's weights stream through one SM: the launch lasts one block's chain (about 15 µs a
 // layer at N = 65536) however few the rows. The spread instances instead run the launch's
 // layers one at a time over the whole grid (a cooperative launch; a grid-wide barrier after
-// each layer). Per layer the live rows are cut into `chunks` of at most tile_max rows and
+// each layer). Per layer the live rows are cut into `chunks` of at most chunk_max rows (bd_spread) and
 // each chunk's output groups into `slices`, one (chunk, slice) unit a block: the block
 // copies its chunk's rows into shared memory, runs the exact items of its slice's output
 // groups (the same sums in the same order as bd_chain: bit for bit the same values), and
-// writes its slice of each output row to global memory (two buffers of gridDim.x · tile_max
+// writes its slice of each output row to global memory (two buffers of gridDim.x chunks of
 // rows, alternating by layer), with one flag word a row per layer saying whether any output
 // was nonzero or off the bound. After the barrier every block ranks the rows still live from
 // those flags (the same order everywhere), block 0 writes the states of the rows that
-// finished. A launch that starts with more rows than gridDim.x · tile_max runs bd_chain.
+// finished. A launch that starts with more rows than gridDim.x chunks runs bd_chain's tiles
+// (the host enqueues both; each returns at once when the other is the one to run).
 
 // Flag bits of a row after a layer (atomicOr by every slice of the row).
 #define BD_SPREAD_COMPUTED 4u
@@ -882,21 +888,26 @@ __device__ __forceinline__ void bd_spread_take(const unsigned int* flags, unsign
     __syncthreads();
 }
 
-template <unsigned int THREADS>
+// A spread launch of a segment placed at PLACE (shared: its dynamic shared memory holds two
+// buffers of tile_max rows, a chunk is tile_max rows; split: one buffer of tile_max rows, a
+// chunk is tile_max / 2 rows and its outputs take the other half). It runs when the launch
+// has at most spread_rows rows (at most gridDim.x chunks; the host passes the same number to
+// the segment's bd_chain launch, enqueued just before, which runs the tiles otherwise).
+template <unsigned int THREADS, unsigned int PLACE>
 __device__ __forceinline__ void bd_spread(BdTile& tile, BD_CHAIN_PARAMS, float* __restrict__ spread_vals,
                                           unsigned int* __restrict__ spread_flags, unsigned int* arrived) {
     constexpr unsigned int warps = THREADS / SPDNN_WARP_SIZE;
     const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
-    const unsigned int capacity = gridDim.x * tile_max;
+    const unsigned int chunk_max = PLACE == BD_PLACE_SPLIT ? tile_max / 2u : tile_max;
+    const unsigned int capacity = spread_rows;
     const unsigned int count = *carry_in_count;
-    if (first == 0 || count > capacity) {
-        bd_chain<THREADS, BD_PLACE_SHARED>(tile, BD_CHAIN_ARGS);
+    if (first == 0 || chunk_max == 0u || count > capacity || capacity > gridDim.x * chunk_max) {
         return;
     }
     extern __shared__ float4 bd_dynamic[];
     float* cur = reinterpret_cast<float*>(bd_dynamic);
-    float* next = cur + tile_max * stride;
+    float* next = cur + chunk_max * stride;
     unsigned int round = 0;
     for (unsigned int i = blockIdx.x * THREADS + threadIdx.x; i < 3u * capacity; i += gridDim.x * THREADS) {
         spread_flags[i] = 0u;
@@ -929,7 +940,7 @@ __device__ __forceinline__ void bd_spread(BdTile& tile, BD_CHAIN_PARAMS, float* 
         float* dst = spread_vals + (unsigned long long)(k % 2u) * capacity * stride;
         unsigned int* flags = spread_flags + (l % 3u) * capacity;
 
-        const unsigned int chunks = (live + tile_max - 1u) / tile_max;
+        const unsigned int chunks = (live + chunk_max - 1u) / chunk_max;
         const unsigned int chunk_rows = (live + chunks - 1u) / chunks;
         const unsigned int groups = (layer.out_width + 31u) / 32u;
         const unsigned int slices = min(groups, max(1u, gridDim.x / chunks));
@@ -1070,16 +1081,31 @@ extern "C" __global__ void __launch_bounds__(BD_THREADS) bd_chain_global(BD_CHAI
 }
 
 // Launch: cooperative, grid = the blocks resident on the device (SMs × occupancy), block BD_THREADS, dynamic shared
-// 2 · tile_max · stride floats (a chunk's rows and their outputs; bd_chain's tile when the launch has more rows than
-// grid · tile_max); spread_vals 2 · grid · tile_max · stride floats, spread_flags 3 · grid · tile_max words.
+// 2 · tile_max · stride floats (a chunk's rows and their outputs); spread_vals 2 · spread_rows · stride floats,
+// spread_flags 3 · spread_rows words (spread_rows <= grid · tile_max).
 extern "C" __global__ void __launch_bounds__(BD_THREADS) bd_spread_chain(BD_SPREAD_PARAMS) {
     __shared__ BdTile tile;
-    bd_spread<BD_THREADS>(tile, BD_CHAIN_ARGS, spread_vals, spread_flags, arrived);
+    bd_spread<BD_THREADS, BD_PLACE_SHARED>(tile, BD_CHAIN_ARGS, spread_vals, spread_flags, arrived);
 }
 
 // Launch: cooperative, grid = the blocks resident on the device (one an SM), block BD_THREADS_WIDE,
 // dynamic shared 2 · tile_max · stride floats; global buffers as bd_spread_chain's.
 extern "C" __global__ void __launch_bounds__(BD_THREADS_WIDE) bd_spread_chain_wide(BD_SPREAD_PARAMS) {
     __shared__ BdTile tile;
-    bd_spread<BD_THREADS_WIDE>(tile, BD_CHAIN_ARGS, spread_vals, spread_flags, arrived);
+    bd_spread<BD_THREADS_WIDE, BD_PLACE_SHARED>(tile, BD_CHAIN_ARGS, spread_vals, spread_flags, arrived);
+}
+
+// Launch: cooperative, grid = the blocks resident on the device (SMs × occupancy), block BD_THREADS, dynamic shared
+// tile_max · stride floats (a chunk of tile_max / 2 rows and their outputs); spread_vals 2 · spread_rows · stride
+// floats, spread_flags 3 · spread_rows words (spread_rows <= grid · (tile_max / 2)).
+extern "C" __global__ void __launch_bounds__(BD_THREADS) bd_spread_split(BD_SPREAD_PARAMS) {
+    __shared__ BdTile tile;
+    bd_spread<BD_THREADS, BD_PLACE_SPLIT>(tile, BD_CHAIN_ARGS, spread_vals, spread_flags, arrived);
+}
+
+// Launch: cooperative, grid = the blocks resident on the device (one an SM), block BD_THREADS_WIDE,
+// dynamic shared tile_max · stride floats; global buffers as bd_spread_split's.
+extern "C" __global__ void __launch_bounds__(BD_THREADS_WIDE) bd_spread_split_wide(BD_SPREAD_PARAMS) {
+    __shared__ BdTile tile;
+    bd_spread<BD_THREADS_WIDE, BD_PLACE_SPLIT>(tile, BD_CHAIN_ARGS, spread_vals, spread_flags, arrived);
 }

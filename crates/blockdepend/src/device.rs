@@ -13,6 +13,7 @@ use crate::plan::{self, Items, Limits, MAX_TILE, Placement, Segment, Spread};
 use crate::{
     Bias, BlockDependOptions, CHAIN_GLOBAL, CHAIN_SHARED, CHAIN_SHARED_WIDE, CHAIN_SPLIT,
     CHAIN_SPLIT_WIDE, Chain, Compression, Expansion, Retire, SPREAD_CHAIN, SPREAD_CHAIN_WIDE,
+    SPREAD_SPLIT, SPREAD_SPLIT_WIDE,
 };
 
 /// Stage names of the profiled run: one per launch, in order (a chain cut more often than
@@ -54,7 +55,7 @@ fn invalid(message: impl std::fmt::Display) -> CudaError {
     CudaError::InvalidArgument(format!("blockdepend: {message}"))
 }
 
-/// The fused kernel's seven instances.
+/// The fused kernel's nine instances.
 struct Kernels {
     shared: Kernel,
     shared_wide: Kernel,
@@ -63,25 +64,37 @@ struct Kernels {
     global: Kernel,
     spread: Kernel,
     spread_wide: Kernel,
+    spread_split: Kernel,
+    spread_split_wide: Kernel,
 }
 
 impl Kernels {
-    /// The instance a segment runs.
+    /// The instance that runs a segment's tiles.
     fn of(&self, segment: &Segment) -> &Kernel {
         let wide = segment.threads == plan::THREADS_WIDE;
-        match (segment.placement, wide, segment.spread) {
-            (Placement::Global, _, _) => &self.global,
-            (Placement::Shared, true, Spread::Spread) => &self.spread_wide,
-            (Placement::Shared, false, Spread::Spread) => &self.spread,
-            (Placement::Shared, true, Spread::Tiles) => &self.shared_wide,
-            (Placement::Shared, false, Spread::Tiles) => &self.shared,
-            (Placement::Split, true, _) => &self.split_wide,
-            (Placement::Split, false, _) => &self.split,
+        match (segment.placement, wide) {
+            (Placement::Global, _) => &self.global,
+            (Placement::Shared, true) => &self.shared_wide,
+            (Placement::Shared, false) => &self.shared,
+            (Placement::Split, true) => &self.split_wide,
+            (Placement::Split, false) => &self.split,
+        }
+    }
+
+    /// The instance that spreads a segment's rows, if it spreads them.
+    fn spread_of(&self, segment: &Segment) -> Option<&Kernel> {
+        let wide = segment.threads == plan::THREADS_WIDE;
+        match (segment.spread, segment.placement, wide) {
+            (Spread::Tiles, _, _) | (_, Placement::Global, _) => None,
+            (Spread::Spread, Placement::Shared, true) => Some(&self.spread_wide),
+            (Spread::Spread, Placement::Shared, false) => Some(&self.spread),
+            (Spread::Spread, Placement::Split, true) => Some(&self.spread_split_wide),
+            (Spread::Spread, Placement::Split, false) => Some(&self.spread_split),
         }
     }
 
     /// The instances that take dynamic shared memory.
-    fn with_shared(&self) -> [&Kernel; 6] {
+    fn with_shared(&self) -> [&Kernel; 8] {
         [
             &self.shared,
             &self.shared_wide,
@@ -89,23 +102,26 @@ impl Kernels {
             &self.split_wide,
             &self.spread,
             &self.spread_wide,
+            &self.spread_split,
+            &self.spread_split_wide,
         ]
     }
 }
 
-/// One launch as the device runs it.
+/// One launch as the device runs it (two kernels when it spreads).
 struct Launch {
     segment: Segment,
     /// Blocks of the persistent grid.
     grid: u32,
+    /// Blocks of the spread kernel's grid (all resident; 0 when it does not spread).
+    spread_grid: u32,
 }
 
 impl Launch {
-    /// Rows a spread launch runs spread (more run as tiles): a chunk of at most a tile a
-    /// block.
+    /// Rows a spread launch runs spread (more run as tiles): a chunk a block.
     fn spread_rows(&self) -> usize {
         match self.segment.spread {
-            Spread::Spread => self.grid as usize * self.segment.tile,
+            Spread::Spread => self.spread_grid as usize * self.segment.spread_chunk(),
             Spread::Tiles => 0,
         }
     }
@@ -258,6 +274,8 @@ impl<'g> BdRun<'g> {
             global: gpu.kernel(&CHAIN_GLOBAL)?,
             spread: gpu.kernel(&SPREAD_CHAIN)?,
             spread_wide: gpu.kernel(&SPREAD_CHAIN_WIDE)?,
+            spread_split: gpu.kernel(&SPREAD_SPLIT)?,
+            spread_split_wide: gpu.kernel(&SPREAD_SPLIT_WIDE)?,
         };
         let static_shared = kernels
             .shared
@@ -285,7 +303,7 @@ impl<'g> BdRun<'g> {
         )
         .map_err(invalid)?;
         plan::choose_items(&mut segments, options.items);
-        plan::choose_spread(&mut segments, options.spread);
+        plan::choose_spread(&mut segments, &layout, options.spread);
         let preprocess_ms = started.elapsed().as_secs_f64() * 1e3;
 
         let capacity = rows.max(1);
@@ -310,7 +328,12 @@ impl<'g> BdRun<'g> {
         for kernel in kernels.with_shared() {
             let max_dynamic = segments
                 .iter()
-                .filter(|s| std::ptr::eq(kernels.of(s), kernel))
+                .filter(|s| {
+                    std::ptr::eq(kernels.of(s), kernel)
+                        || kernels
+                            .spread_of(s)
+                            .is_some_and(|k| std::ptr::eq(k, kernel))
+                })
                 .map(|s| 4 * s.shared_floats())
                 .max()
                 .unwrap_or(0);
@@ -369,15 +392,31 @@ impl<'g> BdRun<'g> {
                 }
                 scratch_floats = scratch_floats.max(grid * segment.scratch_floats());
             }
+            // The spread kernel's grid: every block resident (a cooperative launch).
+            let spread_grid = match kernels.spread_of(&segment) {
+                Some(spread) => {
+                    sms * spread
+                        .occupancy_max_active_blocks_per_multiprocessor(
+                            spread.decl().threads(),
+                            dynamic,
+                            None,
+                        )
+                        .context("querying the spread kernel's occupancy")?
+                        as usize
+                }
+                None => 0,
+            };
             let mut launch = Launch {
                 segment,
                 grid: grid.clamp(1, i32::MAX as usize) as u32,
+                spread_grid: spread_grid.min(i32::MAX as usize) as u32,
             };
             // The spread buffers take a share of the free memory too; a launch whose buffers
-            // would not fit runs its tiles.
+            // would not fit, or whose spread kernel fits no block, runs its tiles.
             let spread_floats = 2 * launch.spread_rows() * launch.segment.stride;
-            if spread_floats > free / SCRATCH_SHARE / 4 {
+            if spread_grid == 0 || spread_floats > free / SCRATCH_SHARE / 4 {
                 launch.segment.spread = Spread::Tiles;
+                launch.spread_grid = 0;
             }
             launches.push(launch);
         }
@@ -559,28 +598,32 @@ impl<'g> BdRun<'g> {
                 "registers".into(),
                 format!(
                     "shared {} / wide {} / split {} / split wide {} / global {} / spread {} / \
-                     spread wide {}",
+                     spread wide {} / spread split {} / spread split wide {}",
                     regs(&self.kernels.shared),
                     regs(&self.kernels.shared_wide),
                     regs(&self.kernels.split),
                     regs(&self.kernels.split_wide),
                     regs(&self.kernels.global),
                     regs(&self.kernels.spread),
-                    regs(&self.kernels.spread_wide)
+                    regs(&self.kernels.spread_wide),
+                    regs(&self.kernels.spread_split),
+                    regs(&self.kernels.spread_split_wide)
                 ),
             ),
             (
                 "local_bytes".into(),
                 format!(
                     "shared {} / wide {} / split {} / split wide {} / global {} / spread {} / \
-                     spread wide {}",
+                     spread wide {} / spread split {} / spread split wide {}",
                     local(&self.kernels.shared),
                     local(&self.kernels.shared_wide),
                     local(&self.kernels.split),
                     local(&self.kernels.split_wide),
                     local(&self.kernels.global),
                     local(&self.kernels.spread),
-                    local(&self.kernels.spread_wide)
+                    local(&self.kernels.spread_wide),
+                    local(&self.kernels.spread_split),
+                    local(&self.kernels.spread_split_wide)
                 ),
             ),
             (
@@ -630,82 +673,90 @@ impl<'g> BdRun<'g> {
             } else {
                 (&mut ids_b[0], &ids_a[0], &mut vals_b[0], &vals_a[0])
             };
-        let kernel = self.kernels.of(&segment);
         let rows = self.loaded as u32;
         let (first, end) = (segment.first as u32, segment.end as u32);
         let (carry_in_stride, carry_out_stride) =
             (segment.carry_in as u32, segment.carry_out as u32);
         let (tile, stride) = (segment.tile as u32, segment.stride as u32);
         let exact_items = u32::from(segment.items == Items::Exact);
-        let mut builder = stream.launch_builder(kernel);
-        builder
-            .arg(&*self.layout.desc)
-            .arg(&*self.layout.dense)
-            .arg(&*self.layout.ell)
-            .arg(&*self.layout.group_starts)
-            .arg(&*self.layout.w1_offsets)
-            .arg(&*self.layout.w1_entries)
-            .arg(&*input.offsets)
-            .arg(&*input.cols)
-            .arg(&*input.vals)
-            .arg(&rows)
-            .arg(&input.binary)
-            .arg(&first)
-            .arg(&end)
-            .arg(&**carry_in_ids)
-            .arg(&**carry_in_vals)
-            .arg(&carry_in_count)
-            .arg(&carry_in_stride)
-            .arg(&mut **carry_out_ids)
-            .arg(&mut **carry_out_vals)
-            .arg(&carry_out_count)
-            .arg(&carry_out_stride)
-            .arg(&queue)
-            .arg(&mut *self.state)
-            .arg(&mut *self.out)
-            .arg(&self.bias)
-            .arg(&*self.layout.biases)
-            .arg(&self.bias_stride)
-            .arg(&self.upper)
-            .arg(&self.suffix_start)
-            .arg(&tile)
-            .arg(&stride)
-            .arg(&mut *self.scratch)
-            .arg(&exact_items);
-        let spread = segment.spread == Spread::Spread;
-        if spread {
-            builder
-                .arg(&mut *self.spread_vals)
-                .arg(&mut *self.spread_flags)
-                .arg(&barrier);
+        let spread_rows = launch.spread_rows() as u32;
+        // A spread segment enqueues its tiles' kernel and then the spread one: with at most
+        // spread_rows rows the first returns at once, with more the second does.
+        let mut kernels = vec![(self.kernels.of(&segment), launch.grid, false)];
+        if let Some(spread) = self.kernels.spread_of(&segment) {
+            kernels.push((spread, launch.spread_grid, true));
         }
-        let config = match segment.placement {
-            Placement::Shared | Placement::Split => {
-                kernel.config_shared(launch.grid, segment.shared_floats())?
+        for (kernel, grid, spread) in kernels {
+            let mut builder = stream.launch_builder(kernel);
+            builder
+                .arg(&*self.layout.desc)
+                .arg(&*self.layout.dense)
+                .arg(&*self.layout.ell)
+                .arg(&*self.layout.group_starts)
+                .arg(&*self.layout.w1_offsets)
+                .arg(&*self.layout.w1_entries)
+                .arg(&*input.offsets)
+                .arg(&*input.cols)
+                .arg(&*input.vals)
+                .arg(&rows)
+                .arg(&input.binary)
+                .arg(&first)
+                .arg(&end)
+                .arg(&**carry_in_ids)
+                .arg(&**carry_in_vals)
+                .arg(&carry_in_count)
+                .arg(&carry_in_stride)
+                .arg(&mut **carry_out_ids)
+                .arg(&mut **carry_out_vals)
+                .arg(&carry_out_count)
+                .arg(&carry_out_stride)
+                .arg(&queue)
+                .arg(&mut *self.state)
+                .arg(&mut *self.out)
+                .arg(&self.bias)
+                .arg(&*self.layout.biases)
+                .arg(&self.bias_stride)
+                .arg(&self.upper)
+                .arg(&self.suffix_start)
+                .arg(&tile)
+                .arg(&stride)
+                .arg(&mut *self.scratch)
+                .arg(&exact_items)
+                .arg(&spread_rows);
+            if spread {
+                builder
+                    .arg(&mut *self.spread_vals)
+                    .arg(&mut *self.spread_flags)
+                    .arg(&barrier);
             }
-            Placement::Global => kernel.config(launch.grid)?,
-        };
-        let dynamic = config.shared_mem_bytes as usize;
-        // A spread launch waits at grid-wide barriers: cooperative, so that the driver refuses
-        // a grid whose blocks could not all be resident instead of letting it hang.
-        let launched = if spread {
-            unsafe { builder.launch_cooperative(config) }
-        } else {
-            unsafe { builder.launch(config) }
-        };
-        launched.map_err(|e| {
-            let shape = LaunchShape {
-                index,
-                kernel: kernel.decl().name,
-                layers: segment.label(),
-                grid: launch.grid,
-                threads: kernel.decl().threads(),
-                dynamic,
-                static_shared: self.limits.static_shared,
-                limit: self.limits.shared_per_block,
+            let config = match segment.placement {
+                Placement::Shared | Placement::Split => {
+                    kernel.config_shared(grid, segment.shared_floats())?
+                }
+                Placement::Global => kernel.config(grid)?,
             };
-            invalid(shape.refusal(&e))
-        })?;
+            let dynamic = config.shared_mem_bytes as usize;
+            // A spread launch waits at grid-wide barriers: cooperative, so that the driver
+            // refuses a grid whose blocks could not all be resident instead of letting it hang.
+            let launched = if spread {
+                unsafe { builder.launch_cooperative(config) }
+            } else {
+                unsafe { builder.launch(config) }
+            };
+            launched.map_err(|e| {
+                let shape = LaunchShape {
+                    index,
+                    kernel: kernel.decl().name,
+                    layers: segment.label(),
+                    grid,
+                    threads: kernel.decl().threads(),
+                    dynamic,
+                    static_shared: self.limits.static_shared,
+                    limit: self.limits.shared_per_block,
+                };
+                invalid(shape.refusal(&e))
+            })?;
+        }
         Ok(())
     }
 }

@@ -113,16 +113,28 @@ pub const CHAIN_GLOBAL: KernelDecl =
 
 /// `bd_spread_chain`: a launch after the first whose rows are spread over the whole grid,
 /// one layer at a time (a cooperative launch with a grid-wide barrier after each layer; see
-/// [`plan::Spread`]): per layer each block takes a chunk of at most tile rows and a slice of
-/// the output groups. Blocks of [`plan::THREADS`]; grid = the blocks resident on the device;
-/// dynamic shared: two buffers of tile × stride floats (a chunk's rows and their outputs).
-/// A launch with more rows than grid × tile runs `bd_chain_shared`'s loop instead.
+/// [`plan::choose_spread`]): per layer each block takes a chunk of at most tile rows and a
+/// slice of the output groups. Blocks of [`plan::THREADS`]; grid = the blocks resident on the
+/// device; dynamic shared: two buffers of tile × stride floats (a chunk's rows and their
+/// outputs). A launch with more rows than grid × tile runs `bd_chain_shared`'s loop instead.
 pub const SPREAD_CHAIN: KernelDecl =
     KernelDecl::new(&BLOCKDEPEND, "bd_spread_chain", plan::THREADS as u32).with_shared_array(4);
 /// `bd_spread_chain_wide`: the same with blocks of [`plan::THREADS_WIDE`].
 pub const SPREAD_CHAIN_WIDE: KernelDecl = KernelDecl::new(
     &BLOCKDEPEND,
     "bd_spread_chain_wide",
+    plan::THREADS_WIDE as u32,
+)
+.with_shared_array(4);
+/// `bd_spread_split`: the spread launch of a segment whose tiles split (dynamic shared: one
+/// buffer of tile × stride floats, a chunk of tile / 2 rows and their outputs); with more
+/// rows than grid × tile / 2 it runs `bd_chain_split`'s loop. Blocks of [`plan::THREADS`].
+pub const SPREAD_SPLIT: KernelDecl =
+    KernelDecl::new(&BLOCKDEPEND, "bd_spread_split", plan::THREADS as u32).with_shared_array(4);
+/// `bd_spread_split_wide`: the same with blocks of [`plan::THREADS_WIDE`].
+pub const SPREAD_SPLIT_WIDE: KernelDecl = KernelDecl::new(
+    &BLOCKDEPEND,
+    "bd_spread_split_wide",
     plan::THREADS_WIDE as u32,
 )
 .with_shared_array(4);
@@ -136,6 +148,8 @@ pub const KERNELS: &[KernelDecl] = &[
     CHAIN_GLOBAL,
     SPREAD_CHAIN,
     SPREAD_CHAIN_WIDE,
+    SPREAD_SPLIT,
+    SPREAD_SPLIT_WIDE,
 ];
 
 /// Tuning of a BlockDepend run. The defaults compress, retire, and take every size from
@@ -160,9 +174,9 @@ pub struct BlockDependOptions {
     /// shared memory; `Predicated`: the previous kernel's items everywhere, for A/B runs).
     pub items: ItemChoice,
     /// Which launches after the first may spread their rows over the whole grid (default:
-    /// those of wide rows, where one block's chain through the tail's layers is the
-    /// launch's length; `Always`: every launch with its tiles in shared memory and exact
-    /// items, for tests; `Off`: none).
+    /// those with a layer of at least [`plan::SPREAD_LAYER_BYTES`], where one block's chain
+    /// through the tail's layers is the launch's length; `Always`: every launch that can,
+    /// for tests; `Off`: none).
     pub spread: SpreadChoice,
 }
 

@@ -154,25 +154,30 @@ pub fn choose_items(segments: &mut [Segment], choice: ItemChoice) {
     }
 }
 
-/// Which launches run as a spread tail (`bd_spread_chain`): a launch after the first whose
-/// rows, at run time, are at most grid × tile runs its layers one at a time over the whole
-/// grid, each block a chunk of rows and a slice of the output groups, with a grid-wide
-/// barrier after each layer; with more rows it runs the tiles' loop.
+/// Which launches run as a spread tail (`bd_spread_*`): a launch after the first whose rows,
+/// at run time, are at most grid × [`Segment::spread_chunk`] runs its layers one at a time
+/// over the whole grid, each block a chunk of rows and a slice of the output groups, with a
+/// grid-wide barrier after each layer; with more rows it runs the tiles' loop.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SpreadChoice {
-    /// Launches of wide rows ([`THREADS_WIDE`] blocks) with their tiles in shared memory
-    /// and exact items: there a tile of one or two rows streams each layer's weights
-    /// through one SM (about 15 µs a layer at N = 65536), and the launch lasts as long as
-    /// one block's chain, however few its rows.
+    /// Launches with a layer of at least [`SPREAD_LAYER_BYTES`].
     #[default]
     Auto,
-    /// Every launch after the first with its tiles in shared memory and exact items (the
-    /// tests' way to run the spread path on small networks).
+    /// Every launch that can (the tests' way to run the spread path on small networks).
     Always,
     /// No launch.
     Off,
 }
+
+/// Weight bytes of a layer from which a launch spreads (`SpreadChoice::Auto`). A tile
+/// carried by one block streams each layer's weights through one SM, about 100 GB/s of L2
+/// an SM on an H200: from 256 KiB a layer that is ≥ 2.5 µs a layer, more than a grid-wide
+/// barrier and the chunk's round trip through L2 cost. At N = 65536 (compressed) a layer
+/// is ~0.9 MB (the launch of layers 17–32 took 15 µs a layer in tiles); at 16384 ~0.17 MB
+/// and at 1024 ~16 KB, where spreading only adds barriers (the official 1024-120 took 1.02
+/// ms spread everywhere against 0.30 ms, 8d1728f).
+pub const SPREAD_LAYER_BYTES: usize = 256 * 1024;
 
 /// How a segment runs its rows: which of [`SpreadChoice`] applies to it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -181,17 +186,20 @@ pub enum Spread {
     /// Tiles carried through every layer by one block each.
     #[default]
     Tiles,
-    /// The spread tail when its rows are at most grid × tile (tiles otherwise).
+    /// The spread tail when its rows are at most grid × chunk (tiles otherwise).
     Spread,
 }
 
-/// `segments` with the spread `choice` allows: never the first (it reads the sparse input),
-/// only tiles in shared memory with exact items.
-pub fn choose_spread(segments: &mut [Segment], choice: SpreadChoice) {
+/// `segments` of `layout` with the spread `choice` allows: never the first (it reads the
+/// sparse input); only tiles in shared memory, or split ones of at least two rows (a chunk
+/// takes half), with exact items.
+pub fn choose_spread(segments: &mut [Segment], layout: &Layout, choice: SpreadChoice) {
     for (index, s) in segments.iter_mut().enumerate() {
-        let eligible = index > 0 && s.placement == Placement::Shared && s.items == Items::Exact;
+        let eligible = index > 0 && s.items == Items::Exact && s.spread_chunk() > 0;
         let wanted = match choice {
-            SpreadChoice::Auto => s.threads == THREADS_WIDE,
+            SpreadChoice::Auto => layout.layers[s.first..s.end]
+                .iter()
+                .any(|l| l.bytes >= SPREAD_LAYER_BYTES),
             SpreadChoice::Always => true,
             SpreadChoice::Off => false,
         };
@@ -339,6 +347,16 @@ impl Segment {
     /// Floats of global scratch a block takes (its buffers in global memory).
     pub fn scratch_floats(&self) -> usize {
         self.tile_floats() - self.shared_floats()
+    }
+
+    /// Most rows of a spread launch's chunk: the rows whose two buffers (the chunk's rows and
+    /// their outputs) fit its shared memory; 0 for tiles in global memory.
+    pub fn spread_chunk(&self) -> usize {
+        match self.placement {
+            Placement::Shared => self.tile,
+            Placement::Split => self.tile / 2,
+            Placement::Global => 0,
+        }
     }
 }
 
@@ -539,11 +557,17 @@ mod tests {
     const H200: Limits = Limits::hopper(1200);
 
     fn layout(widths: &[usize]) -> Layout {
+        layout_with(widths, 1)
+    }
+
+    /// Layers of `fan_in` distinct inputs a column (at most the input width).
+    fn layout_with(widths: &[usize], fan_in: u32) -> Layout {
         let layers: Vec<Csr> = widths
             .windows(2)
             .map(|d| {
+                let (inputs, step) = (d[0] as u32, (d[0] as u32 / fan_in).max(1));
                 let t: Vec<(u32, u32, f32)> = (0..d[1] as u32)
-                    .map(|c| (c % d[0] as u32, c, 1.0))
+                    .flat_map(|c| (0..fan_in).map(move |j| ((c + j * step) % inputs, c, 1.0)))
                     .collect();
                 Csr::from_triplets(d[0], d[1], &t).unwrap()
             })
@@ -695,37 +719,50 @@ mod tests {
     }
 
     #[test]
-    fn only_later_launches_in_shared_memory_with_exact_items_spread() {
+    fn later_launches_with_heavy_layers_spread() {
         let spreads = |s: &[Segment]| {
             s.iter()
                 .map(|s| s.spread == Spread::Spread)
                 .collect::<Vec<_>>()
         };
-        // Wide rows (4096 floats: one block an SM): auto spreads every launch but the first.
-        let wide = layout(&[4096, 4096, 4096, 4096]);
-        let mut s = plan(&wide, &H200, &[1, 2], PlacementChoice::Shared, None).unwrap();
-        assert!(s.iter().all(|s| s.threads == THREADS_WIDE), "{s:?}");
+        // 4096 wide, 32 inputs a column (1 MiB of ELL a layer, as at N = 65536 compressed):
+        // auto spreads every launch but the first.
+        let heavy = layout_with(&[4096, 4096, 4096, 4096], 32);
+        assert!(
+            heavy.layers[1..]
+                .iter()
+                .all(|l| l.bytes >= SPREAD_LAYER_BYTES)
+        );
+        let mut s = plan(&heavy, &H200, &[1, 2], PlacementChoice::Shared, None).unwrap();
         assert_eq!(spreads(&s), vec![false; 3], "planned as tiles");
-        choose_spread(&mut s, SpreadChoice::Auto);
+        choose_spread(&mut s, &heavy, SpreadChoice::Auto);
         assert_eq!(spreads(&s), vec![false, true, true]);
-        choose_spread(&mut s, SpreadChoice::Off);
+        choose_spread(&mut s, &heavy, SpreadChoice::Off);
         assert_eq!(spreads(&s), vec![false; 3]);
         choose_items(&mut s, ItemChoice::Predicated);
-        choose_spread(&mut s, SpreadChoice::Always);
+        choose_spread(&mut s, &heavy, SpreadChoice::Always);
         assert_eq!(spreads(&s), vec![false; 3], "predicated items never spread");
-        // Narrow rows spread only when always; split and global tiles never.
-        let narrow = layout(&[64, 64, 64, 64]);
-        let mut s = plan(&narrow, &H200, &[1, 2], PlacementChoice::Shared, None).unwrap();
-        assert!(s.iter().all(|s| s.threads == THREADS), "{s:?}");
-        choose_spread(&mut s, SpreadChoice::Auto);
+        // Light layers spread only when always.
+        let light = layout(&[64, 64, 64, 64]);
+        assert!(light.layers.iter().all(|l| l.bytes < SPREAD_LAYER_BYTES));
+        let mut s = plan(&light, &H200, &[1, 2], PlacementChoice::Shared, None).unwrap();
+        choose_spread(&mut s, &light, SpreadChoice::Auto);
         assert_eq!(spreads(&s), vec![false; 3]);
-        choose_spread(&mut s, SpreadChoice::Always);
+        choose_spread(&mut s, &light, SpreadChoice::Always);
         assert_eq!(spreads(&s), vec![false, true, true]);
-        for placement in [PlacementChoice::Split, PlacementChoice::Global] {
-            let mut s = plan(&wide, &H200, &[1, 2], placement, None).unwrap();
-            choose_spread(&mut s, SpreadChoice::Always);
-            assert_eq!(spreads(&s), vec![false; 3], "{placement:?}");
-        }
+        assert!(s.iter().all(|s| s.spread_chunk() == s.tile));
+        // Split tiles spread in chunks of half a tile (none of one row); global tiles never.
+        let mut split = plan(&light, &H200, &[1, 2], PlacementChoice::Split, None).unwrap();
+        choose_spread(&mut split, &light, SpreadChoice::Always);
+        assert_eq!(spreads(&split), vec![false, true, true]);
+        assert!(split.iter().all(|s| s.spread_chunk() == s.tile / 2));
+        let mut one = plan(&light, &H200, &[1, 2], PlacementChoice::Split, Some(1)).unwrap();
+        choose_spread(&mut one, &light, SpreadChoice::Always);
+        assert_eq!(spreads(&one), vec![false; 3], "split tiles of one row");
+        let mut global = plan(&light, &H200, &[1, 2], PlacementChoice::Global, None).unwrap();
+        choose_spread(&mut global, &light, SpreadChoice::Always);
+        assert_eq!(spreads(&global), vec![false; 3]);
+        assert_eq!(global[1].spread_chunk(), 0);
     }
 
     #[test]
