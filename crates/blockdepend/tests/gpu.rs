@@ -265,9 +265,11 @@ fn spread_paths(result: &GpuInference) -> (bool, bool) {
 fn spread_launches_agree_with_tiles() {
     // Challenge networks compress (tiles in shared memory) and their rows die fast; a random
     // network's rows neither die nor compress (1024 floats a row). Under `always` every
-    // launch after the first spreads while its rows fit grid × chunk; random rows with tiles
-    // of 2 (chunks of 1–2 rows) are more than that, so those launches run their tiles inside
-    // the spread kernel. `auto` spreads only layers of 256 KiB or more (N = 65536), none here.
+    // launch after the first spreads while its rows fit grid × chunk × min(8, 128 / chunk)
+    // (a chunk: the tile in shared memory): 3000 random rows in chunks of 2 give a block
+    // several chunks a layer; 8000 in chunks of 1 are more than a spread launch takes, so
+    // those launches run their tiles. `auto` spreads only layers of 256 KiB or more
+    // (N = 65536), none here.
     let gpu = spdnn_gputest::gpu();
     let random = |rows| {
         let network = spdnn_sdgc::generator::random_network(1024, 6, 32, 13).unwrap();
@@ -281,46 +283,56 @@ fn spread_launches_agree_with_tiles() {
         }
     };
     let every_layer = Some((1..6).collect::<Vec<usize>>());
+    let challenge = |n, layers, rows| spdnn_gputest::challenge_problem(n, layers, rows, 5);
+    let (always, auto) = (SpreadChoice::Always, SpreadChoice::Auto);
     let cases = [
-        // (name, problem, tile, cuts, spread, expect (spread ran, tiles ran))
+        // (name, problem, tile, cuts, spread, expected (spread ran, tiles ran))
         (
             "challenge 16384-24",
-            spdnn_gputest::challenge_problem(16384, 24, 600, 5),
+            challenge(16384, 24, 600),
             None,
             None,
-            SpreadChoice::Always,
+            always,
             (true, false),
         ),
         (
             "challenge 1024-120",
-            spdnn_gputest::challenge_problem(1024, 120, 3000, 5),
+            challenge(1024, 120, 3000),
             None,
             None,
-            SpreadChoice::Always,
+            always,
             (true, false),
         ),
         (
             "challenge 1024-120, auto",
-            spdnn_gputest::challenge_problem(1024, 120, 3000, 5),
+            challenge(1024, 120, 3000),
             None,
             None,
-            SpreadChoice::Auto,
+            auto,
             (false, false),
         ),
         (
-            "random 1024-6",
+            "random, 600 rows",
             random(600),
             None,
             every_layer.clone(),
-            SpreadChoice::Always,
+            always,
             (true, false),
         ),
         (
-            "random 1024-6, tiles of 2",
+            "random, chunks of 2",
             random(3000),
             Some(2),
+            every_layer.clone(),
+            always,
+            (true, false),
+        ),
+        (
+            "random, chunks of 1",
+            random(8000),
+            Some(1),
             every_layer,
-            SpreadChoice::Always,
+            always,
             (false, true),
         ),
     ];
@@ -331,6 +343,8 @@ fn spread_launches_agree_with_tiles() {
                 o.tile_rows = tile_rows;
                 o.cuts = cuts.clone();
                 o.spread = spread;
+                // Chunks are the tiles (split tiles would halve them).
+                o.placement = PlacementChoice::Shared;
             }))(&gpu, &p)
             .unwrap_or_else(|e| panic!("{name}, {spread:?}: {e}"))
         };
