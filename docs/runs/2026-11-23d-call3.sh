@@ -3,7 +3,7 @@
 # cooperative kernel after the tiles. GPU 1: the whole blockdepend GPU suite in the
 # background. GPU 0: the spread test alone, then 65536-120 with `spdnn infer` (spread off
 # and auto, one GPU then two), the official 1024-120 against its truth, then the bench of
-# blockdepend at 65536-120 on 1 and 2 GPUs against the compressed oracle.
+# blockdepend at 65536-120 and 65536-480 on 1 and 2 GPUs against the compressed oracle.
 . .device/preamble.sh
 T=$W/tests/spdnn-blockdepend--gpu
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader > $R/gpus.txt
@@ -36,11 +36,16 @@ official=$W/data/sdgc/neuron1024.tar.gz truth=$W/data/sdgc/neuron1024-l120-categ
 timeout 60 $W/bin/spdnn infer --method blockdepend --gpus 0 --weights $official --neurons 1024 \
   --layers 120 --mnist --truth $truth --warmup 3 --repetitions 20 > $R/official.log 2>&1
 el "official rc=$? $(grep -E '^(infer|matched|categories)' $R/official.log | tr -s ' ' | tr '\n' ';')"
-left=$(( ${END:-560} - ($(date +%s) - T0) ))
-if [ $left -gt 200 ]; then
-  BENCH_TAG=bench65 timeout $(( left - 15 )) bash .device/run.sh bench --no-official --neurons 65536 \
-    --layers 120 --methods blockdepend --gpu-counts 1,2 --warmup 1 --repetitions 5 > $R/bench65.log 2>&1
-  el "bench65 rc=$?"; grep -hE '^(\| [a-z]|- scaling)' $OUT/bench65/*.md 2>/dev/null | grep -v '^| method' | cut -c1-220
-else el "no time for the bench ($left s)"; fi
-tar -C $OUT -czf $OUT/call2.tar.gz r $(cd $OUT && ls -d bench65 2>/dev/null); rm -rf $R $OUT/bench65
+for l in 120 480; do
+  left=$(( ${END:-560} - ($(date +%s) - T0) ))
+  if [ $left -gt 150 ]; then
+    BENCH_TAG=bench65-$l timeout $(( left - 15 )) bash .device/run.sh bench --no-official --neurons 65536 \
+      --layers $l --methods blockdepend --gpu-counts 1,2 --warmup 1 --repetitions 5 > $R/bench65-$l.log 2>&1
+    el "bench65-$l rc=$?"; grep -hE '^(\| [a-z]|- scaling)' $OUT/bench65-$l/*.md 2>/dev/null | grep -v '^| method' | cut -c1-220
+  else el "no time for bench65-$l ($left s)"; fi
+done
+# Whether spreading pays at N = 16384 too (auto leaves its 0.17 MB layers to the tiles).
+infer n16-g0-off 0 off 16384 120
+infer n16-g0-always 0 always 16384 120
+tar -C $OUT -czf $OUT/call3.tar.gz r $(cd $OUT && ls -d bench65-* 2>/dev/null); rm -rf $R $OUT/bench65-*
 el done
