@@ -779,9 +779,8 @@ __device__ __forceinline__ void bd_chain(
 // layer's weights stream through one SM: the launch lasts one block's chain (about 15 µs a
 // layer at N = 65536) however few the rows. The spread instances instead run the launch's
 // layers one at a time over the whole grid (a cooperative launch; a grid-wide barrier after
-// each layer). Per layer the live rows are cut into `chunks` of at most chunk_max rows (bd_spread) and,
-// with fewer chunks than blocks, each chunk's output groups into `slices`; a block takes one
-// (chunk, slice) unit, or several chunks when there are more than blocks. Per unit the block
+// each layer). Per layer the live rows are cut into `chunks` of at most chunk_max rows (bd_spread) and
+// each chunk's output groups into `slices`, one (chunk, slice) unit a block: the block
 // copies its chunk's rows into shared memory, runs the exact items of its slice's output
 // groups (the same sums in the same order as bd_chain: bit for bit the same values), and
 // writes its slice of each output row to global memory (two buffers of gridDim.x chunks of
@@ -793,6 +792,12 @@ __device__ __forceinline__ void bd_chain(
 
 // Loads in flight a thread while a spread unit copies its chunk's rows into shared memory.
 #define BD_SPREAD_LOADS 4
+
+// Most rows of a spread unit's work item (bd_item_rows): a unit has few rows and few output
+// groups, so twice the items of 4 rows hide the weights' latency better than items of 8;
+// and with 8 (or 7) the wide instances spilled 56–164 bytes at their 80 registers, with 4
+// none (NVRTC 13.0, sm_90). Each output's sum is the same whatever the item's rows.
+#define BD_SPREAD_ITEM_ROWS 4u
 
 // Flag bits of a row after a layer (atomicOr by every slice of the row).
 #define BD_SPREAD_COMPUTED 4u
@@ -901,9 +906,8 @@ __device__ __forceinline__ void bd_spread_take(const unsigned int* flags, unsign
 // A spread launch of a segment placed at PLACE (shared: its dynamic shared memory holds two
 // buffers of tile_max rows, a chunk is tile_max rows; split: one buffer of tile_max rows, a
 // chunk is tile_max / 2 rows and its outputs take the other half). It runs when the launch
-// has at most spread_rows rows (at most BD_MAX_TILE / chunk_max chunks a block; the host passes
-// the same number to the segment's bd_chain launch, enqueued just before, which runs the
-// tiles otherwise).
+// has at most spread_rows rows (at most a chunk a block; the host passes the same number to
+// the segment's bd_chain launch, enqueued just before, which runs the tiles otherwise).
 template <unsigned int THREADS, unsigned int PLACE>
 __device__ __forceinline__ void bd_spread(BdTile& tile, BD_CHAIN_PARAMS, float* __restrict__ spread_vals,
                                           unsigned int* __restrict__ spread_flags, unsigned int* arrived) {
@@ -914,8 +918,7 @@ __device__ __forceinline__ void bd_spread(BdTile& tile, BD_CHAIN_PARAMS, float* 
     const unsigned int capacity = spread_rows;
     const unsigned int count = *carry_in_count;
     // No rows (the deep launches of a retired chain): nothing to clear or wait for.
-    if (first == 0 || chunk_max == 0u || count == 0u || count > capacity ||
-        capacity > gridDim.x * (BD_MAX_TILE / chunk_max) * chunk_max) {
+    if (first == 0 || chunk_max == 0u || count == 0u || count > capacity || capacity > gridDim.x * chunk_max) {
         return;
     }
     extern __shared__ float4 bd_dynamic[];
@@ -956,86 +959,73 @@ __device__ __forceinline__ void bd_spread(BdTile& tile, BD_CHAIN_PARAMS, float* 
         const unsigned int chunks = (live + chunk_max - 1u) / chunk_max;
         const unsigned int chunk_rows = (live + chunks - 1u) / chunks;
         const unsigned int groups = (layer.out_width + 31u) / 32u;
-        const unsigned int slices = chunks >= gridDim.x ? 1u : min(groups, gridDim.x / chunks);
-        const unsigned int units = chunks * slices;
-        if (blockIdx.x < units) {
-            // The block's units are blockIdx.x + j·gridDim.x: with one slice each is a chunk,
-            // its rows at slots j·chunk_max ...; with several slices the block has one unit.
+        const unsigned int slices = min(groups, max(1u, gridDim.x / chunks));
+        if (blockIdx.x < chunks * slices) {
+            const unsigned int chunk = blockIdx.x / slices;
+            const unsigned int slice = blockIdx.x % slices;
+            const unsigned int lo = min(live, chunk * chunk_rows);
+            const unsigned int n = min(live, lo + chunk_rows) - lo;
             bd_spread_take<THREADS>(done_flags, count, l, suffix_start, tile, [&](unsigned int rank) {
-                const unsigned int chunk = rank / chunk_rows;
-                const unsigned int row = rank - chunk * chunk_rows;
-                if (slices > 1u) {
-                    return chunk == blockIdx.x / slices ? row : BD_NO_SLOT;
-                }
-                return chunk % gridDim.x == blockIdx.x ? (chunk / gridDim.x) * chunk_max + row : BD_NO_SLOT;
+                return rank >= lo && rank < lo + n ? rank - lo : BD_NO_SLOT;
             });
-            for (unsigned int unit = blockIdx.x, j = 0; unit < units; unit += gridDim.x, ++j) {
-                const unsigned int chunk = unit / slices;
-                const unsigned int slice = unit % slices;
-                const unsigned int lo = min(live, chunk * chunk_rows);
-                const unsigned int n = min(live, lo + chunk_rows) - lo;
-                const unsigned int* positions = tile.ids + j * chunk_max;
-                // The chunk's input rows into shared memory (their padded width: dense steps
-                // read up to it, and it is zero past the real inputs), BD_SPREAD_LOADS loads in
-                // flight a thread: one at a time, the ~10 a thread of 7 rows of 4096 floats
-                // waited on L2 one after the other.
-                const unsigned int vectors = bd_round32(layer.in_width) / 4u;
-                const unsigned int total = n * vectors;
-                for (unsigned int i0 = threadIdx.x; i0 < total; i0 += BD_SPREAD_LOADS * THREADS) {
-                    float4 v[BD_SPREAD_LOADS];
+            // The chunk's input rows into shared memory (their padded width: dense steps read
+            // up to it, and it is zero past the real inputs), BD_SPREAD_LOADS loads in flight a
+            // thread: one at a time, the ~10 a thread of 7 rows of 4096 floats would wait on L2
+            // one after the other.
+            const unsigned int vectors = bd_round32(layer.in_width) / 4u;
+            const unsigned int total = n * vectors;
+            for (unsigned int i0 = threadIdx.x; i0 < total; i0 += BD_SPREAD_LOADS * THREADS) {
+                float4 v[BD_SPREAD_LOADS];
 #pragma unroll
-                    for (unsigned int u = 0; u < BD_SPREAD_LOADS; ++u) {
-                        const unsigned int i = i0 + u * THREADS;
-                        if (i < total) {
-                            const unsigned int r = i / vectors;
-                            const float4* from =
-                                reinterpret_cast<const float4*>(src + (unsigned long long)positions[r] * src_stride);
-                            v[u] = __ldcg(from + (i - r * vectors));
-                        }
-                    }
-#pragma unroll
-                    for (unsigned int u = 0; u < BD_SPREAD_LOADS; ++u) {
-                        const unsigned int i = i0 + u * THREADS;
-                        if (i < total) {
-                            const unsigned int r = i / vectors;
-                            reinterpret_cast<float4*>(cur + r * stride)[i - r * vectors] = v[u];
-                        }
+                for (unsigned int u = 0; u < BD_SPREAD_LOADS; ++u) {
+                    const unsigned int i = i0 + u * THREADS;
+                    if (i < total) {
+                        const unsigned int r = i / vectors;
+                        const float4* from =
+                            reinterpret_cast<const float4*>(src + (unsigned long long)tile.ids[r] * src_stride);
+                        v[u] = __ldcg(from + (i - r * vectors));
                     }
                 }
-                __syncthreads();
-                const unsigned int g0 = slice * groups / slices;
-                const unsigned int g1 = (slice + 1u) * groups / slices;
-                const unsigned int width = g1 - g0;
-                const unsigned int items = width * ((n + BD_ROWS - 1u) / BD_ROWS);
-                for (unsigned int i = warp; i < items; i += warps) {
-                    const unsigned int g = g0 + i % width;
-                    const unsigned int first_row = (i / width) * BD_ROWS;
-                    bd_item_rows<BD_ROWS>(min((unsigned int)BD_ROWS, n - first_row), layer, l, g, g * 32u + lane,
-                                          first_row, cur, next, stride, tile, dense, ell, group_starts, bias,
-                                          biases, bias_stride, upper);
+#pragma unroll
+                for (unsigned int u = 0; u < BD_SPREAD_LOADS; ++u) {
+                    const unsigned int i = i0 + u * THREADS;
+                    if (i < total) {
+                        const unsigned int r = i / vectors;
+                        reinterpret_cast<float4*>(cur + r * stride)[i - r * vectors] = v[u];
+                    }
                 }
-                __syncthreads();
-                // The slice of each output row to global memory, and its flags. The next unit's
-                // rows go to cur meanwhile; its items write next only after the barrier that
-                // follows its copy.
-                for (unsigned int r = warp; r < n; r += warps) {
-                    const unsigned int p = positions[r];
-                    bool nonzero = false;
-                    bool off_bound = false;
-                    for (unsigned int c = g0 * 32u + lane; c < g1 * 32u; c += SPDNN_WARP_SIZE) {
-                        const float v = next[r * stride + c];
-                        __stcg(dst + (unsigned long long)p * stride + c, v);
-                        if (c < layer.out_width) {
-                            nonzero |= v != 0.0f;
-                            off_bound |= v != upper;
-                        }
+            }
+            __syncthreads();
+            const unsigned int g0 = slice * groups / slices;
+            const unsigned int g1 = (slice + 1u) * groups / slices;
+            const unsigned int width = g1 - g0;
+            const unsigned int items = width * ((n + BD_SPREAD_ITEM_ROWS - 1u) / BD_SPREAD_ITEM_ROWS);
+            for (unsigned int i = warp; i < items; i += warps) {
+                const unsigned int g = g0 + i % width;
+                const unsigned int first_row = (i / width) * BD_SPREAD_ITEM_ROWS;
+                bd_item_rows<BD_SPREAD_ITEM_ROWS>(min(BD_SPREAD_ITEM_ROWS, n - first_row), layer, l, g, g * 32u + lane,
+                                      first_row, cur, next, stride, tile, dense, ell, group_starts, bias, biases,
+                                      bias_stride, upper);
+            }
+            __syncthreads();
+            // The slice of each output row to global memory, and its flags.
+            for (unsigned int r = warp; r < n; r += warps) {
+                const unsigned int p = tile.ids[r];
+                bool nonzero = false;
+                bool off_bound = false;
+                for (unsigned int c = g0 * 32u + lane; c < g1 * 32u; c += SPDNN_WARP_SIZE) {
+                    const float v = next[r * stride + c];
+                    __stcg(dst + (unsigned long long)p * stride + c, v);
+                    if (c < layer.out_width) {
+                        nonzero |= v != 0.0f;
+                        off_bound |= v != upper;
                     }
-                    nonzero = __any_sync(SPDNN_FULL_MASK, nonzero);
-                    off_bound = __any_sync(SPDNN_FULL_MASK, off_bound);
-                    if (lane == 0) {
-                        atomicOr(flags + p, BD_SPREAD_COMPUTED | (nonzero ? BD_SPREAD_NONZERO : 0u) |
-                                                (off_bound ? BD_SPREAD_OFF_BOUND : 0u));
-                    }
+                }
+                nonzero = __any_sync(SPDNN_FULL_MASK, nonzero);
+                off_bound = __any_sync(SPDNN_FULL_MASK, off_bound);
+                if (lane == 0) {
+                    atomicOr(flags + p, BD_SPREAD_COMPUTED | (nonzero ? BD_SPREAD_NONZERO : 0u) |
+                                            (off_bound ? BD_SPREAD_OFF_BOUND : 0u));
                 }
             }
         }

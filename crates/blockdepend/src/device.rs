@@ -118,15 +118,11 @@ struct Launch {
 }
 
 impl Launch {
-    /// Rows a spread launch runs spread (more run as tiles): up to
-    /// [`plan::SPREAD_CHUNKS`] chunks a block, whose positions fit the kernel's [`MAX_TILE`].
+    /// Rows a spread launch runs spread (more run as tiles): a chunk a block.
     fn spread_rows(&self) -> usize {
-        let chunk = self.segment.spread_chunk();
         match self.segment.spread {
-            Spread::Spread if chunk > 0 => {
-                self.spread_grid as usize * chunk * plan::SPREAD_CHUNKS.min(MAX_TILE / chunk)
-            }
-            _ => 0,
+            Spread::Spread => self.spread_grid as usize * self.segment.spread_chunk(),
+            Spread::Tiles => 0,
         }
     }
 }

@@ -265,11 +265,9 @@ fn spread_paths(result: &GpuInference) -> (bool, bool) {
 fn spread_launches_agree_with_tiles() {
     // Challenge networks compress (tiles in shared memory) and their rows die fast; a random
     // network's rows neither die nor compress (1024 floats a row). Under `always` every
-    // launch after the first spreads while its rows fit grid × chunk × min(8, 128 / chunk)
-    // (a chunk: the tile in shared memory): 3000 random rows in chunks of 2 give a block
-    // several chunks a layer; 8000 in chunks of 1 are more than a spread launch takes, so
-    // those launches run their tiles. `auto` spreads only layers of 256 KiB or more
-    // (N = 65536), none here.
+    // launch after the first spreads while its rows fit grid × chunk (a chunk: the tile in
+    // shared memory); 8000 random rows in chunks of 1 are more than that, so those launches
+    // run their tiles. `auto` spreads only layers of 256 KiB or more (N = 65536), none here.
     let gpu = spdnn_gputest::gpu();
     let random = |rows| {
         let network = spdnn_sdgc::generator::random_network(1024, 6, 32, 13).unwrap();
@@ -315,14 +313,6 @@ fn spread_launches_agree_with_tiles() {
             "random, 600 rows",
             random(600),
             None,
-            every_layer.clone(),
-            always,
-            (true, false),
-        ),
-        (
-            "random, chunks of 2",
-            random(3000),
-            Some(2),
             every_layer.clone(),
             always,
             (true, false),
