@@ -54,6 +54,54 @@ fn infer_names_how_it_timed_in_words() {
 }
 
 #[test]
+fn skip_rows_runs_the_rows_after_them() {
+    // The categories of rows 31..=60 alone are those of a run over rows 1..=60 past row 30,
+    // numbered from the first row kept; skipping every row is an error.
+    let dir = tempfile::tempdir().unwrap();
+    let base = "infer --method cpu --neurons 64 --layers 2 --generate-seed 0 \
+                --synthetic-seed 1 --bias -0.1";
+    let run = |extra: &str, out: &str| {
+        let args = format!("{base} {extra} --categories-out {out}");
+        spdnn(dir.path(), &args.split_whitespace().collect::<Vec<_>>())
+    };
+    let categories = |out: &str| -> Vec<usize> {
+        std::fs::read_to_string(dir.path().join(out))
+            .unwrap()
+            .lines()
+            .map(|l| l.trim().parse().unwrap())
+            .collect()
+    };
+    for (extra, out) in [
+        ("--rows 60", "all.tsv"),
+        ("--skip-rows 30 --rows 30", "tail.tsv"),
+    ] {
+        let output = run(extra, out);
+        assert!(
+            output.status.success(),
+            "{extra}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let past_30: Vec<usize> = categories("all.tsv")
+        .into_iter()
+        .filter(|&r| r > 30)
+        .map(|r| r - 30)
+        .collect();
+    assert!(
+        !past_30.is_empty(),
+        "no category past row 30: pick another seed"
+    );
+    assert_eq!(categories("tail.tsv"), past_30);
+    let none = run("--skip-rows 1000000", "none.tsv");
+    let stderr = String::from_utf8_lossy(&none.stderr);
+    assert!(!none.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--skip-rows 1000000 leaves no row"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn plot_with_methods_that_match_no_run_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let bench = "bench --neurons 1024 --layers 2 --rows 20 --methods cpu --network random \

@@ -36,9 +36,14 @@ pub struct InferArgs {
     /// Use seeded synthetic images (~10% density).
     #[arg(long)]
     synthetic_seed: Option<u64>,
-    /// Keep only the first R rows of the input.
+    /// Keep only the first R rows of the input (after --skip-rows).
     #[arg(long)]
     rows: Option<usize>,
+    /// Drop the first S rows of the input: with --rows R, rows S+1 .. S+R. E.g. one GPU times
+    /// the slab another GPU of a larger machine would take. Row numbers (--categories-out)
+    /// then count from the first row kept.
+    #[arg(long, value_name = "S", conflicts_with = "truth")]
+    skip_rows: Option<usize>,
     /// Bias (default: the official one for N).
     #[arg(long, allow_hyphen_values = true)]
     bias: Option<f32>,
@@ -150,7 +155,17 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
         (None, false, Some(seed)) => InputSpec::Synthetic { seed },
         (None, false, None) => anyhow::bail!("give --images FILE, --mnist or --synthetic-seed S"),
     };
-    let input = super::load_input_shown(&spec, neurons, args.rows, &paths::data_dir(), show)?;
+    let skip = args.skip_rows.unwrap_or(0);
+    let keep = args.rows.map(|r| r.saturating_add(skip));
+    let mut input = super::load_input_shown(&spec, neurons, keep, &paths::data_dir(), show)?;
+    if skip > 0 {
+        let rows = input.rows();
+        anyhow::ensure!(
+            skip < rows,
+            "--skip-rows {skip} leaves no row of the input's {rows}"
+        );
+        input.features = input.features.rows_slice(skip..rows);
+    }
 
     let benchmark = Benchmark::new(
         neurons,
@@ -204,6 +219,9 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
             report.neurons, report.layers, report.weights
         );
         println!("input       {} rows ({})", report.rows, report.input);
+        if skip > 0 {
+            println!("skipped     the input's first {skip} rows");
+        }
         println!("bias/bound  {} / {}", report.bias, report.upper_bound);
         println!("categories  {}", report.categories);
         match &report.check {

@@ -42,9 +42,10 @@ pub struct BlockDependArgs {
     #[arg(long, value_enum, value_name = "ITEMS")]
     pub bd_items: Option<ItemsArg>,
     /// Which launches after the first may spread their few rows over the whole GPU, one
-    /// layer at a time with a grid-wide barrier: `auto` (launches of wide rows, where one
-    /// block's chain through the tail is the launch's length), `always` (every launch with
-    /// tiles in shared memory and exact items) or `off` [default: auto].
+    /// layer at a time with a grid-wide barrier: `auto` (launches with a layer of 256 KiB
+    /// or more, N = 65536, where one block's chain through the tail is the launch's length),
+    /// `always` (every launch with its tiles in shared memory, or split ones of two rows or
+    /// more, and exact items) or `off` [default: auto].
     #[arg(long, value_enum, value_name = "WHICH")]
     pub bd_spread: Option<SpreadArg>,
 }
@@ -108,7 +109,7 @@ pub enum ItemsArg {
 /// Which launches spread their rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum SpreadArg {
-    /// Launches of wide rows.
+    /// Launches with a layer of 256 KiB or more.
     Auto,
     /// Every launch after the first that can.
     Always,
