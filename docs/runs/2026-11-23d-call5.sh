@@ -32,5 +32,12 @@ if [ $left -gt 200 ]; then
   el "bench65-1920 rc=$?"; grep -hE '^(\| [a-z]|- scaling)' $OUT/bench65-1920/*.md 2>/dev/null | grep -v '^| method' | cut -c1-220
   tail -3 $R/bench65-1920.log
 else el "no time for bench65-1920 ($left s)"; fi
+# What time is left: memcheck on the spread test (the spread instances' first sanitizer run).
+left=$(( ${END:-560} - ($(date +%s) - T0) ))
+if [ $left -gt 60 ]; then
+  CUDA_VISIBLE_DEVICES=0 timeout $(( left - 10 )) /usr/local/cuda/bin/compute-sanitizer --tool memcheck \
+    $W/tests/spdnn-blockdepend--gpu --include-ignored --nocapture spread_launches_agree > $R/memcheck-spread.log 2>&1
+  el "memcheck spread rc=$? $(grep -E 'ERROR SUMMARY|test result' $R/memcheck-spread.log | tr '\n' ' ')"
+fi
 tar -C $OUT -czf $OUT/call5.tar.gz r $(cd $OUT && ls -d bench65-* 2>/dev/null); rm -rf $R $OUT/bench65-*
 el done
