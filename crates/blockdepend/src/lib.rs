@@ -234,8 +234,8 @@ impl KernelMethod for BlockDepend {
     const ACCEPTS_PER_NEURON_BIAS: bool = true;
 
     /// Per row: the state, the final values, and two carried rows between launches; per
-    /// layer: its laid-out weights; fixed: the tiles placed in global memory (at most a
-    /// quarter of what is free when `prepare` sizes them). The compressed widths and the
+    /// layer: its laid-out weights; fixed: the tiles placed in global memory and the spread
+    /// launches' rows (each at most a quarter of what is free when `prepare` sizes them). The compressed widths and the
     /// layout come out of `prepare`'s compression, which the model does not repeat: with
     /// compression the widths and layers are estimated at an eighth of the network's (the
     /// generated networks compress 16×), without it bounded by the network's. An
