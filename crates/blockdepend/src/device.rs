@@ -93,19 +93,47 @@ impl Kernels {
         }
     }
 
-    /// The instances that take dynamic shared memory.
-    fn with_shared(&self) -> [&Kernel; 8] {
+    /// Every instance with its name in the details.
+    fn named(&self) -> [(&'static str, &Kernel); 9] {
         [
-            &self.shared,
-            &self.shared_wide,
-            &self.split,
-            &self.split_wide,
-            &self.spread,
-            &self.spread_wide,
-            &self.spread_split,
-            &self.spread_split_wide,
+            ("shared", &self.shared),
+            ("wide", &self.shared_wide),
+            ("split", &self.split),
+            ("split wide", &self.split_wide),
+            ("global", &self.global),
+            ("spread", &self.spread),
+            ("spread wide", &self.spread_wide),
+            ("spread split", &self.spread_split),
+            ("spread split wide", &self.spread_split_wide),
         ]
     }
+
+    /// The instances that take dynamic shared memory (all but the global one).
+    fn with_shared(&self) -> impl Iterator<Item = &Kernel> {
+        self.named()
+            .into_iter()
+            .map(|(_, kernel)| kernel)
+            .filter(|kernel| !std::ptr::eq(*kernel, &self.global))
+    }
+
+    /// `per_instance(kernel)` of every instance, as the details list them
+    /// (`shared 70 / wide 70 / …`).
+    fn each(&self, per_instance: impl Fn(&Kernel) -> i32) -> String {
+        self.named()
+            .iter()
+            .map(|(name, kernel)| format!("{name} {}", per_instance(kernel)))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    }
+}
+
+/// Blocks of `kernel` (with `dynamic` bytes of dynamic shared memory a block) resident on
+/// one SM.
+fn blocks_per_sm(kernel: &Kernel, dynamic: usize) -> Result<usize, CudaError> {
+    let blocks = kernel
+        .occupancy_max_active_blocks_per_multiprocessor(kernel.decl().threads(), dynamic, None)
+        .context(&format!("querying {}'s occupancy", kernel.decl().name))?;
+    Ok(blocks as usize)
 }
 
 /// One launch as the device runs it (two kernels when it spreads).
@@ -124,6 +152,11 @@ impl Launch {
             Spread::Spread => self.spread_grid as usize * self.segment.spread_chunk(),
             Spread::Tiles => 0,
         }
+    }
+
+    /// Floats of its spread buffers (two of `spread_rows` rows).
+    fn spread_floats(&self) -> usize {
+        2 * self.spread_rows() * self.segment.stride
     }
 }
 
@@ -365,13 +398,7 @@ impl<'g> BdRun<'g> {
         for mut segment in segments {
             let kernel = kernels.of(&segment);
             let dynamic = 4 * segment.shared_floats();
-            let per_sm = kernel
-                .occupancy_max_active_blocks_per_multiprocessor(
-                    kernel.decl().threads(),
-                    dynamic,
-                    None,
-                )
-                .context("querying the fused kernel's occupancy")?;
+            let per_sm = blocks_per_sm(kernel, dynamic)?;
             if per_sm == 0 {
                 return Err(invalid(format!(
                     "no block of layers {} fits an SM ({} bytes of dynamic shared memory)",
@@ -379,7 +406,7 @@ impl<'g> BdRun<'g> {
                     dynamic
                 )));
             }
-            let mut grid = sms * per_sm as usize;
+            let mut grid = sms * per_sm;
             if segment.scratch_floats() > 0 {
                 // Scratch for every block: shrink the tile, then the grid, to a share of the
                 // free memory (a smaller split tile only needs less shared memory).
@@ -394,16 +421,7 @@ impl<'g> BdRun<'g> {
             }
             // The spread kernel's grid: every block resident (a cooperative launch).
             let spread_grid = match kernels.spread_of(&segment) {
-                Some(spread) => {
-                    sms * spread
-                        .occupancy_max_active_blocks_per_multiprocessor(
-                            spread.decl().threads(),
-                            dynamic,
-                            None,
-                        )
-                        .context("querying the spread kernel's occupancy")?
-                        as usize
-                }
+                Some(spread) => sms * blocks_per_sm(spread, dynamic)?,
                 None => 0,
             };
             let mut launch = Launch {
@@ -413,8 +431,7 @@ impl<'g> BdRun<'g> {
             };
             // The spread buffers take a share of the free memory too; a launch whose buffers
             // would not fit, or whose spread kernel fits no block, runs its tiles.
-            let spread_floats = 2 * launch.spread_rows() * launch.segment.stride;
-            if spread_grid == 0 || spread_floats > free / SCRATCH_SHARE / 4 {
+            if spread_grid == 0 || launch.spread_floats() > free / SCRATCH_SHARE / 4 {
                 launch.segment.spread = Spread::Tiles;
                 launch.spread_grid = 0;
             }
@@ -453,7 +470,7 @@ impl<'g> BdRun<'g> {
         let spread_rows = launches.iter().map(Launch::spread_rows).max().unwrap_or(0);
         let spread_floats = launches
             .iter()
-            .map(|l| 2 * l.spread_rows() * l.segment.stride)
+            .map(Launch::spread_floats)
             .max()
             .unwrap_or(0);
         let mut run = Self {
@@ -594,38 +611,8 @@ impl<'g> BdRun<'g> {
                 "path".into(),
                 plan::path(&self.launches.iter().map(|l| l.segment).collect::<Vec<_>>()),
             ),
-            (
-                "registers".into(),
-                format!(
-                    "shared {} / wide {} / split {} / split wide {} / global {} / spread {} / \
-                     spread wide {} / spread split {} / spread split wide {}",
-                    regs(&self.kernels.shared),
-                    regs(&self.kernels.shared_wide),
-                    regs(&self.kernels.split),
-                    regs(&self.kernels.split_wide),
-                    regs(&self.kernels.global),
-                    regs(&self.kernels.spread),
-                    regs(&self.kernels.spread_wide),
-                    regs(&self.kernels.spread_split),
-                    regs(&self.kernels.spread_split_wide)
-                ),
-            ),
-            (
-                "local_bytes".into(),
-                format!(
-                    "shared {} / wide {} / split {} / split wide {} / global {} / spread {} / \
-                     spread wide {} / spread split {} / spread split wide {}",
-                    local(&self.kernels.shared),
-                    local(&self.kernels.shared_wide),
-                    local(&self.kernels.split),
-                    local(&self.kernels.split_wide),
-                    local(&self.kernels.global),
-                    local(&self.kernels.spread),
-                    local(&self.kernels.spread_wide),
-                    local(&self.kernels.spread_split),
-                    local(&self.kernels.spread_split_wide)
-                ),
-            ),
+            ("registers".into(), self.kernels.each(regs)),
+            ("local_bytes".into(), self.kernels.each(local)),
             (
                 "model_bytes_per_row_layer".into(),
                 self.launches
