@@ -524,6 +524,18 @@ __device__ __forceinline__ void bd_layer_exact(const BdLayer& layer, unsigned in
     });
 }
 
+// The retirement rule, for tiles (bd_retire) and spread launches (bd_spread_live): after
+// `done` layers a row stays live unless it is all zero, or all at the bound with
+// done >= suffix_start.
+__device__ __forceinline__ bool bd_keeps(bool nonzero, bool at_bound, unsigned int done, unsigned int suffix_start) {
+    return nonzero && !(at_bound && done >= suffix_start);
+}
+
+// The state of a row that finished: a category all at the bound, or all zero.
+__device__ __forceinline__ unsigned char bd_finished_state(bool nonzero) {
+    return nonzero ? BD_STATE_BOUND : BD_STATE_ZERO;
+}
+
 // After `done` layers (outputs of `width` real columns in cur): rows all zero finish
 // (BD_STATE_ZERO), rows all at the bound finish when done >= suffix_start (BD_STATE_BOUND);
 // the live list keeps the others, in order.
@@ -535,7 +547,6 @@ __device__ __forceinline__ void bd_retire(BdTile& tile, const float* cur, unsign
     const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int live = tile.live_count;
-    const bool bound_retires = done >= suffix_start;
     for (unsigned int p = warp; p < live; p += warps) {
         const unsigned int slot = tile.live[p];
         const float* row = cur + slot * stride;
@@ -549,10 +560,10 @@ __device__ __forceinline__ void bd_retire(BdTile& tile, const float* cur, unsign
         nonzero = __any_sync(SPDNN_FULL_MASK, nonzero);
         at_bound = __all_sync(SPDNN_FULL_MASK, at_bound);
         if (lane == 0) {
-            const bool keep = nonzero && !(at_bound && bound_retires);
+            const bool keep = bd_keeps(nonzero, at_bound, done, suffix_start);
             tile.keep[p] = keep;
             if (!keep) {
-                state[tile.ids[slot]] = nonzero ? BD_STATE_BOUND : BD_STATE_ZERO;
+                state[tile.ids[slot]] = bd_finished_state(nonzero);
             }
         }
     }
@@ -823,11 +834,11 @@ __device__ __forceinline__ void bd_grid_sync(unsigned int* arrived, unsigned int
     __syncthreads();
 }
 
-// Whether a row is live after `done` layers from its flag word (bd_retire's rule).
+// Whether a row is live after `done` layers from its flag word (bd_keeps).
 __device__ __forceinline__ bool bd_spread_live(unsigned int word, unsigned int done, unsigned int suffix_start) {
     const bool nonzero = (word & BD_SPREAD_NONZERO) != 0u;
     const bool at_bound = (word & BD_SPREAD_OFF_BOUND) == 0u;
-    return (word & BD_SPREAD_COMPUTED) != 0u && nonzero && !(at_bound && done >= suffix_start);
+    return (word & BD_SPREAD_COMPUTED) != 0u && bd_keeps(nonzero, at_bound, done, suffix_start);
 }
 
 // Ranks the rows live after `done` layers (positions 0..count-1 of the launch's list, in
@@ -849,7 +860,7 @@ __device__ __forceinline__ unsigned int bd_spread_rank(const unsigned int* flags
         const unsigned int word = p < count ? __ldcg(flags + p) : 0u;
         const bool live = bd_spread_live(word, done, suffix_start);
         if (state != nullptr && blockIdx.x == 0 && !live && (word & BD_SPREAD_COMPUTED) != 0u) {
-            state[ids[p]] = (word & BD_SPREAD_NONZERO) != 0u ? BD_STATE_BOUND : BD_STATE_ZERO;
+            state[ids[p]] = bd_finished_state((word & BD_SPREAD_NONZERO) != 0u);
         }
         const unsigned int mask = __ballot_sync(SPDNN_FULL_MASK, live);
         if (lane == 0) {
