@@ -171,6 +171,7 @@ const REUSE_EXAMPLES: &[(&str, &str)] = &[
     ("spdnn-hp", "tsv"),
     ("spdnn-blockdepend", "tsv"),
     ("spdnn-sz", "tsv"),
+    ("spdnn-tcchain", "tsv"),
     ("spdnn-glare", "recorder"),
 ];
 

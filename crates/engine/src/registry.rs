@@ -75,6 +75,7 @@ impl Default for Registry {
             .kernel::<spdnn_blockdepend::BlockDepend>()
             .kernel::<spdnn_sz::Sz>()
             .kernel_variant::<spdnn_sz::SzT4>()
+            .kernel::<spdnn_tcchain::TcChain>()
             .compressed_variants()
     }
 }
@@ -199,7 +200,8 @@ mod tests {
                 "hp",
                 "blockdepend",
                 "sz",
-                "sz+t4"
+                "sz+t4",
+                "tcchain"
             ]
         );
         for method in registry.all() {

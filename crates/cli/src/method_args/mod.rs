@@ -15,6 +15,7 @@ mod hp;
 mod memory;
 mod snicit;
 mod sz;
+mod tcchain;
 mod xy;
 
 use std::any::TypeId;
@@ -79,6 +80,7 @@ method_args! {
     hp: hp::HpArgs,
     blockdepend: blockdepend::BlockDependArgs,
     sz: sz::SzArgs,
+    tcchain: tcchain::TcChainArgs,
     glare: glare::GlareArgs,
     memory: memory::MemoryArgs,
 }

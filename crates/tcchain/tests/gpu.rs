@@ -1,0 +1,195 @@
+//! The fused tensor-core chain against the CPU reference. These need a CUDA GPU (sm_80 or
+//! later): run with `--include-ignored` on the GPU machine (`cargo xtask device-pack`).
+
+use spdnn_cuda::Gpu;
+use spdnn_cuda::rows::{GpuInference, RunSpec};
+use spdnn_formats::Csr;
+use spdnn_gputest::biased::{
+    BiasedProblem, check_biased_random, check_trained_nets, check_trained_shaped, method_runner,
+    trained_shaped_problem,
+};
+use spdnn_gputest::{
+    Problem, Tolerance, check_bad_problems, check_challenge, check_exact_random,
+    check_general_random, check_official_1024, check_rectangular_random, compare,
+};
+use spdnn_tcchain::{TcChain, TcChainOptions, infer};
+
+const SPEC: RunSpec = RunSpec {
+    warmup: 1,
+    repetitions: 2,
+    keep_output: true,
+    batch: None,
+};
+
+fn run_with(
+    options: TcChainOptions,
+) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+}
+
+fn tiles(rows: usize) -> TcChainOptions {
+    TcChainOptions {
+        tile_rows: Some(rows),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn exact_random_networks() {
+    check_exact_random(&run_with(TcChainOptions::default()));
+    check_exact_random(&run_with(tiles(80)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn rectangular_random_networks() {
+    check_rectangular_random(&run_with(TcChainOptions::default()));
+    check_rectangular_random(&run_with(tiles(32)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn general_random_networks() {
+    check_general_random(&run_with(TcChainOptions::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_problems_are_refused() {
+    check_bad_problems(&run_with(TcChainOptions::default()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn challenge_networks() {
+    let runner = run_with(TcChainOptions::default());
+    check_challenge(&runner, 1024, 120, 1000);
+    check_challenge(&run_with(tiles(16)), 1024, 24, 333);
+    check_official_1024(&runner);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn per_neuron_biases() {
+    check_biased_random(
+        &method_runner::<TcChain>(TcChainOptions::default(), SPEC),
+        false,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_shaped_chains_every_tile_height() {
+    for rows in [16, 32, 48, 64, 80] {
+        check_trained_shaped(&method_runner::<TcChain>(tiles(rows), SPEC), false);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn trained_networks_a_b_c() {
+    check_trained_nets(&method_runner::<TcChain>(TcChainOptions::default(), SPEC));
+}
+
+/// A dense-ish `n_in × n_out` layer of pseudo-random weights in ±`scale` (about half the
+/// entries stored).
+fn layer(n_in: usize, n_out: usize, scale: f32, seed: u32) -> Csr {
+    let mut state = seed.wrapping_mul(2654435761).wrapping_add(1);
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        state
+    };
+    let mut triplets = Vec::new();
+    for j in 0..n_in as u32 {
+        for k in 0..n_out as u32 {
+            let r = next();
+            if r % 2 == 0 {
+                let unit = (r >> 8) as f32 / (1u32 << 24) as f32;
+                triplets.push((j, k, scale * (2.0 * unit - 1.0)));
+            }
+        }
+    }
+    Csr::from_triplets(n_in, n_out, &triplets).unwrap()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn wide_layers_take_several_passes_and_chunks() {
+    // Widths 1500 → 256 → 1024 → 10: the buffers are 1024 wide, so the 1500-wide input is
+    // staged in two chunks; the 1024 outputs are 128 tiles, four passes of the eight warps;
+    // 1000 rows, the last tile partial.
+    let widths = [1500, 256, 1024, 10];
+    let layers: Vec<Csr> = widths
+        .windows(2)
+        .enumerate()
+        .map(|(l, p)| layer(p[0], p[1], 2.0 / (p[0] as f32).sqrt(), l as u32 + 1))
+        .collect();
+    let biases = widths[1..].iter().map(|&n| vec![-0.01; n]).collect();
+    let full = layer(1000, 1500, 1.0, 99);
+    let input = Csr::from_triplets(
+        1000,
+        1500,
+        &full
+            .triplets()
+            .map(|(r, c, v)| (r, c, v.abs()))
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let problem = BiasedProblem {
+        layers,
+        input,
+        biases,
+        upper: 1.0,
+    };
+    let gpu = spdnn_gputest::gpu();
+    for options in [TcChainOptions::default(), tiles(16), tiles(80)] {
+        let result =
+            method_runner::<TcChain>(options.clone(), SPEC)(&gpu, &problem).expect("tcchain runs");
+        spdnn_gputest::biased::compare(&problem, &result, Tolerance::Relative(1e-4), 1e-5)
+            .unwrap_or_else(|e| panic!("{options:?}: {e}"));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn rows_in_several_batches_and_empty_layers() {
+    let gpu = spdnn_gputest::gpu();
+    let mut problem = spdnn_gputest::challenge_problem(1024, 12, 500, 4);
+    let batched = SPEC_BATCHED;
+    let result = infer(
+        &gpu,
+        &problem.layers,
+        &problem.input,
+        problem.bias,
+        problem.upper,
+        &TcChainOptions::default(),
+        &batched,
+    )
+    .expect("tcchain runs");
+    compare(&problem, &result, Tolerance::Relative(1e-5)).unwrap();
+    // A layer with no weights kills every row.
+    problem.layers.insert(3, Csr::zeros(1024, 1024).unwrap());
+    let result = run_with(TcChainOptions::default())(&gpu, &problem).expect("tcchain runs");
+    assert!(result.categories.is_empty());
+    compare(&problem, &result, Tolerance::Exact).unwrap();
+}
+
+const SPEC_BATCHED: RunSpec = RunSpec {
+    warmup: 1,
+    repetitions: 1,
+    keep_output: true,
+    batch: Some(77),
+};
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn positive_biases_are_refused() {
+    let gpu = spdnn_gputest::gpu();
+    let mut problem = trained_shaped_problem(128, 1, 10, false, 3);
+    problem.biases[1][5] = 0.25;
+    let error = method_runner::<TcChain>(TcChainOptions::default(), SPEC)(&gpu, &problem)
+        .expect_err("a positive bias is refused");
+    assert!(error.to_string().contains("layer 2"), "{error}");
+}
