@@ -290,6 +290,15 @@ impl DeviceRun for TcRun<'_> {
 
     fn details(&self) -> Vec<(String, String)> {
         vec![
+            ("kernel".into(), self.kernel.decl().name.to_string()),
+            (
+                "registers".into(),
+                self.kernel.num_regs().unwrap_or(-1).to_string(),
+            ),
+            (
+                "local_bytes".into(),
+                self.kernel.local_size_bytes().unwrap_or(-1).to_string(),
+            ),
             ("tile_rows".into(), (16 * self.shape.m_tiles).to_string()),
             ("blocks_per_sm".into(), self.shape.blocks_per_sm.to_string()),
             ("shared_bytes".into(), self.shape.shared.to_string()),

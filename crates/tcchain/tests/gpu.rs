@@ -193,3 +193,16 @@ fn positive_biases_are_refused() {
         .expect_err("a positive bias is refused");
     assert!(error.to_string().contains("layer 2"), "{error}");
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn no_instance_spills() {
+    let gpu = spdnn_gputest::gpu();
+    let problem = spdnn_gputest::challenge_problem(256, 3, 100, 1);
+    for rows in [16, 32, 48, 64, 80] {
+        let result = run_with(tiles(rows))(&gpu, &problem).expect("tcchain runs");
+        let detail = |name: &str| result.detail(name).unwrap_or_default().to_string();
+        assert_eq!(detail("local_bytes"), "0", "{rows} rows: {:?}", result.details);
+        eprintln!("{}: {} registers", detail("kernel"), detail("registers"));
+    }
+}
