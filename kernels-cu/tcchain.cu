@@ -26,16 +26,18 @@
 // buffer_width a multiple of 64 columns, so the fragment loads of a warp hit 32 distinct
 // banks.
 //
-// Work of a layer: its output tiles of 8 columns are dealt to the warps, at most
-// TC_WARP_TILES a warp a pass (the layer's `warp_tiles`, chosen on the host so that every
-// warp is busy); a warp computes all 16 * MT rows of its tiles. The MMA is
+// Work of a layer: its output tiles of 8 columns are dealt to the warps, NT a warp a pass
+// (one NT for the chain, chosen on the host so that every warp is busy; every layer's tile
+// count padded with zero weights to a multiple of TC_WARPS * NT); a warp computes all
+// 16 * MT rows of its tiles. The MMA is
 // mma.m16n8k16.row.col.f32.f16.f16.f32 (sm_80 and later; the host refuses older GPUs, and
 // there the MMA traps). Weights come from the host in the MMA's register layout: per
-// (k-step, tile, lane) one uint4 = (hi b0, hi b1, lo b0, lo b1).
+// (k-step, tile, lane) one uint4 = (hi b0, hi b1, lo b0, lo b1), and one step of zeros past
+// the last.
 //
 // Layer descriptor (TC_DESC_WORDS 64-bit words, crates/tcchain/src/layout.rs):
 //   [0] weights (const uint4*), [1] biases (const float*, one per padded output; 0: the
-//   scalar `bias` for all), [2] k_steps | n_tiles << 32, [3] n_out | warp_tiles << 32,
+//   scalar `bias` for all), [2] k_steps | n_tiles << 32 (padded), [3] n_out,
 //   [4] 1 / the weights' scale (fp32 bits) | two_term_weights << 32.
 //
 // The last layer writes fp32 rows of n_out values to `output` and one flag per row (a
@@ -44,9 +46,6 @@
 
 #ifndef TC_WARPS
 #error "TC_WARPS must come from Rust (-D)"
-#endif
-#ifndef TC_WARP_TILES
-#error "TC_WARP_TILES must come from Rust (-D)"
 #endif
 #ifndef TC_ROW_PAD_WORDS
 #error "TC_ROW_PAD_WORDS must come from Rust (-D)"
@@ -109,7 +108,6 @@ struct TcLayer {
     unsigned int k_steps;
     unsigned int n_tiles;
     unsigned int n_out;
-    unsigned int warp_tiles;
     float inv_scale;
     bool two_term_weights;
 };
@@ -122,7 +120,6 @@ __device__ __forceinline__ TcLayer tc_layer(const unsigned long long* __restrict
     layer.k_steps = (unsigned int)(d[2] & 0xffffffffull);
     layer.n_tiles = (unsigned int)(d[2] >> 32);
     layer.n_out = (unsigned int)(d[3] & 0xffffffffull);
-    layer.warp_tiles = (unsigned int)(d[3] >> 32);
     layer.inv_scale = __uint_as_float((unsigned int)(d[4] & 0xffffffffull));
     layer.two_term_weights = (d[4] >> 32) != 0;
     return layer;
@@ -156,9 +153,58 @@ __device__ __forceinline__ void tc_stage_input(unsigned int* __restrict__ hi_pla
     }
 }
 
-// The chain for tiles of 16 * MT rows. Dynamic shared memory: 2 buffers x 2 planes x
-// 16 * MT x row_words words.
-template <int MT>
+// `steps` k-steps of one pass: acc += the tile's rows (MT m-tiles, input buffer planes in_hi,
+// in_lo, step 0 at word column 0) times the NT output tiles of the weights at w (step s of
+// tile j at w[(s * n_tiles + j) * 32], the lane's entry). The weights array holds one step
+// of zeros past its last, so the next step is prefetched without a bounds check; with the
+// tile counts fixed at compile time the loop body is one basic block the scheduler can
+// interleave.
+template <int MT, int NT, bool TWO_TERM_WEIGHTS>
+__device__ __forceinline__ void tc_steps(float (&acc)[MT][NT][4], const unsigned int* __restrict__ in_hi,
+                                         const unsigned int* __restrict__ in_lo, unsigned int row_words,
+                                         const uint4* __restrict__ w, unsigned int n_tiles, unsigned int steps,
+                                         unsigned int g, unsigned int t) {
+    const unsigned long long step_stride = (unsigned long long)n_tiles * 32;
+    uint4 next[NT];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+        next[j] = __ldg(w + j * 32);
+    }
+    for (unsigned int s = 0; s < steps; ++s) {
+        uint4 b[NT];
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            b[j] = next[j];
+            next[j] = __ldg(w + (s + 1) * step_stride + j * 32);
+        }
+        // A fragments: rows m * 16 + g (+ 8), input columns 16 s + 2 t (+ 1) and + 8.
+        const unsigned int col_word = s * 8 + t;
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+            const unsigned int r0 = (m * 16 + g) * row_words + col_word;
+            const unsigned int r1 = r0 + 8 * row_words;
+            const unsigned int a_hi[4] = {in_hi[r0], in_hi[r1], in_hi[r0 + 4], in_hi[r1 + 4]};
+            const unsigned int a_lo[4] = {in_lo[r0], in_lo[r1], in_lo[r0 + 4], in_lo[r1 + 4]};
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                tc_mma(part, a_lo, b[j].x, b[j].y);
+                if (TWO_TERM_WEIGHTS) {
+                    tc_mma(part, a_hi, b[j].z, b[j].w);
+                }
+                tc_mma(part, a_hi, b[j].x, b[j].y);
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    acc[m][j][i] += part[i];
+                }
+            }
+        }
+    }
+}
+
+// The chain for tiles of 16 * MT rows, NT output tiles a warp a pass. Dynamic shared memory:
+// 2 buffers x 2 planes x 16 * MT x row_words words.
+template <int MT, int NT>
 __device__ __forceinline__ void tc_chain(const unsigned long long* __restrict__ descriptors, unsigned int layer_count,
                                          const float* __restrict__ input, unsigned int input_width,
                                          float input_scale, unsigned int rows, unsigned int buffer_width,
@@ -191,20 +237,18 @@ __device__ __forceinline__ void tc_chain(const unsigned long long* __restrict__ 
         unsigned int* const in_lo = in_hi + plane;
         const bool staged = l == 0;
         const unsigned int chunk_steps = staged ? buffer_width / 16 : layer.k_steps;
-        const unsigned int per_pass = TC_WARPS * layer.warp_tiles;
-        const unsigned int passes = spdnn_ceil_div(layer.n_tiles, per_pass);
+        // n_tiles is a multiple of TC_WARPS * NT (padded on the host with zero weights).
+        const unsigned int passes = layer.n_tiles / (TC_WARPS * NT);
         // Sums of scaled products back to the activations' scale: 1 / (input scale * weight scale).
         const float inv_scale = layer.inv_scale * (staged ? input_inv : act_inv);
 
         for (unsigned int pass = 0; pass < passes; ++pass) {
-            const unsigned int first_tile = pass * per_pass + warp * layer.warp_tiles;
-            const unsigned int my_tiles =
-                first_tile < layer.n_tiles ? min(layer.warp_tiles, layer.n_tiles - first_tile) : 0u;
-            float acc[MT][TC_WARP_TILES][4];
+            const unsigned int first_tile = (pass * TC_WARPS + warp) * NT;
+            float acc[MT][NT][4];
 #pragma unroll
             for (int m = 0; m < MT; ++m) {
 #pragma unroll
-                for (int j = 0; j < TC_WARP_TILES; ++j) {
+                for (int j = 0; j < NT; ++j) {
 #pragma unroll
                     for (int i = 0; i < 4; ++i) {
                         acc[m][j][i] = 0.0f;
@@ -219,62 +263,16 @@ __device__ __forceinline__ void tc_chain(const unsigned long long* __restrict__ 
                                    row0, chunk * 16, input_scale);
                     __syncthreads();
                 }
-                if (my_tiles == 0) {
-                    continue;
-                }
                 const uint4* w = layer.weights + ((unsigned long long)chunk * layer.n_tiles + first_tile) * 32 + lane;
-                uint4 next[TC_WARP_TILES];
-#pragma unroll
-                for (int j = 0; j < TC_WARP_TILES; ++j) {
-                    next[j] = j < (int)my_tiles ? __ldg(w + j * 32) : make_uint4(0, 0, 0, 0);
-                }
-                for (unsigned int s = 0; s < steps; ++s) {
-                    uint4 b[TC_WARP_TILES];
-#pragma unroll
-                    for (int j = 0; j < TC_WARP_TILES; ++j) {
-                        b[j] = next[j];
-                    }
-                    if (s + 1 < steps) {
-                        const uint4* w_next = w + (unsigned long long)(s + 1) * layer.n_tiles * 32;
-#pragma unroll
-                        for (int j = 0; j < TC_WARP_TILES; ++j) {
-                            if (j < (int)my_tiles) {
-                                next[j] = __ldg(w_next + j * 32);
-                            }
-                        }
-                    }
-                    // A fragments: rows m * 16 + g (+ 8), input columns 16 s + 2 t (+ 1) and + 8.
-                    const unsigned int col_word = s * 8 + t;
-#pragma unroll
-                    for (int m = 0; m < MT; ++m) {
-                        const unsigned int r0 = (m * 16 + g) * row_words + col_word;
-                        const unsigned int r1 = r0 + 8 * row_words;
-                        const unsigned int a_hi[4] = {in_hi[r0], in_hi[r1], in_hi[r0 + 4], in_hi[r1 + 4]};
-                        const unsigned int a_lo[4] = {in_lo[r0], in_lo[r1], in_lo[r0 + 4], in_lo[r1 + 4]};
-#pragma unroll
-                        for (int j = 0; j < TC_WARP_TILES; ++j) {
-                            if (j < (int)my_tiles) {
-                                float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                                tc_mma(part, a_lo, b[j].x, b[j].y);
-                                if (layer.two_term_weights) {
-                                    tc_mma(part, a_hi, b[j].z, b[j].w);
-                                }
-                                tc_mma(part, a_hi, b[j].x, b[j].y);
-#pragma unroll
-                                for (int i = 0; i < 4; ++i) {
-                                    acc[m][j][i] += part[i];
-                                }
-                            }
-                        }
-                    }
+                if (layer.two_term_weights) {
+                    tc_steps<MT, NT, true>(acc, in_hi, in_lo, row_words, w, layer.n_tiles, steps, g, t);
+                } else {
+                    tc_steps<MT, NT, false>(acc, in_hi, in_lo, row_words, w, layer.n_tiles, steps, g, t);
                 }
             }
             // Epilogue: scale back, bias, clip; the next layer's split (or the output).
 #pragma unroll
-            for (int j = 0; j < TC_WARP_TILES; ++j) {
-                if (j >= (int)my_tiles) {
-                    continue;
-                }
+            for (int j = 0; j < NT; ++j) {
                 const unsigned int col = (first_tile + j) * 8 + 2 * t;
                 const float b0 = layer.biases != nullptr ? layer.biases[col] : bias;
                 const float b1 = layer.biases != nullptr ? layer.biases[col + 1] : bias;
@@ -329,16 +327,46 @@ __device__ __forceinline__ void tc_chain(const unsigned long long* __restrict__ 
     descriptors, layer_count, input, input_width, input_scale, rows, buffer_width, act_scale, bias, upper, output, row_flags
 
 // Launch: grid ceil(rows / 16), block 256, dynamic shared 4 * 16 * row_words words.
-extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m1(TC_CHAIN_PARAMS) { tc_chain<1>(TC_CHAIN_ARGS); }
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m1_n1(TC_CHAIN_PARAMS) { tc_chain<1, 1>(TC_CHAIN_ARGS); }
 
 // Launch: grid ceil(rows / 32), block 256, dynamic shared 4 * 32 * row_words words.
-extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m2(TC_CHAIN_PARAMS) { tc_chain<2>(TC_CHAIN_ARGS); }
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m2_n1(TC_CHAIN_PARAMS) { tc_chain<2, 1>(TC_CHAIN_ARGS); }
 
 // Launch: grid ceil(rows / 48), block 256, dynamic shared 4 * 48 * row_words words.
-extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m3(TC_CHAIN_PARAMS) { tc_chain<3>(TC_CHAIN_ARGS); }
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m3_n1(TC_CHAIN_PARAMS) { tc_chain<3, 1>(TC_CHAIN_ARGS); }
 
 // Launch: grid ceil(rows / 64), block 256, dynamic shared 4 * 64 * row_words words.
-extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m4(TC_CHAIN_PARAMS) { tc_chain<4>(TC_CHAIN_ARGS); }
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m4_n1(TC_CHAIN_PARAMS) { tc_chain<4, 1>(TC_CHAIN_ARGS); }
 
 // Launch: grid ceil(rows / 80), block 256, dynamic shared 4 * 80 * row_words words.
-extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m5(TC_CHAIN_PARAMS) { tc_chain<5>(TC_CHAIN_ARGS); }
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m5_n1(TC_CHAIN_PARAMS) { tc_chain<5, 1>(TC_CHAIN_ARGS); }
+
+// Launch: grid ceil(rows / 16), block 256, dynamic shared 4 * 16 * row_words words.
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m1_n2(TC_CHAIN_PARAMS) { tc_chain<1, 2>(TC_CHAIN_ARGS); }
+
+// Launch: grid ceil(rows / 32), block 256, dynamic shared 4 * 32 * row_words words.
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m2_n2(TC_CHAIN_PARAMS) { tc_chain<2, 2>(TC_CHAIN_ARGS); }
+
+// Launch: grid ceil(rows / 48), block 256, dynamic shared 4 * 48 * row_words words.
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m3_n2(TC_CHAIN_PARAMS) { tc_chain<3, 2>(TC_CHAIN_ARGS); }
+
+// Launch: grid ceil(rows / 64), block 256, dynamic shared 4 * 64 * row_words words.
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m4_n2(TC_CHAIN_PARAMS) { tc_chain<4, 2>(TC_CHAIN_ARGS); }
+
+// Launch: grid ceil(rows / 80), block 256, dynamic shared 4 * 80 * row_words words.
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m5_n2(TC_CHAIN_PARAMS) { tc_chain<5, 2>(TC_CHAIN_ARGS); }
+
+// Launch: grid ceil(rows / 16), block 256, dynamic shared 4 * 16 * row_words words.
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m1_n4(TC_CHAIN_PARAMS) { tc_chain<1, 4>(TC_CHAIN_ARGS); }
+
+// Launch: grid ceil(rows / 32), block 256, dynamic shared 4 * 32 * row_words words.
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m2_n4(TC_CHAIN_PARAMS) { tc_chain<2, 4>(TC_CHAIN_ARGS); }
+
+// Launch: grid ceil(rows / 48), block 256, dynamic shared 4 * 48 * row_words words.
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m3_n4(TC_CHAIN_PARAMS) { tc_chain<3, 4>(TC_CHAIN_ARGS); }
+
+// Launch: grid ceil(rows / 64), block 256, dynamic shared 4 * 64 * row_words words.
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m4_n4(TC_CHAIN_PARAMS) { tc_chain<4, 4>(TC_CHAIN_ARGS); }
+
+// Launch: grid ceil(rows / 80), block 256, dynamic shared 4 * 80 * row_words words.
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m5_n4(TC_CHAIN_PARAMS) { tc_chain<5, 4>(TC_CHAIN_ARGS); }

@@ -9,11 +9,11 @@ use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel};
 use spdnn_formats::{Csr, SparseMatrix};
 
 use crate::layout::{
-    DESC_WORDS, PackedLayer, activation_exponent, buffer_width, check_exponents, padded_biases,
-    shared_bytes,
+    DESC_WORDS, PackedLayer, activation_exponent, buffer_width, chain_warp_tiles, check_exponents,
+    padded_biases, shared_bytes,
 };
 use crate::split::{max_abs, power_of_two, scale_exponent};
-use crate::{CHAINS, MAX_M_TILES, TcChainOptions};
+use crate::{MAX_M_TILES, TcChainOptions, chain_kernel};
 
 /// The launch shape: rows a tile (16 · `m_tiles`), the instance, its shared memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,12 +85,13 @@ impl<'g> TcRun<'g> {
             )));
         }
         let widths = rows::check_widths(chain.layers, chain.bias, chain.upper)?;
+        let warp_tiles = chain_warp_tiles(&widths);
         let packed = chain
             .layers
             .iter()
             .enumerate()
             .map(|(l, w)| {
-                PackedLayer::pack(w).map_err(|e| match e {
+                PackedLayer::pack(w, warp_tiles).map_err(|e| match e {
                     CudaError::InvalidArgument(m) => {
                         CudaError::InvalidArgument(format!("layer {}: {m}", l + 1))
                     }
@@ -102,7 +103,7 @@ impl<'g> TcRun<'g> {
         for (l, layer) in packed.iter().enumerate().skip(1) {
             check_exponents(l + 1, act_exponent, layer.weight_exponent)?;
         }
-        let buffer_width = buffer_width(&widths);
+        let buffer_width = buffer_width(&widths, warp_tiles);
 
         // Upload the layers and their descriptors.
         let mut weights = Vec::with_capacity(packed.len());
@@ -124,7 +125,7 @@ impl<'g> TcRun<'g> {
                 device_pointer(gpu, &buffer),
                 bias_pointer,
                 layer.k_steps as u64 | (layer.n_tiles as u64) << 32,
-                layer.n_out as u64 | (layer.warp_tiles as u64) << 32,
+                layer.n_out as u64,
                 u64::from(power_of_two(-layer.weight_exponent).to_bits())
                     | u64::from(layer.two_term_weights) << 32,
             ]);
@@ -149,7 +150,7 @@ impl<'g> TcRun<'g> {
             if shared > limit {
                 continue;
             }
-            let kernel = gpu.kernel(&CHAINS[m_tiles - 1])?;
+            let kernel = gpu.kernel(chain_kernel(m_tiles, warp_tiles))?;
             kernel
                 .set_attribute(
                     CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -177,7 +178,7 @@ impl<'g> TcRun<'g> {
                 shared_bytes(buffer_width, options.tile_rows.map_or(1, |r| r / 16))
             ))
         })?;
-        let kernel = gpu.kernel(&CHAINS[shape.m_tiles - 1])?;
+        let kernel = gpu.kernel(chain_kernel(shape.m_tiles, warp_tiles))?;
         let (n_in, n_out) = (widths[0], *widths.last().unwrap_or(&0));
         Ok(Self {
             gpu,

@@ -6,7 +6,7 @@ use spdnn_cuda::CudaError;
 use spdnn_formats::{Csr, SparseMatrix};
 
 use crate::split::{is_normal_exponent, max_abs, power_of_two, scale_exponent, split};
-use crate::{ROW_PAD_WORDS, WARP_TILES, WARPS};
+use crate::{ROW_PAD_WORDS, WARP_TILE_CHOICES, WARPS};
 
 /// Inputs of one MMA k-step.
 pub const K_STEP: usize = 16;
@@ -36,7 +36,8 @@ pub struct PackedLayer {
     pub fragments: Vec<[u32; 4]>,
     /// Steps of 16 inputs (`ceil(N_in / 16)`).
     pub k_steps: usize,
-    /// Tiles of 8 outputs (`ceil(N_out / 8)`).
+    /// Tiles of 8 outputs: `ceil(N_out / 8)` padded with zero weights to a multiple of the
+    /// tiles one pass of the warps takes ([`padded_tiles`]).
     pub n_tiles: usize,
     /// Outputs (`N_out`).
     pub n_out: usize,
@@ -45,13 +46,13 @@ pub struct PackedLayer {
     /// Whether some weight needs its lo term (otherwise the kernel skips that MMA: every
     /// `lo` is 0, checked here).
     pub two_term_weights: bool,
-    /// Output tiles a warp takes per pass.
-    pub warp_tiles: usize,
 }
 
 impl PackedLayer {
-    /// Packs `w` (`N_in × N_out`, row = input). Errors when a weight is not finite.
-    pub fn pack(w: &Csr) -> Result<Self, CudaError> {
+    /// Packs `w` (`N_in × N_out`, row = input) for a chain whose warps take `warp_tiles`
+    /// output tiles a pass, with one k-step of zeros past the last (the kernel prefetches
+    /// the next step unconditionally). Errors when a weight is not finite.
+    pub fn pack(w: &Csr, warp_tiles: usize) -> Result<Self, CudaError> {
         let (n_in, n_out) = (w.nrows(), w.ncols());
         if let Some(v) = w.values().iter().find(|v| !v.is_finite()) {
             return Err(CudaError::InvalidArgument(format!(
@@ -61,7 +62,7 @@ impl PackedLayer {
         let weight_exponent = scale_exponent(max_abs(w.values()));
         let scale = power_of_two(weight_exponent);
         let k_steps = n_in.div_ceil(K_STEP);
-        let n_tiles = n_out.div_ceil(N_TILE);
+        let n_tiles = padded_tiles(n_out, warp_tiles);
         // Dense, padded, scaled: row k, column n.
         let padded_cols = n_tiles * N_TILE;
         let mut dense = vec![(0u16, 0u16); k_steps * K_STEP * padded_cols];
@@ -71,7 +72,7 @@ impl PackedLayer {
             two_term_weights |= lo & 0x7fff != 0;
             dense[k as usize * padded_cols + n as usize] = (hi, lo);
         }
-        let mut fragments = Vec::with_capacity(k_steps * n_tiles * 32);
+        let mut fragments = Vec::with_capacity((k_steps + 1) * n_tiles * 32);
         for step in 0..k_steps {
             for tile in 0..n_tiles {
                 for lane in 0..32 {
@@ -87,6 +88,7 @@ impl PackedLayer {
                 }
             }
         }
+        fragments.resize((k_steps + 1) * n_tiles * 32, [0; 4]);
         Ok(Self {
             fragments,
             k_steps,
@@ -94,7 +96,6 @@ impl PackedLayer {
             n_out,
             weight_exponent,
             two_term_weights,
-            warp_tiles: warp_tiles(n_tiles),
         })
     }
 
@@ -126,15 +127,33 @@ impl PackedLayer {
     }
 }
 
-/// Device bytes of a layer's fragments: one 16-byte entry per (k-step, tile, lane).
+/// Device bytes of a layer's fragments: one 16-byte entry per (k-step, tile, lane), one
+/// step of zeros past the last.
 pub fn fragment_bytes(k_steps: usize, n_tiles: usize) -> usize {
-    k_steps * n_tiles * 32 * 16
+    (k_steps + 1) * n_tiles * 32 * 16
 }
 
-/// Tiles a warp takes per pass: enough for every warp to have work, at most
-/// [`WARP_TILES`].
-pub fn warp_tiles(n_tiles: usize) -> usize {
-    n_tiles.div_ceil(WARPS).clamp(1, WARP_TILES)
+/// Output tiles a warp takes per pass, for the whole chain: the fewest of
+/// [`WARP_TILE_CHOICES`] that still give every warp a tile of the widest layer in one pass
+/// (a wider layer takes several passes).
+pub fn chain_warp_tiles(widths: &[usize]) -> usize {
+    let widest = widths[1..]
+        .iter()
+        .map(|&n| n.div_ceil(N_TILE))
+        .max()
+        .unwrap_or(1);
+    let wanted = widest.div_ceil(WARPS);
+    WARP_TILE_CHOICES
+        .iter()
+        .copied()
+        .find(|&t| t >= wanted)
+        .unwrap_or(WARP_TILE_CHOICES[WARP_TILE_CHOICES.len() - 1])
+}
+
+/// The tiles of a layer of `n_out` outputs, padded to a multiple of one pass's
+/// (`WARPS · warp_tiles`).
+pub fn padded_tiles(n_out: usize, warp_tiles: usize) -> usize {
+    n_out.div_ceil(N_TILE).div_ceil(WARPS * warp_tiles).max(1) * WARPS * warp_tiles
 }
 
 /// Per-neuron biases of a layer padded to its tiles (padding 0: clip(0 + 0) = 0 there).
@@ -168,12 +187,13 @@ pub fn check_exponents(layer: usize, activation: i32, weight: i32) -> Result<(),
     }
 }
 
-/// The buffer width (columns of a tile buffer) of a chain of widths `N_0, …, N_L`: every
-/// layer's padded outputs fit, rounded up to [`BUFFER_ALIGN`].
-pub fn buffer_width(widths: &[usize]) -> usize {
+/// The buffer width (columns of a tile buffer) of a chain of widths `N_0, …, N_L` whose
+/// warps take `warp_tiles` tiles a pass: every layer's padded outputs fit, rounded up to
+/// [`BUFFER_ALIGN`].
+pub fn buffer_width(widths: &[usize], warp_tiles: usize) -> usize {
     widths[1..]
         .iter()
-        .map(|&n| n.div_ceil(N_TILE) * N_TILE)
+        .map(|&n| padded_tiles(n, warp_tiles) * N_TILE)
         .max()
         .unwrap_or(N_TILE)
         .div_ceil(BUFFER_ALIGN)
@@ -215,9 +235,10 @@ mod tests {
             &[(0, 0, 0.5), (20, 10, -3.0), (7, 3, 0.1), (16, 8, 1.0e-3)],
         )
         .unwrap();
-        let layer = PackedLayer::pack(&w).unwrap();
-        assert_eq!((layer.k_steps, layer.n_tiles, layer.n_out), (2, 2, 11));
-        assert_eq!(layer.fragments.len(), 2 * 2 * 32);
+        let layer = PackedLayer::pack(&w, 1).unwrap();
+        assert_eq!((layer.k_steps, layer.n_tiles, layer.n_out), (2, 8, 11));
+        assert_eq!(layer.fragments.len(), 3 * 8 * 32);
+        assert!(layer.fragments[2 * 8 * 32..].iter().all(|f| *f == [0; 4]));
         assert_eq!(layer.weight_exponent, 15 - 2);
         assert!(layer.two_term_weights, "0.1 needs two terms");
         let scale = 2f64.powi(layer.weight_exponent);
@@ -229,7 +250,7 @@ mod tests {
         for k in 0..32 {
             for n in 0..16 {
                 let want = stored.get(&(k, n)).copied().unwrap_or(0.0);
-                let (hi, lo) = unpacked[k * 16 + n];
+                let (hi, lo) = unpacked[k * layer.n_tiles * N_TILE + n];
                 let got = (f64::from(f16_value(hi)) + f64::from(f16_value(lo))) / scale;
                 let err = (got - f64::from(want)).abs();
                 assert!(
@@ -243,19 +264,20 @@ mod tests {
     #[test]
     fn one_term_weights_are_found() {
         let w = Csr::from_triplets(4, 4, &[(0, 0, 0.0625), (1, 2, -0.5), (3, 3, 2.0)]).unwrap();
-        assert!(!PackedLayer::pack(&w).unwrap().two_term_weights);
+        assert!(!PackedLayer::pack(&w, 1).unwrap().two_term_weights);
         let nan = Csr::from_triplets(2, 2, &[(0, 0, f32::NAN)]);
         if let Ok(nan) = nan {
-            assert!(PackedLayer::pack(&nan).is_err());
+            assert!(PackedLayer::pack(&nan, 1).is_err());
         }
     }
 
     #[test]
     fn buffers_fit_every_output_and_avoid_bank_conflicts() {
-        assert_eq!(buffer_width(&[784, 256, 256, 10]), 256);
-        assert_eq!(buffer_width(&[784, 128, 10]), 128);
-        assert_eq!(buffer_width(&[3, 5]), 64);
-        assert_eq!(buffer_width(&[1024, 1000, 1024]), 1024);
+        assert_eq!(buffer_width(&[784, 256, 256, 10], 4), 256);
+        assert_eq!(buffer_width(&[784, 128, 10], 2), 128);
+        assert_eq!(buffer_width(&[3, 5], 1), 64);
+        assert_eq!(buffer_width(&[1024, 1000, 1024], 4), 1024);
+        assert_eq!(buffer_width(&[1024, 1000, 1024], 1), 1024);
         for width in [64, 128, 256, 1024] {
             // A warp's A-fragment words: rows g (0..8) × words t (0..4).
             let words = row_words(width);
@@ -269,9 +291,14 @@ mod tests {
 
     #[test]
     fn warps_share_the_tiles() {
-        assert_eq!(warp_tiles(32), 4);
-        assert_eq!(warp_tiles(16), 2);
-        assert_eq!(warp_tiles(2), 1);
-        assert_eq!(warp_tiles(128), 4);
+        assert_eq!(chain_warp_tiles(&[784, 256, 256, 10]), 4);
+        assert_eq!(chain_warp_tiles(&[784, 128, 128, 10]), 2);
+        assert_eq!(chain_warp_tiles(&[784, 100, 10]), 2);
+        assert_eq!(chain_warp_tiles(&[3, 5, 64]), 1);
+        assert_eq!(chain_warp_tiles(&[784, 1024, 10]), 4);
+        assert_eq!(padded_tiles(10, 4), 32);
+        assert_eq!(padded_tiles(256, 4), 32);
+        assert_eq!(padded_tiles(1000, 4), 128);
+        assert_eq!(padded_tiles(130, 2), 32);
     }
 }

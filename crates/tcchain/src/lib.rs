@@ -40,8 +40,9 @@ use spdnn_formats::{Csr, SparseMatrix};
 
 /// Warps of a block.
 pub const WARPS: usize = 8;
-/// Most output tiles (of 8 columns) a warp computes in one pass over a layer's inputs.
-pub const WARP_TILES: usize = 4;
+/// The output tiles (of 8 columns) a warp may compute in one pass over a layer's inputs,
+/// one choice for a whole chain (each an instance of the kernel).
+pub const WARP_TILE_CHOICES: [usize; 3] = [1, 2, 4];
 /// 32-bit words after each buffer row (bank-conflict-free fragment loads).
 pub const ROW_PAD_WORDS: usize = 4;
 /// Most 16-row MMA tiles a block carries (the rows of a tile: 16 × this at most).
@@ -50,7 +51,6 @@ pub const MAX_M_TILES: usize = 5;
 /// The definitions `tcchain.cu` takes from Rust.
 pub const DEFINES: &[Define] = &[
     Define::new("TC_WARPS", WARPS as u64),
-    Define::new("TC_WARP_TILES", WARP_TILES as u64),
     Define::new("TC_ROW_PAD_WORDS", ROW_PAD_WORDS as u64),
     Define::new("TC_DESC_WORDS", layout::DESC_WORDS as u64),
     Define::new("TC_MAX_M_TILES", MAX_M_TILES as u64),
@@ -65,18 +65,60 @@ const fn chain(name: &'static str) -> KernelDecl {
     KernelDecl::new(&SOURCE, name, (WARPS * 32) as u32).with_shared_array(4)
 }
 
-/// `tcchain_m{1..5}`: the chain for tiles of 16, 32, 48, 64 and 80 rows; grid one block per
-/// tile, dynamic shared [`layout::shared_bytes`] (in 4-byte words).
-pub const CHAINS: [KernelDecl; MAX_M_TILES] = [
-    chain("tcchain_m1"),
-    chain("tcchain_m2"),
-    chain("tcchain_m3"),
-    chain("tcchain_m4"),
-    chain("tcchain_m5"),
+/// `tcchain_m{M}_n{T}`: the chain for tiles of 16·M rows (M = 1..5) whose warps take T
+/// output tiles a pass (T in [`WARP_TILE_CHOICES`]), `CHAINS[index of T][M − 1]`; grid one
+/// block per tile, dynamic shared [`layout::shared_bytes`] (in 4-byte words).
+pub const CHAINS: [[KernelDecl; MAX_M_TILES]; 3] = [
+    [
+        chain("tcchain_m1_n1"),
+        chain("tcchain_m2_n1"),
+        chain("tcchain_m3_n1"),
+        chain("tcchain_m4_n1"),
+        chain("tcchain_m5_n1"),
+    ],
+    [
+        chain("tcchain_m1_n2"),
+        chain("tcchain_m2_n2"),
+        chain("tcchain_m3_n2"),
+        chain("tcchain_m4_n2"),
+        chain("tcchain_m5_n2"),
+    ],
+    [
+        chain("tcchain_m1_n4"),
+        chain("tcchain_m2_n4"),
+        chain("tcchain_m3_n4"),
+        chain("tcchain_m4_n4"),
+        chain("tcchain_m5_n4"),
+    ],
 ];
 
+/// The instance for tiles of 16·`m_tiles` rows and `warp_tiles` tiles a warp.
+pub fn chain_kernel(m_tiles: usize, warp_tiles: usize) -> &'static KernelDecl {
+    let index = WARP_TILE_CHOICES
+        .iter()
+        .position(|&t| t == warp_tiles)
+        .unwrap_or(WARP_TILE_CHOICES.len() - 1);
+    &CHAINS[index][m_tiles.clamp(1, MAX_M_TILES) - 1]
+}
+
 /// Every kernel this crate declares, checked against the source by the kernel-table test.
-pub const KERNELS: &[KernelDecl] = &CHAINS;
+pub const KERNELS: &[KernelDecl] = &[
+    CHAINS[0][0],
+    CHAINS[0][1],
+    CHAINS[0][2],
+    CHAINS[0][3],
+    CHAINS[0][4],
+    CHAINS[1][0],
+    CHAINS[1][1],
+    CHAINS[1][2],
+    CHAINS[1][3],
+    CHAINS[1][4],
+    CHAINS[2][0],
+    CHAINS[2][1],
+    CHAINS[2][2],
+    CHAINS[2][3],
+    CHAINS[2][4],
+];
 
 /// The method's options.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -112,6 +154,9 @@ impl KernelMethod for TcChain {
     fn memory(chain: &LayerChain<'_>, _options: &TcChainOptions) -> MemoryModel {
         let n0 = chain.neurons();
         let n_last = chain.layers.last().map_or(0, |w| w.ncols());
+        let mut widths = vec![n0];
+        widths.extend(chain.layers.iter().map(|w| w.ncols()));
+        let warp_tiles = layout::chain_warp_tiles(&widths);
         MemoryModel {
             per_row: 4 * n0 + 4 * n_last + 1,
             layers: chain
@@ -121,7 +166,7 @@ impl KernelMethod for TcChain {
                 .map(|(l, w)| {
                     let (k_steps, n_tiles) = (
                         w.nrows().div_ceil(layout::K_STEP),
-                        w.ncols().div_ceil(layout::N_TILE),
+                        layout::padded_tiles(w.ncols(), warp_tiles),
                     );
                     layout::fragment_bytes(k_steps, n_tiles).max(16)
                         + if chain.layer_biases(l).is_some() {
@@ -225,7 +270,11 @@ mod tests {
             &TcChainOptions::default(),
         );
         assert_eq!(model.per_row, 4 * 784 + 4 * 10 + 1);
-        assert_eq!(model.layers, vec![49 * 32 * 512 + 1024, 16 * 2 * 512 + 64]);
+        // Four tiles a warp (256 outputs): layer 2's 10 outputs padded to 32 tiles.
+        assert_eq!(
+            model.layers,
+            vec![50 * 32 * 512 + 1024, 17 * 32 * 512 + 1024]
+        );
         assert!(model.exact);
     }
 }

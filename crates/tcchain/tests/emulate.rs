@@ -5,15 +5,19 @@
 
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use spdnn_cuda::rows::{GpuInference, categories_from_flags};
+use spdnn_formats::SparseMatrix;
 use spdnn_gputest::biased::{BiasedProblem, biased_problem, trained_shaped_problem};
 use spdnn_gputest::{Problem, Tolerance, compare};
 use spdnn_tcchain::emulate::{self, Biases};
 use spdnn_tcchain::layout::PackedLayer;
 
 fn pack(layers: &[spdnn_formats::Csr]) -> Vec<PackedLayer> {
+    let mut widths = vec![layers[0].nrows()];
+    widths.extend(layers.iter().map(|w| w.ncols()));
+    let warp_tiles = spdnn_tcchain::layout::chain_warp_tiles(&widths);
     layers
         .iter()
-        .map(|w| PackedLayer::pack(w).expect("finite weights"))
+        .map(|w| PackedLayer::pack(w, warp_tiles).expect("finite weights"))
         .collect()
 }
 
