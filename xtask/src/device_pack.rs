@@ -40,8 +40,20 @@ const MNIST_LABELLED_FILES: [&str; 3] = [
     "t10k-labels-idx1-ubyte",
 ];
 
-/// Builds the pack.
-pub fn run(root: &Path) -> Result<()> {
+/// Builds the pack: everything, or with `only` the CLI and the GPU test executables of
+/// those packages (`tcchain` or `spdnn-tcchain`), without the reuse examples and the MPI
+/// build (a quicker pack while working on a few crates).
+pub fn run(root: &Path, only: &[String]) -> Result<()> {
+    let only: Vec<String> = only
+        .iter()
+        .map(|name| {
+            if name.starts_with("spdnn-") {
+                name.clone()
+            } else {
+                format!("spdnn-{name}")
+            }
+        })
+        .collect();
     let device = root.join(".device");
     let staging = device.join("stage");
     if staging.exists() {
@@ -55,14 +67,18 @@ pub fn run(root: &Path) -> Result<()> {
     std::fs::copy(root.join("target/release/spdnn"), staging.join("bin/spdnn"))
         .context("copying spdnn")?;
 
-    let mpi = mpi_build(root, &staging)?;
+    let mpi = only.is_empty() && mpi_build(root, &staging)?;
 
-    let tests = test_executables()?;
+    let tests = test_executables(&only)?;
     for (name, path) in &tests {
         std::fs::copy(path, staging.join("tests").join(name))
             .with_context(|| format!("copying {}", path.display()))?;
     }
-    let examples = reuse_examples(root, &staging)?;
+    let examples = if only.is_empty() {
+        reuse_examples(root, &staging)?
+    } else {
+        0
+    };
     strip_debug_info(&staging)?;
 
     let shared = root.join("..").join("shared").join("data").join("sdgc");
@@ -212,17 +228,26 @@ fn strip_debug_info(staging: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The GPU test executables of the workspace (integration tests named `gpu`), built in
-/// release, by a unique name. CPU-only tests run in CI and are not packed.
-fn test_executables() -> Result<BTreeMap<String, PathBuf>> {
-    let mut child = cargo()
-        .args([
-            "test",
-            "--release",
-            "--workspace",
-            "--no-run",
-            "--message-format=json-render-diagnostics",
-        ])
+/// The GPU test executables of the workspace (integration tests named `gpu`), or of the
+/// packages `only` names, built in release, by a unique name. CPU-only tests run in CI and
+/// are not packed.
+fn test_executables(only: &[String]) -> Result<BTreeMap<String, PathBuf>> {
+    let mut command = cargo();
+    command.args([
+        "test",
+        "--release",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+    ]);
+    if only.is_empty() {
+        command.arg("--workspace");
+    } else {
+        for package in only {
+            command.args(["-p", package]);
+        }
+        command.args(["--test", "gpu"]);
+    }
+    let mut child = command
         .stdout(Stdio::piped())
         .spawn()
         .context("starting cargo test --no-run")?;

@@ -71,7 +71,12 @@ enum Task {
     /// Check formatting and clippy (warnings are errors).
     Lint,
     /// Build the CLI and test executables in release into .device/ with run.sh.
-    DevicePack,
+    DevicePack {
+        /// Only these packages' GPU tests (e.g. `tcchain,dense`), no reuse examples and no
+        /// MPI build: a quicker pack while working on a few crates.
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+    },
     /// Train the SNICIT paper's sparse MNIST networks (Table 4: A 128-18, B 256-18,
     /// C 256-12) on the CPU into data/nets/ (.safetensors and a .json report each).
     TrainNets {
@@ -102,7 +107,7 @@ fn main() -> Result<()> {
         }
         Task::Setup { no_mnist } => setup(&root, !no_mnist),
         Task::Lint => lint(),
-        Task::DevicePack => device_pack::run(&root),
+        Task::DevicePack { only } => device_pack::run(&root, &only),
         Task::TrainNets { nets, epochs, seed } => run(cargo()
             .args(["run", "--release", "--quiet", "-p", "spdnn-train", "--"])
             .args(["--nets", &nets, "--epochs", &epochs.to_string()])
