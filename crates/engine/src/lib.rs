@@ -6,9 +6,10 @@
 //! Modules, each depending only on those before it: [`method`] (the vocabulary: problem,
 //! run configuration, the [`Method`] trait, typed outputs) and [`options`] (the option
 //! groups of a run); [`cpu`], [`gpu`] (every kernel crate through one adapter), [`glare`]
-//! (the `+glare` modifier) and [`compress`] (the `+compress` modifier); [`registry`];
-//! [`report`] and [`run`]; [`data`].
+//! (the `+glare` modifier) and [`compress`] (the `+compress` modifier); [`auto`] (the method
+//! that picks one of the others); [`registry`]; [`report`] and [`run`]; [`data`].
 
+pub mod auto;
 pub mod compress;
 pub mod cpu;
 pub mod data;

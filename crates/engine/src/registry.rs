@@ -77,6 +77,7 @@ impl Default for Registry {
             .kernel_variant::<spdnn_sz::SzT4>()
             .kernel::<spdnn_tcchain::TcChain>()
             .compressed_variants()
+            .auto()
     }
 }
 
@@ -103,6 +104,14 @@ impl Registry {
             .collect();
         self.methods.extend(variants);
         self
+    }
+
+    /// Adds `auto`, which picks among the methods registered so far (it needs `cpu`).
+    pub fn auto(self) -> Self {
+        match crate::auto::Auto::new(&self.methods) {
+            Ok(auto) => self.method(auto),
+            Err(_) => self,
+        }
     }
 
     /// Adds kernel family `K` as it is.
@@ -179,7 +188,12 @@ mod tests {
     #[test]
     fn registry_order_puts_each_glare_variant_after_its_method() {
         let registry = Registry::default();
-        let names = registry.names();
+        let mut names = registry.names();
+        assert_eq!(
+            names.pop(),
+            Some("auto"),
+            "auto comes last, over every other row"
+        );
         let (plain, compressed) = names.split_at(names.len() / 2);
         for (p, c) in plain.iter().zip(compressed) {
             assert_eq!(format!("{p}+compress"), *c);
@@ -204,7 +218,7 @@ mod tests {
                 "tcchain"
             ]
         );
-        for method in registry.all() {
+        for method in registry.all().filter(|m| m.name() != "auto") {
             assert!(!method.description().is_empty());
             let base = method
                 .name()

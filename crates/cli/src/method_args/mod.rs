@@ -8,6 +8,7 @@
 //! what is not given keeps the crate's default. The defaults written in the help are
 //! checked against the crates' by a test.
 
+mod auto;
 mod blockdepend;
 mod compress;
 mod glare;
@@ -81,6 +82,7 @@ method_args! {
     blockdepend: blockdepend::BlockDependArgs,
     sz: sz::SzArgs,
     tcchain: tcchain::TcChainArgs,
+    auto: auto::AutoArgs,
     glare: glare::GlareArgs,
     memory: memory::MemoryArgs,
 }

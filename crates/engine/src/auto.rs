@@ -1,0 +1,538 @@
+//! `--method auto`: a method on the seam that picks, per network, which registered method
+//! runs it, and says why.
+//!
+//! 1. **The regime, from the data.** The share of stored weights over the dense products'
+//!    entries, over the whole chain. At ≥ [`DENSE_SHARE`] the layers are dense-ish (a
+//!    trained network's 55 % layers and dense ends): every gather costs more than the
+//!    multiply-adds it saves, and the candidates are the dense products: `tcchain` (the
+//!    fused chain on the tensor cores) and `dense` (cuBLAS). Below it the network is sparse
+//!    (the challenge's 3 %, random fan-in-32 nets): the candidates are the sparse methods,
+//!    `blockdepend` first (fused chain, exact compression, retired rows: the fastest on every
+//!    challenge shape and random net measured, docs/results.md), then `sz`, `hp` and
+//!    `cusparse` in that order for networks the earlier ones refuse (a positive bias,
+//!    shapes, memory).
+//! 2. **A cost model** of each candidate: its multiply-adds over a rate calibrated on the
+//!    GPUs measured (docs/auto.md), plus its launches; a candidate whose memory model does
+//!    not fit the GPU is out.
+//! 3. **A short trial**, when the model leaves more than one candidate within
+//!    [`TRIAL_FACTOR`] of its best: each such candidate runs on the first `trial_rows / 2`
+//!    and `trial_rows` rows; the two times give a fixed and a per-row cost, extrapolated to
+//!    the run's rows. The fastest by the trial is chosen. The choice, with the model's and
+//!    the trial's numbers, is cached per network (a content hash), rows, bound and GPU, so
+//!    a second run of the same problem skips the trial.
+//!
+//! The chosen method then runs the whole problem as it would alone; its report gains
+//! `auto_choice`, `auto_reason`, `auto_model_ms`, `auto_trial_ms` and `auto_cached`. Without
+//! a GPU, `auto` is the CPU reference.
+//!
+//! Not done: a choice per range of layers (a dense end on one method and a sparse middle on
+//! another). Every network of the benchmark is one regime throughout (nets A–C are ≥ 55 %
+//! dense in every layer, the challenge's 3 % in every layer), and a split would hand the
+//! activations from one method to another through the device, which the seam does not do
+//! today.
+
+use std::any::TypeId;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use anyhow::{Context, Result, anyhow};
+use serde::{Deserialize, Serialize};
+use spdnn_cuda::method::MethodOptions;
+use spdnn_formats::SparseMatrix;
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::method::{Method, MethodOutput, Problem, RunConfig};
+use crate::options::OptionSet;
+
+/// The registry name.
+pub const NAME: &str = "auto";
+/// The share of stored weights from which a network counts as dense-ish.
+pub const DENSE_SHARE: f64 = 0.2;
+/// Candidates whose modelled time is within this factor of the best one's are tried.
+pub const TRIAL_FACTOR: f64 = 3.0;
+/// Bumped when the model or the candidates change: cached choices of other versions are
+/// ignored.
+pub const MODEL_VERSION: u32 = 1;
+
+/// The dense-ish regime's candidates, in order of preference on a tie.
+pub const DENSE_CANDIDATES: [&str; 2] = ["tcchain", "dense"];
+/// The sparse regime's candidates, in order: the first that runs the problem is used.
+pub const SPARSE_CANDIDATES: [&str; 4] = ["blockdepend", "sz", "hp", "cusparse"];
+
+/// Multiply-adds a second of the fused tensor-core chain (three fp16 products each, fp32
+/// accumulation; the rate of whole products), calibrated on an H100 (docs/auto.md).
+pub const TCCHAIN_RATE: f64 = 6.0e13;
+/// Multiply-adds a second of cuBLAS's fp32 GEMM at the small sizes of trained networks.
+pub const DENSE_RATE: f64 = 2.0e13;
+/// A kernel launch, s.
+pub const LAUNCH_S: f64 = 5.0e-6;
+
+/// `auto`'s options.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AutoOptions {
+    /// Where choices are cached (`None`: nowhere, a trial every run).
+    pub cache_dir: Option<PathBuf>,
+    /// Rows of the trial's larger slice (the smaller has half).
+    pub trial_rows: usize,
+}
+
+impl Default for AutoOptions {
+    fn default() -> Self {
+        Self {
+            cache_dir: None,
+            trial_rows: 4096,
+        }
+    }
+}
+
+impl MethodOptions for AutoOptions {
+    fn validate(&self) -> Result<(), String> {
+        if self.trial_rows < 64 {
+            return Err(format!(
+                "auto: the trial needs at least 64 rows, got {}",
+                self.trial_rows
+            ));
+        }
+        Ok(())
+    }
+
+    fn default_in(data_dir: &Path) -> Self {
+        Self {
+            cache_dir: Some(data_dir.join("cache").join("auto")),
+            ..Self::default()
+        }
+    }
+}
+
+/// What the model reads off a problem.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Features {
+    /// Input rows.
+    pub rows: usize,
+    /// Layers.
+    pub layers: usize,
+    /// Σ over layers of `N_in · N_out`: multiply-adds a row of the dense products.
+    pub dense_per_row: f64,
+    /// Σ of stored weights: multiply-adds a row of a sparse product with dense activations.
+    pub stored_per_row: f64,
+    /// `stored_per_row / dense_per_row`.
+    pub share: f64,
+}
+
+impl Features {
+    /// The features of `problem`.
+    pub fn of(problem: &Problem<'_>) -> Self {
+        let layers = problem.network.layers();
+        let dense_per_row: f64 = layers
+            .iter()
+            .map(|w| w.nrows() as f64 * w.ncols() as f64)
+            .sum();
+        let stored_per_row: f64 = layers.iter().map(|w| w.nnz() as f64).sum();
+        Self {
+            rows: problem.input.rows(),
+            layers: layers.len(),
+            dense_per_row,
+            stored_per_row,
+            share: if dense_per_row > 0.0 {
+                stored_per_row / dense_per_row
+            } else {
+                0.0
+            },
+        }
+    }
+
+    /// Whether the network is dense-ish.
+    pub fn dense_ish(&self) -> bool {
+        self.share >= DENSE_SHARE
+    }
+}
+
+/// The model's time for `method` on a problem with `features`, ms (`None`: no model, the
+/// trial or the order decides).
+pub fn model_ms(method: &str, features: &Features) -> Option<f64> {
+    let macs = features.rows as f64 * features.dense_per_row;
+    match method {
+        "tcchain" => Some(1e3 * (macs / TCCHAIN_RATE + LAUNCH_S)),
+        "dense" => Some(1e3 * (macs / DENSE_RATE + 2.0 * features.layers as f64 * LAUNCH_S)),
+        _ => None,
+    }
+}
+
+/// What `auto` chose and why (cached as JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Choice {
+    /// [`MODEL_VERSION`] when it was made.
+    pub version: u32,
+    /// The method run.
+    pub method: String,
+    /// One line: the regime and the deciding numbers.
+    pub reason: String,
+    /// The model's time of each candidate it models, ms.
+    pub model_ms: Vec<(String, f64)>,
+    /// The trial's time of each candidate tried, extrapolated to the run's rows, ms.
+    pub trial_ms: Vec<(String, f64)>,
+    /// The candidates that could not run, with why.
+    pub refused: Vec<(String, String)>,
+    /// The features the choice was made on.
+    pub features: Features,
+}
+
+/// `--method auto`.
+pub struct Auto {
+    /// The registry's methods it may pick (looked up by name).
+    methods: Vec<Arc<dyn Method>>,
+    /// The CPU reference, when no GPU is there.
+    cpu: Arc<dyn Method>,
+}
+
+impl Auto {
+    /// `auto` over `methods` (the registry's rows; the candidates are looked up by name,
+    /// and `cpu` must be there).
+    pub fn new(methods: &[Arc<dyn Method>]) -> Result<Self> {
+        let cpu = methods
+            .iter()
+            .find(|m| m.name() == "cpu")
+            .cloned()
+            .ok_or_else(|| anyhow!("auto needs the cpu method in the registry"))?;
+        Ok(Self {
+            methods: methods.to_vec(),
+            cpu,
+        })
+    }
+
+    fn method(&self, name: &str) -> Option<&Arc<dyn Method>> {
+        self.methods.iter().find(|m| m.name() == name)
+    }
+
+    /// The candidates of `features`' regime that this registry has, in order.
+    fn candidates(&self, features: &Features) -> Vec<&Arc<dyn Method>> {
+        let names: &[&str] = if features.dense_ish() {
+            &DENSE_CANDIDATES
+        } else {
+            &SPARSE_CANDIDATES
+        };
+        names.iter().filter_map(|n| self.method(n)).collect()
+    }
+
+    /// Runs `method` on the first `rows` rows with a short repetition (the trial), returning
+    /// its fastest timed-region time, ms (the least disturbed of three).
+    fn trial_run(
+        &self,
+        method: &dyn Method,
+        problem: &Problem<'_>,
+        config: &RunConfig,
+        rows: usize,
+    ) -> Result<f64> {
+        let input = problem.input.head(rows);
+        let slice = Problem {
+            input: &input,
+            ..*problem
+        };
+        let trial_config = RunConfig {
+            warmup: 1,
+            repetitions: 3,
+            shared: config.shared.scoped("auto-trial"),
+            ..config.clone()
+        };
+        let output = method.run(&slice, &trial_config)?;
+        output
+            .infer_ms
+            .iter()
+            .copied()
+            .reduce(f64::min)
+            .ok_or_else(|| anyhow!("{} timed nothing", method.name()))
+    }
+
+    /// Chooses the method for `problem` (model, then trial), without the cache.
+    pub fn choose(&self, problem: &Problem<'_>, config: &RunConfig) -> Result<Choice> {
+        let features = Features::of(problem);
+        let options: AutoOptions = config.options.get();
+        let candidates = self.candidates(&features);
+        let regime = if features.dense_ish() {
+            format!(
+                "{:.0} % of the dense products' weights stored (≥ {:.0} %): dense-ish",
+                100.0 * features.share,
+                100.0 * DENSE_SHARE
+            )
+        } else {
+            format!(
+                "{:.1} % of the dense products' weights stored (< {:.0} %): sparse",
+                100.0 * features.share,
+                100.0 * DENSE_SHARE
+            )
+        };
+        let model_ms: Vec<(String, f64)> = candidates
+            .iter()
+            .filter_map(|m| model_ms(m.name(), &features).map(|t| (m.name().to_string(), t)))
+            .collect();
+        let best_model = model_ms
+            .iter()
+            .map(|(_, t)| *t)
+            .fold(f64::INFINITY, f64::min);
+        // Tried: the modelled candidates within the factor of the best (all of them when
+        // none is modelled, in order, stopping at the first that runs).
+        let tried: Vec<&Arc<dyn Method>> = if model_ms.is_empty() {
+            candidates.clone()
+        } else {
+            candidates
+                .iter()
+                .filter(|m| {
+                    model_ms
+                        .iter()
+                        .any(|(n, t)| n == m.name() && *t <= TRIAL_FACTOR * best_model)
+                })
+                .copied()
+                .collect()
+        };
+        let mut trial_ms = Vec::new();
+        let mut refused = Vec::new();
+        let large = options.trial_rows.min(features.rows).max(1);
+        let small = (large / 2).max(1);
+        for method in &tried {
+            let measured = if model_ms.is_empty() {
+                // The order decides: the first that runs a small slice is the choice.
+                self.trial_run(method.as_ref(), problem, config, small.min(256))
+                    .map(|_| None)
+            } else if large < 2 * small || small == large {
+                self.trial_run(method.as_ref(), problem, config, large)
+                    .map(|t| Some(t * features.rows as f64 / large as f64))
+            } else {
+                self.trial_run(method.as_ref(), problem, config, small)
+                    .and_then(|t_small| {
+                        let t_large = self.trial_run(method.as_ref(), problem, config, large)?;
+                        let per_row = ((t_large - t_small) / (large - small) as f64).max(0.0);
+                        let fixed = (t_small - per_row * small as f64).max(0.0);
+                        Ok(Some(fixed + per_row * features.rows as f64))
+                    })
+            };
+            match measured {
+                Ok(Some(t)) => trial_ms.push((method.name().to_string(), t)),
+                Ok(None) => {
+                    return Ok(Choice {
+                        version: MODEL_VERSION,
+                        method: method.name().to_string(),
+                        reason: format!(
+                            "{regime}; {} is the first of {} that runs it",
+                            method.name(),
+                            SPARSE_CANDIDATES.join(", ")
+                        ),
+                        model_ms,
+                        trial_ms,
+                        refused,
+                        features,
+                    });
+                }
+                Err(e) => refused.push((method.name().to_string(), format!("{e:#}"))),
+            }
+        }
+        let (method, reason) = match trial_ms.iter().min_by(|a, b| a.1.total_cmp(&b.1)).cloned() {
+            Some((name, t)) if trial_ms.len() > 1 => {
+                let others: Vec<String> = trial_ms
+                    .iter()
+                    .filter(|(n, _)| *n != name)
+                    .map(|(n, o)| format!("{n} {o:.3} ms"))
+                    .collect();
+                (
+                    name.clone(),
+                    format!(
+                        "{regime}; trial on {small} and {large} rows: {name} {t:.3} ms against {}",
+                        others.join(", ")
+                    ),
+                )
+            }
+            Some((name, t)) => {
+                let model = model_ms
+                    .iter()
+                    .map(|(n, m)| format!("{n} {m:.3} ms"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                (
+                    name.clone(),
+                    format!(
+                        "{regime}; model: {model}; only {name} within {TRIAL_FACTOR}× of the \
+                         best (trial {t:.3} ms)"
+                    ),
+                )
+            }
+            None => {
+                return Err(anyhow!(
+                    "auto: no candidate of the {} regime runs this problem: {}",
+                    if features.dense_ish() {
+                        "dense-ish"
+                    } else {
+                        "sparse"
+                    },
+                    refused
+                        .iter()
+                        .map(|(n, e)| format!("{n}: {e}"))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ));
+            }
+        };
+        Ok(Choice {
+            version: MODEL_VERSION,
+            method,
+            reason,
+            model_ms,
+            trial_ms,
+            refused,
+            features,
+        })
+    }
+}
+
+/// The cache key of a choice: the network's content, its biases, the scalars, the rows,
+/// the GPU and the model's version.
+pub fn cache_key(problem: &Problem<'_>, gpu: &str) -> String {
+    let mut sum = Xxh3::new();
+    sum.update(&MODEL_VERSION.to_le_bytes());
+    sum.update(&spdnn_xy::cache::fingerprint(problem.network.layers()).to_le_bytes());
+    for biases in problem.network.biases().unwrap_or(&[]) {
+        for b in biases {
+            sum.update(&b.to_bits().to_le_bytes());
+        }
+    }
+    for scalar in [problem.bias, problem.upper_bound] {
+        sum.update(&scalar.to_bits().to_le_bytes());
+    }
+    sum.update(&(problem.input.rows() as u64).to_le_bytes());
+    sum.update(gpu.as_bytes());
+    format!("{:016x}", sum.digest())
+}
+
+fn read_cached(path: &Path) -> Option<Choice> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let choice: Choice = serde_json::from_str(&text).ok()?;
+    (choice.version == MODEL_VERSION).then_some(choice)
+}
+
+/// Whether this process sees a GPU (asked once).
+fn gpu_name() -> Option<&'static str> {
+    static NAME: OnceLock<Option<String>> = OnceLock::new();
+    NAME.get_or_init(crate::gpu_name).as_deref()
+}
+
+impl Method for Auto {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn description(&self) -> &str {
+        "picks the method for the network: dense-ish layers (≥ 20 % stored) on tcchain or dense, sparse ones on blockdepend, by a cost model and a short trial (cached); says why"
+    }
+
+    fn needs_gpu(&self) -> bool {
+        gpu_name().is_some()
+    }
+
+    fn in_default_run(&self) -> bool {
+        false
+    }
+
+    fn reads(&self) -> Vec<TypeId> {
+        let mut reads = vec![TypeId::of::<AutoOptions>()];
+        for method in &self.methods {
+            if DENSE_CANDIDATES.contains(&method.name())
+                || SPARSE_CANDIDATES.contains(&method.name())
+            {
+                for id in method.reads() {
+                    if !reads.contains(&id) {
+                        reads.push(id);
+                    }
+                }
+            }
+        }
+        reads
+    }
+
+    fn check(&self, options: &OptionSet, _neurons: usize) -> Result<()> {
+        let auto: AutoOptions = options.get();
+        auto.validate().map_err(anyhow::Error::msg)
+    }
+
+    fn run(&self, problem: &Problem<'_>, config: &RunConfig) -> Result<MethodOutput> {
+        let Some(gpu) = gpu_name() else {
+            let mut output = self.cpu.run(problem, config)?;
+            output
+                .details
+                .found
+                .insert("auto_choice".into(), serde_json::json!("cpu"));
+            output
+                .details
+                .found
+                .insert("auto_reason".into(), serde_json::json!("no CUDA GPU"));
+            return Ok(output);
+        };
+        let started = Instant::now();
+        let options: AutoOptions = config.options.get();
+        let path = options
+            .cache_dir
+            .as_ref()
+            .map(|dir| dir.join(format!("{}.json", cache_key(problem, gpu))));
+        let (choice, cached) = match path.as_deref().and_then(read_cached) {
+            Some(choice) => (choice, true),
+            None => {
+                let choice = self.choose(problem, config)?;
+                if let Some(path) = &path {
+                    // A cache that cannot be written only means the next run tries again.
+                    let _ = path
+                        .parent()
+                        .map(std::fs::create_dir_all)
+                        .transpose()
+                        .ok()
+                        .and_then(|_| serde_json::to_string_pretty(&choice).ok())
+                        .map(|text| std::fs::write(path, text));
+                }
+                (choice, false)
+            }
+        };
+        let choose_ms = started.elapsed().as_secs_f64() * 1e3;
+        let method = self
+            .method(&choice.method)
+            .with_context(|| format!("auto chose {}, which this build lacks", choice.method))?;
+        let mut output = method
+            .run(problem, config)
+            .with_context(|| format!("auto chose {}", choice.method))?;
+        output.total_ms += choose_ms;
+        let found = &mut output.details.found;
+        found.insert("auto_choice".into(), serde_json::json!(choice.method));
+        found.insert("auto_reason".into(), serde_json::json!(choice.reason));
+        found.insert(
+            "auto_model_ms".into(),
+            serde_json::json!(
+                choice
+                    .model_ms
+                    .iter()
+                    .cloned()
+                    .collect::<std::collections::BTreeMap<_, _>>()
+            ),
+        );
+        found.insert(
+            "auto_trial_ms".into(),
+            serde_json::json!(
+                choice
+                    .trial_ms
+                    .iter()
+                    .cloned()
+                    .collect::<std::collections::BTreeMap<_, _>>()
+            ),
+        );
+        if !choice.refused.is_empty() {
+            found.insert(
+                "auto_refused".into(),
+                serde_json::json!(
+                    choice
+                        .refused
+                        .iter()
+                        .cloned()
+                        .collect::<std::collections::BTreeMap<_, _>>()
+                ),
+            );
+        }
+        found.insert("auto_cached".into(), serde_json::json!(cached));
+        found.insert("auto_choose_ms".into(), serde_json::json!(choose_ms));
+        Ok(output)
+    }
+}
