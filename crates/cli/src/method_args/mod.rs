@@ -10,6 +10,7 @@
 
 mod blockdepend;
 mod compress;
+mod dense;
 mod glare;
 mod hp;
 mod memory;
@@ -79,6 +80,7 @@ method_args! {
     hp: hp::HpArgs,
     blockdepend: blockdepend::BlockDependArgs,
     sz: sz::SzArgs,
+    dense: dense::DenseArgs,
     glare: glare::GlareArgs,
     memory: memory::MemoryArgs,
 }
