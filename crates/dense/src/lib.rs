@@ -237,6 +237,7 @@ impl Handle {
             unsafe { sys::cublasSetMathMode(handle.0, math) },
             "SetMathMode",
         )?;
+        // After SetStream: setting the stream resets the workspace to cuBLAS's own pool.
         let bytes = workspace.bytes();
         let (pointer, _sync) = (**workspace).device_ptr_mut(stream);
         // SAFETY: the workspace holds `bytes` bytes and is dropped after the handle.
