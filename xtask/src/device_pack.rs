@@ -182,6 +182,7 @@ const REUSE_EXAMPLES: &[(&str, &str)] = &[
     ("spdnn-bf", "tsv"),
     ("spdnn-snig", "tsv"),
     ("spdnn-cusparse", "tsv"),
+    ("spdnn-dense", "tsv"),
     ("spdnn-xy", "tsv"),
     ("spdnn-snicit", "tsv"),
     ("spdnn-hp", "tsv"),

@@ -62,30 +62,64 @@ fn classify_folder(mnist: &Path) -> tempfile::TempDir {
     dir
 }
 
-/// `spdnn classify --methods METHODS` on the first 300 test images in a fresh
-/// [`classify_folder`], with its stdout and stderr; `None` without the MNIST test images.
-fn classify(methods: &str) -> Option<(std::process::Output, String, String)> {
+/// `spdnn classify --methods METHODS` (without `--methods` when `None`) on the first 300
+/// test images in a fresh [`classify_folder`], with its stdout and stderr; `None` without
+/// the MNIST test images.
+fn classify_with(methods: Option<&str>) -> Option<(std::process::Output, String, String)> {
     let dir = classify_folder(&mnist_folder()?);
-    let run = spdnn(
-        dir.path(),
-        &[
-            "classify",
-            "--network",
-            "net.safetensors",
-            "--mnist-test",
-            "--rows",
-            "300",
-            "--methods",
-            methods,
-            "--warmup",
-            "0",
-            "--repetitions",
-            "1",
-        ],
-    );
+    let mut args = vec![
+        "classify",
+        "--network",
+        "net.safetensors",
+        "--mnist-test",
+        "--rows",
+        "300",
+        "--warmup",
+        "0",
+        "--repetitions",
+        "1",
+    ];
+    if let Some(methods) = methods {
+        args.extend(["--methods", methods]);
+    }
+    let run = spdnn(dir.path(), &args);
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     Some((run, stdout, stderr))
+}
+
+/// [`classify_with`] the methods named.
+fn classify(methods: &str) -> Option<(std::process::Output, String, String)> {
+    classify_with(Some(methods))
+}
+
+#[test]
+fn without_methods_classify_runs_the_default_run_with_the_dense_yardstick() {
+    let Some((run, stdout, stderr)) = classify_with(None) else {
+        return;
+    };
+    let row = |method: &str| stdout.lines().any(|l| l.starts_with(&format!("{method} ")));
+    assert!(row("cpu"), "{stdout}");
+    if spdnn_engine::gpu_available() {
+        // Every GPU method of the default run, the cuBLAS yardstick among them.
+        for method in ["dense", "cusparse", "hp", "sz", "xy", "bf"] {
+            assert!(row(method), "{method}: {stdout}");
+        }
+        assert!(!row("bf+glare") && !row("cpu+compress"), "{stdout}");
+        assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    } else {
+        // Here only the CPU runs, and a note names what the default run left out.
+        assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+        assert!(!row("dense"), "{stdout}");
+        let note = stderr
+            .lines()
+            .find(|l| l.starts_with("note: no CUDA GPU here"))
+            .unwrap_or_else(|| panic!("{stderr}"));
+        assert!(
+            note.contains("dense") && note.contains("cusparse"),
+            "{note}"
+        );
+    }
 }
 
 #[test]

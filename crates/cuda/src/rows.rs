@@ -245,6 +245,16 @@ pub fn row_nonzero_flags(
     Ok(())
 }
 
+/// Zeroes `flags` (one byte per row of the prepared capacity) before a kernel that sets
+/// the flag of every row it finds non-empty after the last layer: the first half of the
+/// end-of-run row flags of a method that flags rows as it writes them (a fused epilogue, a
+/// list of live rows).
+pub fn clear_row_flags(gpu: &Gpu, flags: &mut DeviceBuffer<u8>) -> Result<(), CudaError> {
+    gpu.stream()
+        .memset_zeros(&mut **flags)
+        .context("clearing the row flags")
+}
+
 /// The 1-based rows whose flag is set.
 pub fn categories_from_flags(flags: &[u8]) -> Vec<u32> {
     flags
@@ -422,11 +432,8 @@ impl RowList {
         row_flags: &mut DeviceBuffer<u8>,
         capacity: usize,
     ) -> Result<(), CudaError> {
-        let stream = gpu.stream();
-        stream
-            .memset_zeros(&mut **row_flags)
-            .context("clearing the row flags")?;
-        let mut launch = stream.launch_builder(mark);
+        clear_row_flags(gpu, row_flags)?;
+        let mut launch = gpu.stream().launch_builder(mark);
         launch
             .arg(&*self.rows)
             .arg(&*self.count)

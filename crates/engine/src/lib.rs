@@ -29,8 +29,8 @@ pub use report::RunReport;
 pub use run::Truth;
 /// The crates whose option types a run's [`OptionSet`] holds, and GLARE's model.
 pub use {
-    spdnn_adaptive, spdnn_blockdepend, spdnn_cuda, spdnn_glare, spdnn_hp, spdnn_snicit,
-    spdnn_tcchain, spdnn_xy,
+    spdnn_adaptive, spdnn_blockdepend, spdnn_cuda, spdnn_dense, spdnn_glare, spdnn_hp,
+    spdnn_snicit, spdnn_tcchain, spdnn_xy,
 };
 
 /// Whether a CUDA GPU can be used by this build on this machine (never panics).

@@ -71,6 +71,7 @@ impl Default for Registry {
             .kernel_with_glare::<spdnn_xy::Xy>()
             .kernel_with_glare::<spdnn_snicit::Snicit>()
             .kernel::<spdnn_cusparse::Cusparse>()
+            .kernel::<spdnn_dense::Dense>()
             .kernel::<spdnn_hp::Hp>()
             .kernel::<spdnn_blockdepend::BlockDepend>()
             .kernel::<spdnn_sz::Sz>()
@@ -211,6 +212,7 @@ mod tests {
                 "snicit",
                 "snicit+glare",
                 "cusparse",
+                "dense",
                 "hp",
                 "blockdepend",
                 "sz",
@@ -238,6 +240,8 @@ mod tests {
         assert_eq!(registry.glare_variant("xy+glare"), Some("xy+glare"));
         assert_eq!(registry.glare_variant("cpu"), None);
         assert_eq!(registry.glare_variant("cusparse"), None);
+        assert_eq!(registry.glare_variant("dense"), None);
+        assert_eq!(registry.compress_variant("dense"), Some("dense+compress"));
         assert_eq!(registry.glare_variant("nonsense"), None);
         assert_eq!(registry.glare_variant("cusparse+glare"), None);
         assert_eq!(
@@ -305,5 +309,9 @@ mod tests {
             vec![TypeId::of::<spdnn_cuda::method::NoOptions>(), memory]
         );
         assert!(!reads("bf").contains(&xy) && reads("bf+glare").contains(&glare));
+        assert_eq!(
+            reads("dense"),
+            vec![TypeId::of::<spdnn_dense::DenseOptions>(), memory]
+        );
     }
 }

@@ -141,26 +141,15 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
         }
     }
     let registry = Registry::default();
-    let mut skipped_for_gpu: Vec<&str> = Vec::new();
-    let named: Vec<&str> = if args.methods.is_empty() {
-        let gpu = spdnn_engine::gpu_available();
-        registry
-            .all()
-            .filter(|m| m.in_default_run())
-            .filter(|m| {
-                let runs = !m.needs_gpu() || gpu;
-                if !runs {
-                    skipped_for_gpu.push(m.name());
-                }
-                runs
-            })
-            .map(|m| m.name())
-            .collect()
+    let (named, skipped_for_gpu) = if args.methods.is_empty() {
+        super::default_methods(&registry)
     } else {
-        args.methods
+        let named = args
+            .methods
             .iter()
             .map(|name| registry.get(name).map(|m| m.name()))
-            .collect::<Result<_>>()?
+            .collect::<Result<_>>()?;
+        (named, Vec::new())
     };
     let (names, mut warnings) = args.method_options.resolve_methods(&registry, &named);
     let methods: Vec<&dyn spdnn_engine::Method> = names

@@ -39,8 +39,11 @@ pub struct ClassifyArgs {
     /// Keep only the first R images.
     #[arg(long)]
     rows: Option<usize>,
-    /// Methods to run, comma-separated (`cpu` is the oracle the others are compared with).
-    #[arg(long, value_delimiter = ',', default_value = "cpu")]
+    /// Methods to run, comma-separated, each compared with the CPU reference (the oracle,
+    /// which runs first in any case) [default: every method this machine can run, as `spdnn bench` chooses them: the CPU
+    /// reference and, with a GPU, every GPU method but the `+` variants, `dense` (the cuBLAS
+    /// yardstick) included].
+    #[arg(long, value_delimiter = ',')]
     methods: Vec<String>,
     /// Untimed runs before the timed ones.
     #[arg(long, default_value_t = 1)]
@@ -181,6 +184,18 @@ pub fn run(args: &ClassifyArgs) -> Result<Outcome> {
     };
 
     let registry = Registry::default();
+    let names: Vec<&str> = if args.methods.is_empty() {
+        let (names, left_out) = super::default_methods(&registry);
+        if !left_out.is_empty() {
+            eprintln!(
+                "note: no CUDA GPU here, so the default run leaves out {}",
+                left_out.join(", ")
+            );
+        }
+        names
+    } else {
+        args.methods.iter().map(|n| n.trim()).collect()
+    };
     let method_options = args.method_options.options()?;
     let problem = Problem {
         network: &network,
@@ -189,8 +204,8 @@ pub fn run(args: &ClassifyArgs) -> Result<Outcome> {
         upper_bound,
     };
     let mut rows = Vec::new();
-    for name in &args.methods {
-        let method = registry.get(name.trim())?;
+    for name in names {
+        let method = registry.get(name)?;
         let config = RunConfig {
             warmup: args.warmup,
             repetitions: args.repetitions.max(1),
@@ -270,8 +285,8 @@ pub fn run(args: &ClassifyArgs) -> Result<Outcome> {
     } else {
         print_text(&report);
     }
-    // Every method was asked for by name: one that did not run (no GPU, a network it
-    // refuses, a failure) makes the run an error after the table, as in `bench`.
+    // A method that did not run (no GPU, a network it refuses, a failure), named or of the
+    // default run, makes the run an error after the table, as in `bench`.
     let failed: Vec<&str> = report
         .results
         .iter()

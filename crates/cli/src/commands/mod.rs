@@ -34,6 +34,22 @@ pub fn load_input_shown(
     Ok(input)
 }
 
+/// The methods `bench` and `classify` run when none are named: every method of the
+/// registry's default run (no `+` variant) that runs on this machine, and apart, the GPU
+/// methods left out for want of a GPU (for a note).
+pub fn default_methods(registry: &spdnn_engine::Registry) -> (Vec<&str>, Vec<&str>) {
+    let gpu = spdnn_engine::gpu_available();
+    let (mut runs, mut left_out) = (Vec::new(), Vec::new());
+    for method in registry.all().filter(|m| m.in_default_run()) {
+        if !method.needs_gpu() || gpu {
+            runs.push(method.name());
+        } else {
+            left_out.push(method.name());
+        }
+    }
+    (runs, left_out)
+}
+
 /// `spdnn methods`: the registry, one method a line: what it needs, whether it runs on this
 /// machine (a GPU method runs where a CUDA GPU is found), what it is.
 pub fn list_methods() -> anyhow::Result<Outcome> {

@@ -11,6 +11,7 @@
 mod auto;
 mod blockdepend;
 mod compress;
+mod dense;
 mod glare;
 mod hp;
 mod memory;
@@ -82,6 +83,7 @@ method_args! {
     blockdepend: blockdepend::BlockDependArgs,
     sz: sz::SzArgs,
     tcchain: tcchain::TcChainArgs,
+    dense: dense::DenseArgs,
     auto: auto::AutoArgs,
     glare: glare::GlareArgs,
     memory: memory::MemoryArgs,
