@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Result, anyhow};
 use serde::{Deserialize, Serialize};
 use spdnn_cuda::method::MethodOptions;
 use spdnn_formats::SparseMatrix;
@@ -266,63 +266,60 @@ impl Auto {
             .iter()
             .filter_map(|m| model_ms(m.name(), &features).map(|t| (m.name().to_string(), t)))
             .collect();
+        if model_ms.is_empty() {
+            // The sparse regime: the order decides (the run falls back along it).
+            let first = candidates
+                .first()
+                .ok_or_else(|| anyhow!("auto: this build has none of {SPARSE_CANDIDATES:?}"))?;
+            return Ok(Choice {
+                version: MODEL_VERSION,
+                method: first.name().to_string(),
+                reason: format!(
+                    "{regime}; {} fuses the chain, compresses it exactly and retires finished \
+                     rows (the fastest on every challenge shape and random net measured); \
+                     the next of {} runs when one refuses",
+                    first.name(),
+                    SPARSE_CANDIDATES.join(", ")
+                ),
+                model_ms,
+                trial_ms: Vec::new(),
+                refused: Vec::new(),
+                features,
+            });
+        }
         let best_model = model_ms
             .iter()
             .map(|(_, t)| *t)
             .fold(f64::INFINITY, f64::min);
-        // Tried: the modelled candidates within the factor of the best (all of them when
-        // none is modelled, in order, stopping at the first that runs).
-        let tried: Vec<&Arc<dyn Method>> = if model_ms.is_empty() {
-            candidates.clone()
-        } else {
-            candidates
-                .iter()
-                .filter(|m| {
-                    model_ms
-                        .iter()
-                        .any(|(n, t)| n == m.name() && *t <= TRIAL_FACTOR * best_model)
-                })
-                .copied()
-                .collect()
-        };
+        // Tried: the modelled candidates within the factor of the best.
+        let tried: Vec<&Arc<dyn Method>> = candidates
+            .iter()
+            .filter(|m| {
+                model_ms
+                    .iter()
+                    .any(|(n, t)| n == m.name() && *t <= TRIAL_FACTOR * best_model)
+            })
+            .copied()
+            .collect();
         let mut trial_ms = Vec::new();
         let mut refused = Vec::new();
         let large = options.trial_rows.min(features.rows).max(1);
         let small = (large / 2).max(1);
         for method in &tried {
-            let measured = if model_ms.is_empty() {
-                // The order decides: the first that runs a small slice is the choice.
-                self.trial_run(method.as_ref(), problem, config, small.min(256))
-                    .map(|_| None)
-            } else if large < 2 * small || small == large {
+            let measured = if large < 2 * small || small == large {
                 self.trial_run(method.as_ref(), problem, config, large)
-                    .map(|t| Some(t * features.rows as f64 / large as f64))
+                    .map(|t| t * features.rows as f64 / large as f64)
             } else {
                 self.trial_run(method.as_ref(), problem, config, small)
                     .and_then(|t_small| {
                         let t_large = self.trial_run(method.as_ref(), problem, config, large)?;
                         let per_row = ((t_large - t_small) / (large - small) as f64).max(0.0);
                         let fixed = (t_small - per_row * small as f64).max(0.0);
-                        Ok(Some(fixed + per_row * features.rows as f64))
+                        Ok(fixed + per_row * features.rows as f64)
                     })
             };
             match measured {
-                Ok(Some(t)) => trial_ms.push((method.name().to_string(), t)),
-                Ok(None) => {
-                    return Ok(Choice {
-                        version: MODEL_VERSION,
-                        method: method.name().to_string(),
-                        reason: format!(
-                            "{regime}; {} is the first of {} that runs it",
-                            method.name(),
-                            SPARSE_CANDIDATES.join(", ")
-                        ),
-                        model_ms,
-                        trial_ms,
-                        refused,
-                        features,
-                    });
-                }
+                Ok(t) => trial_ms.push((method.name().to_string(), t)),
                 Err(e) => refused.push((method.name().to_string(), format!("{e:#}"))),
             }
         }
@@ -465,6 +462,18 @@ impl Method for Auto {
                 .insert("auto_reason".into(), serde_json::json!("no CUDA GPU"));
             return Ok(output);
         };
+        self.run_on(problem, config, gpu)
+    }
+}
+
+impl Auto {
+    /// [`Method::run`] on a machine whose GPU is called `gpu` (the cache key names it).
+    pub fn run_on(
+        &self,
+        problem: &Problem<'_>,
+        config: &RunConfig,
+        gpu: &str,
+    ) -> Result<MethodOutput> {
         let started = Instant::now();
         let options: AutoOptions = config.options.get();
         let path = options
@@ -489,16 +498,53 @@ impl Method for Auto {
             }
         };
         let choose_ms = started.elapsed().as_secs_f64() * 1e3;
-        let method = self
-            .method(&choice.method)
-            .with_context(|| format!("auto chose {}, which this build lacks", choice.method))?;
-        let mut output = method
-            .run(problem, config)
-            .with_context(|| format!("auto chose {}", choice.method))?;
+        // The choice, then (in the sparse regime) the candidates after it, in order, until
+        // one runs the problem.
+        let mut order = vec![choice.method.as_str()];
+        if !choice.features.dense_ish() {
+            order.extend(
+                SPARSE_CANDIDATES
+                    .iter()
+                    .skip_while(|n| **n != choice.method)
+                    .skip(1),
+            );
+        }
+        let mut refused = choice.refused.clone();
+        let mut ran = None;
+        for name in order {
+            let Some(method) = self.method(name) else {
+                continue;
+            };
+            match method.run(problem, config) {
+                Ok(output) => {
+                    ran = Some((name.to_string(), output));
+                    break;
+                }
+                Err(e) => refused.push((name.to_string(), format!("{e:#}"))),
+            }
+        }
+        let Some((chosen, mut output)) = ran else {
+            return Err(anyhow!(
+                "auto: no candidate ran this problem: {}",
+                refused
+                    .iter()
+                    .map(|(n, e)| format!("{n}: {e}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        };
         output.total_ms += choose_ms;
         let found = &mut output.details.found;
-        found.insert("auto_choice".into(), serde_json::json!(choice.method));
-        found.insert("auto_reason".into(), serde_json::json!(choice.reason));
+        found.insert("auto_choice".into(), serde_json::json!(chosen));
+        let reason = if chosen == choice.method {
+            choice.reason.clone()
+        } else {
+            format!(
+                "{}; {} refused, so {chosen} ran",
+                choice.reason, choice.method
+            )
+        };
+        found.insert("auto_reason".into(), serde_json::json!(reason));
         found.insert(
             "auto_model_ms".into(),
             serde_json::json!(
@@ -519,14 +565,12 @@ impl Method for Auto {
                     .collect::<std::collections::BTreeMap<_, _>>()
             ),
         );
-        if !choice.refused.is_empty() {
+        if !refused.is_empty() {
             found.insert(
                 "auto_refused".into(),
                 serde_json::json!(
-                    choice
-                        .refused
-                        .iter()
-                        .cloned()
+                    refused
+                        .into_iter()
                         .collect::<std::collections::BTreeMap<_, _>>()
                 ),
             );
@@ -746,7 +790,7 @@ mod tests {
     }
 
     #[test]
-    fn the_sparse_regime_takes_the_first_candidate_that_runs() {
+    fn the_sparse_regime_runs_the_first_candidate_that_takes_the_problem() {
         let bd = Fake::refusing("blockdepend");
         let sz = Fake::new("sz", 1.0, 1e-3);
         let hp = Fake::new("hp", 0.1, 1e-6);
@@ -759,9 +803,24 @@ mod tests {
             bias: -0.3,
             upper_bound: 32.0,
         };
+        // The choice is the order's first, without a trial.
         let choice = auto.choose(&problem, &config(1024)).unwrap();
-        assert_eq!(choice.method, "sz", "{choice:?}");
+        assert_eq!(choice.method, "blockdepend", "{choice:?}");
         assert!(choice.reason.contains("sparse"), "{}", choice.reason);
+        assert!(
+            bd.runs.lock().unwrap().is_empty(),
+            "no trial in the sparse regime"
+        );
+        // The run falls back along the order: blockdepend refuses, sz runs, hp is not tried.
+        let output = auto.run_on(&problem, &config(1024), "a GPU").unwrap();
+        assert_eq!(output.details.found["auto_choice"], "sz");
+        let reason = output.details.found["auto_reason"].as_str().unwrap();
+        assert!(
+            reason.contains("blockdepend refused, so sz ran"),
+            "{reason}"
+        );
+        assert!(output.details.found["auto_refused"]["blockdepend"].is_string());
+        assert_eq!(*sz.runs.lock().unwrap(), vec![5000]);
         assert!(
             hp.runs.lock().unwrap().is_empty(),
             "hp is not tried after sz ran"

@@ -225,6 +225,9 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
                         {
                             eprintln!("{:<14} lossy: {lossy}", "");
                         }
+                        if let Some(choice) = super::auto_choice(&report.details.found) {
+                            eprintln!("{:<14} {choice}", "");
+                        }
                         if let Some(glare) = report.glare() {
                             eprintln!("{:<14} {}", "", glare.text());
                         }

@@ -82,6 +82,9 @@ struct Row {
     near_ties: usize,
     /// The run's error, when it failed (a method that refuses the network says why).
     error: Option<String>,
+    /// What `auto` chose and why (`auto` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    choice: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -241,6 +244,7 @@ pub fn run(args: &ClassifyArgs) -> Result<Outcome> {
                     predictions_differ: differ.len(),
                     near_ties: differ.iter().filter(|&&r| near_tie(r)).count(),
                     error: None,
+                    choice: super::auto_choice(&output.details.found),
                 }
             }
             Err(e) => Row {
@@ -254,6 +258,7 @@ pub fn run(args: &ClassifyArgs) -> Result<Outcome> {
                 predictions_differ: 0,
                 near_ties: 0,
                 error: Some(format!("{e:#}")),
+                choice: None,
             },
         };
         rows.push(row);
@@ -357,6 +362,9 @@ fn print_text(report: &Report) {
                     format!("{} ({} near ties)", r.predictions_differ, r.near_ties)
                 }
             ),
+        }
+        if let Some(choice) = &r.choice {
+            println!("{:<16} {choice}", "");
         }
     }
 }

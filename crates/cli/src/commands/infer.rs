@@ -235,6 +235,9 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
         if let Some(lossy) = report.details.found.get("lossy").and_then(|v| v.as_str()) {
             println!("lossy       {lossy}");
         }
+        if let Some(choice) = super::auto_choice(&report.details.found) {
+            println!("auto        {choice}");
+        }
         let timing = match report.timing {
             spdnn_engine::Timing::WallClock => "wall clock",
             spdnn_engine::Timing::CudaEvents => "CUDA events",

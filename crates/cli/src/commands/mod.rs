@@ -50,6 +50,24 @@ pub fn default_methods(registry: &spdnn_engine::Registry) -> (Vec<&str>, Vec<&st
     (runs, left_out)
 }
 
+/// What `--method auto` chose and why (`chose tcchain: …`), from a run's details; `None`
+/// for every other method.
+pub fn auto_choice(
+    found: &std::collections::BTreeMap<String, serde_json::Value>,
+) -> Option<String> {
+    let choice = found.get("auto_choice")?.as_str()?;
+    let reason = found
+        .get("auto_reason")
+        .and_then(|r| r.as_str())
+        .unwrap_or("");
+    let cached = if found.get("auto_cached") == Some(&serde_json::json!(true)) {
+        " (cached choice)"
+    } else {
+        ""
+    };
+    Some(format!("chose {choice}{cached}: {reason}"))
+}
+
 /// `spdnn methods`: the registry, one method a line: what it needs, whether it runs on this
 /// machine (a GPU method runs where a CUDA GPU is found), what it is.
 pub fn list_methods() -> anyhow::Result<Outcome> {
