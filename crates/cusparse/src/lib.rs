@@ -226,6 +226,8 @@ impl KernelMethod for Cusparse {
         let layers = chain.layers;
         let widths = rows::check_widths(layers, chain.bias, chain.upper)?;
         let widest = widths.iter().copied().max().unwrap_or(0);
+        // The epilogues compile on worker threads while cuSPARSE is set up.
+        gpu.compile_ahead([&BIAS_CLIP, &BIAS_CLIP_NEURONS, &BIAS_CLIP_STRUCTURAL]);
         if layers.iter().any(|w| w.nnz() > i32::MAX as usize) {
             return Err(CudaError::InvalidArgument(
                 "a layer has more entries than 32-bit cuSPARSE indices allow".into(),

@@ -48,7 +48,6 @@ mod run;
 
 use std::any::Any;
 use std::path::Path;
-use std::time::Instant;
 
 use spdnn_cuda::memory::MemoryModel;
 use spdnn_cuda::method::{self, DeviceRun, KernelMethod, LayerChain, MethodOptions, Probe};
@@ -315,10 +314,14 @@ impl KernelMethod for Snicit {
         if options.prune > 0.0 && options.glare.is_some() {
             return Err(CudaError::InvalidArgument(GLARE_PRUNE.into()));
         }
-        let prepare = Instant::now();
+        // The kernels compile on worker threads during the preprocessing; the clock leaves
+        // out any wait for them (the run's compile_ms).
+        let variants = Kernels::variants(options, chain.biases.is_some());
+        Kernels::compile_ahead(gpu, variants);
+        let prepare = gpu.preparation_clock();
         let (network, _) = XyNetwork::load_or_prepare(layers, options.xy.cache_dir.as_deref())
             .map_err(|e| CudaError::InvalidArgument(format!("XY preprocessing: {e}")))?;
-        let prepare_ms = prepare.elapsed().as_secs_f64() * 1e3;
+        let prepare_ms = prepare.elapsed_ms();
         let threshold = options.threshold.min(layers.len());
         let pre = match options.pre_convergence {
             PreConvergence::Xy => Pre::Xy {
@@ -361,7 +364,7 @@ impl KernelMethod for Snicit {
         )?;
         let context = Context {
             gpu,
-            kernels: Kernels::load(gpu)?,
+            kernels: Kernels::load(gpu, variants)?,
             network,
             pre,
             post,

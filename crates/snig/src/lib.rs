@@ -138,6 +138,16 @@ impl KernelMethod for Snig {
         rows: usize,
         options: &SnigOptions,
     ) -> Result<Box<dyn DeviceRun + 'g>, CudaError> {
+        // The kernels compile on worker threads while the weights are laid out.
+        gpu.compile_ahead([
+            &LAYER_GLARE_CENSUS,
+            &LAYER_GLARE,
+            &LAYER_NEURONS,
+            &LAYER,
+            &GLARE_FILL,
+            &SECTION_FLAGS,
+            &ROW_CATEGORIES,
+        ]);
         let section_width = match (&options.glare, options.section_width) {
             (Some(g), Some(width)) if g.segment != width => {
                 return Err(CudaError::InvalidArgument(format!(

@@ -33,7 +33,6 @@ pub mod format;
 pub mod gpu;
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use spdnn_cuda::memory::{MemoryModel, csr_bytes};
 use spdnn_cuda::method::{self, DeviceRun, KernelMethod, LayerChain, MethodOptions, Probe};
@@ -42,7 +41,7 @@ use spdnn_cuda::{CudaError, Gpu};
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_glare::{AccessCounts, Census, Glare, GlareKernel, model};
 
-use gpu::{DeviceXyNetwork, XyKernels, XyRun};
+use gpu::{DeviceXyNetwork, XyKernels, XyRun, XyVariants};
 
 pub use cache::{CacheUse, cache_path, fingerprint};
 pub use error::XyError;
@@ -165,17 +164,25 @@ impl KernelMethod for Xy {
                     .into(),
             ));
         }
-        let prepare = Instant::now();
+        // The kernels compile on worker threads during the preprocessing; the clock leaves
+        // out any wait for them (the run's compile_ms).
+        let variants = XyVariants {
+            neurons: chain.biases.is_some(),
+            glare: options.glare.is_some(),
+            census: options.glare.is_some_and(|g| g.census),
+        };
+        gpu.compile_ahead(XyKernels::decls(variants));
+        let prepare = gpu.preparation_clock();
         let (network, cache_use) = XyNetwork::load_or_prepare(layers, options.cache_dir.as_deref())
             .map_err(|e| CudaError::InvalidArgument(format!("XY preprocessing: {e}")))?;
-        let prepare_ms = prepare.elapsed().as_secs_f64() * 1e3;
+        let prepare_ms = prepare.elapsed_ms();
         let row_major = options
             .row_major_layers
             .unwrap_or_else(|| gpu::detect_row_major_layers(&network))
             .min(layers.len());
         let device =
             DeviceXyNetwork::upload_with_biases(gpu, &network, 0..layers.len(), chain.biases)?;
-        let kernels = XyKernels::load(gpu)?;
+        let kernels = XyKernels::load(gpu, variants)?;
         let mut run = XyRun::new(
             gpu,
             &kernels,
