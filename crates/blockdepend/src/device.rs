@@ -13,7 +13,7 @@ use crate::plan::{self, Items, Limits, MAX_TILE, Placement, Segment, Spread};
 use crate::{
     Bias, BlockDependOptions, CHAIN_GLOBAL, CHAIN_SHARED, CHAIN_SHARED_WIDE, CHAIN_SPLIT,
     CHAIN_SPLIT_WIDE, Chain, Compression, Expansion, Retire, SPREAD_CHAIN, SPREAD_CHAIN_WIDE,
-    SPREAD_SPLIT, SPREAD_SPLIT_WIDE,
+    SPREAD_SPLIT, SPREAD_SPLIT_WIDE, plan_kernels, spread_kernel, tile_kernel,
 };
 
 /// Stage names of the profiled run: one per launch, in order (a chain cut more often than
@@ -76,37 +76,10 @@ struct Kernels {
 }
 
 impl Kernels {
-    /// The instance that runs a segment's tiles.
-    fn decl_of(segment: &Segment) -> &'static KernelDecl {
-        let wide = segment.threads == plan::THREADS_WIDE;
-        match (segment.placement, wide) {
-            (Placement::Global, _) => &CHAIN_GLOBAL,
-            (Placement::Shared, true) => &CHAIN_SHARED_WIDE,
-            (Placement::Shared, false) => &CHAIN_SHARED,
-            (Placement::Split, true) => &CHAIN_SPLIT_WIDE,
-            (Placement::Split, false) => &CHAIN_SPLIT,
-        }
-    }
-
-    /// The instance that spreads a segment's rows, if it spreads them.
-    fn spread_decl_of(segment: &Segment) -> Option<&'static KernelDecl> {
-        let wide = segment.threads == plan::THREADS_WIDE;
-        match (segment.spread, segment.placement, wide) {
-            (Spread::Tiles, _, _) | (_, Placement::Global, _) => None,
-            (Spread::Spread, Placement::Shared, true) => Some(&SPREAD_CHAIN_WIDE),
-            (Spread::Spread, Placement::Shared, false) => Some(&SPREAD_CHAIN),
-            (Spread::Spread, Placement::Split, true) => Some(&SPREAD_SPLIT_WIDE),
-            (Spread::Spread, Placement::Split, false) => Some(&SPREAD_SPLIT),
-        }
-    }
-
     /// `shared` and the instances `segments` launch, compiled side by side on worker
     /// threads.
     fn load(gpu: &Gpu, shared: Kernel, segments: &[Segment]) -> Result<Self, CudaError> {
-        let wanted: Vec<&'static KernelDecl> = segments
-            .iter()
-            .flat_map(|s| std::iter::once(Self::decl_of(s)).chain(Self::spread_decl_of(s)))
-            .collect();
+        let wanted = plan_kernels(segments);
         gpu.compile_ahead(wanted.iter().copied());
         let mut loaded = Vec::new();
         for (name, decl) in INSTANCES {
@@ -129,12 +102,12 @@ impl Kernels {
 
     /// The loaded instance that runs a segment's tiles.
     fn of(&self, segment: &Segment) -> Result<&Kernel, CudaError> {
-        self.find(Self::decl_of(segment))
+        self.find(tile_kernel(segment))
     }
 
     /// The loaded instance that spreads a segment's rows, if it spreads them.
     fn spread_of(&self, segment: &Segment) -> Result<Option<&Kernel>, CudaError> {
-        Self::spread_decl_of(segment)
+        spread_kernel(segment)
             .map(|decl| self.find(decl))
             .transpose()
     }
@@ -388,8 +361,7 @@ impl<'g> BdRun<'g> {
                 .iter()
                 .filter(|s| {
                     let name = kernel.decl().name;
-                    Kernels::decl_of(s).name == name
-                        || Kernels::spread_decl_of(s).is_some_and(|d| d.name == name)
+                    tile_kernel(s).name == name || spread_kernel(s).is_some_and(|d| d.name == name)
                 })
                 .map(|s| 4 * s.shared_floats())
                 .max()
