@@ -209,13 +209,7 @@ impl<'g> HpRun<'g> {
             CudaError::InvalidArgument(format!("hp: no layer kernel for minibatch {minibatch}"))
         })?;
         // The kernels compile on worker threads while the layout is built.
-        gpu.compile_ahead([
-            layer_decl,
-            &COMPACT_ROWS,
-            &rows::ALL_ROWS,
-            &rows::MARK_ROWS,
-            &SCATTER_ROWS,
-        ]);
+        gpu.compile_ahead(crate::plan_kernels(options, chain.biases.is_some()));
 
         let y = PingPong::new(
             gpu.alloc_zeros(capacity * widest)?,

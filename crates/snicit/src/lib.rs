@@ -62,6 +62,21 @@ use run::{Context, Kernels, Outcome, Pre};
 
 pub use run::{KERNELS, SNICIT, SNICIT_DEFINES};
 
+/// The kernels a run with `options` compiles ahead (on a network with a bias per neuron
+/// when `per_neuron_biases`): XY's (the variants the run launches: `_neurons`, GLARE's and
+/// its census on the post-convergence layers), SNICIT's own, and BF's when BF runs the
+/// pre-convergence layers.
+pub fn plan_kernels(
+    options: &SnicitOptions,
+    per_neuron_biases: bool,
+) -> Vec<&'static spdnn_cuda::KernelDecl> {
+    let mut decls = Kernels::decls(Kernels::variants(options, per_neuron_biases));
+    if options.pre_convergence == PreConvergence::Bf {
+        decls.extend(spdnn_bf::BF_KERNELS);
+    }
+    decls
+}
+
 /// The spMM of the layers before the threshold layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -317,7 +332,7 @@ impl KernelMethod for Snicit {
         // The kernels compile on worker threads during the preprocessing; the clock leaves
         // out any wait for them (the run's compile_ms).
         let variants = Kernels::variants(options, chain.biases.is_some());
-        Kernels::compile_ahead(gpu, variants);
+        gpu.compile_ahead(plan_kernels(options, chain.biases.is_some()));
         let prepare = gpu.preparation_clock();
         let (network, _) = XyNetwork::load_or_prepare(layers, options.xy.cache_dir.as_deref())
             .map_err(|e| CudaError::InvalidArgument(format!("XY preprocessing: {e}")))?;

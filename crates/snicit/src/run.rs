@@ -106,10 +106,16 @@ impl Kernels {
         }
     }
 
-    /// Starts compiling every kernel a run with `variants` loads (XY's and SNICIT's) on
-    /// worker threads.
-    pub(crate) fn compile_ahead(gpu: &Gpu, variants: XyVariants) {
-        gpu.compile_ahead(XyKernels::decls(variants).into_iter().chain(OWN));
+    /// Every kernel a run with `variants` loads (XY's, then SNICIT's that XY does not load
+    /// too), each once.
+    pub(crate) fn decls(variants: XyVariants) -> Vec<&'static KernelDecl> {
+        let mut decls = XyKernels::decls(variants);
+        for own in OWN {
+            if !decls.contains(&own) {
+                decls.push(own);
+            }
+        }
+        decls
     }
 
     pub(crate) fn load(gpu: &Gpu, variants: XyVariants) -> Result<Self, CudaError> {

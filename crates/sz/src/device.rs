@@ -315,25 +315,9 @@ impl<'g> SzRun<'g> {
             )));
         }
 
-        // The kernels this run launches, compiled on worker threads while the layers are
-        // reordered and laid out: the layer kernel of the plan's shape (plain S&Z, or T4's
-        // fused one; the `_neurons` instance for a trained network) and the row kernels.
-        let plan_shape = if options.t4 {
-            options.t4_options.shape()
-        } else {
-            plain_shape(options.rows)
-        };
-        let plan_layers = [
-            (!biased || options.t4).then(|| layer_kernel(plan_shape)),
-            biased.then(|| neurons_layer_kernel(plan_shape)),
-        ];
-        gpu.compile_ahead(plan_layers.into_iter().flatten().flatten().chain([
-            &SCATTER_INPUT,
-            &rows::ALL_ROWS,
-            &COMPACT_ROWS,
-            &GATHER_ROWS,
-            &MARK_ROWS,
-        ]));
+        // The kernels this run launches compile on worker threads while the layers are
+        // reordered and laid out.
+        gpu.compile_ahead(crate::plan_kernels(options, biased));
 
         // T4's kernels: the split at P_M (tensor-core solo when the CUDA-core share is
         // empty), profiled on the device before the layout. Plain S&Z loads its kernel after

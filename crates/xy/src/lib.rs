@@ -37,16 +37,16 @@ use std::path::{Path, PathBuf};
 use spdnn_cuda::memory::{MemoryModel, csr_bytes};
 use spdnn_cuda::method::{self, DeviceRun, KernelMethod, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::rows::{self, GpuInference, RunSpec};
-use spdnn_cuda::{CudaError, Gpu};
+use spdnn_cuda::{CudaError, Gpu, KernelDecl};
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_glare::{AccessCounts, Census, Glare, GlareKernel, model};
 
-use gpu::{DeviceXyNetwork, XyKernels, XyRun, XyVariants};
+use gpu::{DeviceXyNetwork, XyRun};
 
 pub use cache::{CacheUse, cache_path, fingerprint};
 pub use error::XyError;
 pub use format::{GROUP, XyLayer, XyNetwork};
-pub use gpu::KERNELS;
+pub use gpu::{KERNELS, XyKernels, XyVariants};
 
 /// Tuning of an XY run.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -77,6 +77,24 @@ impl Default for XyOptions {
             glare: None,
         }
     }
+}
+
+impl XyOptions {
+    /// The kernel variants a run with these options launches on a network with
+    /// (`per_neuron_biases`) or without a bias per neuron.
+    pub fn variants(&self, per_neuron_biases: bool) -> XyVariants {
+        XyVariants {
+            neurons: per_neuron_biases,
+            glare: self.glare.is_some(),
+            census: self.glare.is_some_and(|g| g.census),
+        }
+    }
+}
+
+/// The kernels a run with `options` compiles ahead (on a network with a bias per neuron
+/// when `per_neuron_biases`): [`XyKernels::decls`] of its [`XyOptions::variants`].
+pub fn plan_kernels(options: &XyOptions, per_neuron_biases: bool) -> Vec<&'static KernelDecl> {
+    XyKernels::decls(options.variants(per_neuron_biases))
 }
 
 /// `delete_at` for reports: the layer, or `"never"`.
@@ -166,11 +184,7 @@ impl KernelMethod for Xy {
         }
         // The kernels compile on worker threads during the preprocessing; the clock leaves
         // out any wait for them (the run's compile_ms).
-        let variants = XyVariants {
-            neurons: chain.biases.is_some(),
-            glare: options.glare.is_some(),
-            census: options.glare.is_some_and(|g| g.census),
-        };
+        let variants = options.variants(chain.biases.is_some());
         gpu.compile_ahead(XyKernels::decls(variants));
         let prepare = gpu.preparation_clock();
         let (network, cache_use) = XyNetwork::load_or_prepare(layers, options.cache_dir.as_deref())
