@@ -173,31 +173,40 @@ __device__ __forceinline__ void bf_layer_body(const float* __restrict__ y_in, fl
     const unsigned char *__restrict__ in_flags, unsigned char *__restrict__ out_flags, unsigned int shift,     \
         unsigned int in_units, unsigned int out_units, unsigned long long *__restrict__ census
 
+#if SPDNN_KEEP(bf_layer)
 // Launch: grid (list capacity; blocks past *active_count exit), block 256, dynamic shared min(slab_width, n_out) floats.
 extern "C" __global__ void bf_layer(BF_LAYER_ARGS) {
     bf_layer_body<false, false>(BF_LAYER_PASS, nullptr, BfRecorder{nullptr, nullptr, 0u, 0u, 0u, nullptr});
 }
+#endif  // SPDNN_KEEP(bf_layer)
 
+#if SPDNN_KEEP(bf_layer_neurons)
 // bf_layer with a bias per output neuron (biases: n_out values; `bias` unused).
 // Launch: grid (list capacity; blocks past *active_count exit), block 256, dynamic shared min(slab_width, n_out) floats.
 extern "C" __global__ void bf_layer_neurons(BF_LAYER_ARGS, const float* __restrict__ biases) {
     bf_layer_body<false, false>(BF_LAYER_PASS, biases, BfRecorder{nullptr, nullptr, 0u, 0u, 0u, nullptr});
 }
+#endif  // SPDNN_KEEP(bf_layer_neurons)
 
+#if SPDNN_KEEP(bf_layer_glare)
 // bf_layer with the GLARE recorder (in_flags: rows x in_units bytes, out_flags: rows x out_units).
 // Launch: grid (list capacity; blocks past *active_count exit), block 256, dynamic shared min(slab_width, n_out) floats
 // (+ GLARE_MAX_ROW_UNITS bytes static).
 extern "C" __global__ void bf_layer_glare(BF_LAYER_ARGS, BF_RECORDER_ARGS) {
     bf_layer_body<true, false>(BF_LAYER_PASS, nullptr, BfRecorder{in_flags, out_flags, shift, in_units, out_units, census});
 }
+#endif  // SPDNN_KEEP(bf_layer_glare)
 
+#if SPDNN_KEEP(bf_layer_glare_census)
 // bf_layer_glare counting its accesses into census[0 .. GLARE_CENSUS_WORDS).
 // Launch: grid (list capacity; blocks past *active_count exit), block 256, dynamic shared min(slab_width, n_out) floats
 // (+ GLARE_MAX_ROW_UNITS bytes static).
 extern "C" __global__ void bf_layer_glare_census(BF_LAYER_ARGS, BF_RECORDER_ARGS) {
     bf_layer_body<true, true>(BF_LAYER_PASS, nullptr, BfRecorder{in_flags, out_flags, shift, in_units, out_units, census});
 }
+#endif  // SPDNN_KEEP(bf_layer_glare_census)
 
+#if SPDNN_KEEP(bf_compact_rows)
 // Lists the rows that stayed non-empty: next_rows gets active_rows[i] for every
 // i < *active_count with row_alive[i] (order not kept); *next_count (zeroed before) counts them.
 // One atomic per warp (ballot + popc).
@@ -211,3 +220,4 @@ extern "C" __global__ void bf_compact_rows(const unsigned int* __restrict__ acti
     const bool keep = i < *active_count && row_alive[i] != 0;
     spdnn_warp_append(keep, keep ? active_rows[i] : 0u, next_rows, next_count);
 }
+#endif  // SPDNN_KEEP(bf_compact_rows)

@@ -1093,41 +1093,52 @@ __device__ __forceinline__ void bd_spread(BdTile& tile, BD_CHAIN_PARAMS, float* 
 #define BD_SPREAD_PARAMS                                                                                            \
     BD_CHAIN_PARAMS, float *__restrict__ spread_vals, unsigned int *__restrict__ spread_flags, unsigned int *arrived
 
+#if SPDNN_KEEP(bd_chain_shared)
 // Launch: grid = the blocks resident on the device (SMs × occupancy; persistent, tiles from the queue), block BD_THREADS,
 // dynamic shared 2 · tile_max · stride floats (the tile's two buffers).
 extern "C" __global__ void __launch_bounds__(BD_THREADS) bd_chain_shared(BD_CHAIN_PARAMS) {
     __shared__ BdTile tile;
     bd_chain<BD_THREADS, BD_PLACE_SHARED>(tile, BD_CHAIN_ARGS);
 }
+#endif  // SPDNN_KEEP(bd_chain_shared)
 
+#if SPDNN_KEEP(bd_chain_shared_wide)
 // Launch: grid = the blocks resident on the device (one an SM; persistent, tiles from the queue), block BD_THREADS_WIDE,
 // dynamic shared 2 · tile_max · stride floats (the tile's two buffers).
 extern "C" __global__ void __launch_bounds__(BD_THREADS_WIDE) bd_chain_shared_wide(BD_CHAIN_PARAMS) {
     __shared__ BdTile tile;
     bd_chain<BD_THREADS_WIDE, BD_PLACE_SHARED>(tile, BD_CHAIN_ARGS);
 }
+#endif  // SPDNN_KEEP(bd_chain_shared_wide)
 
+#if SPDNN_KEEP(bd_chain_split)
 // Launch: grid = the blocks resident on the device (SMs × occupancy; persistent, tiles from the queue), block BD_THREADS,
 // dynamic shared tile_max · stride floats (the layer's input rows); its outputs in scratch (grid · tile_max · stride floats).
 extern "C" __global__ void __launch_bounds__(BD_THREADS) bd_chain_split(BD_CHAIN_PARAMS) {
     __shared__ BdTile tile;
     bd_chain<BD_THREADS, BD_PLACE_SPLIT>(tile, BD_CHAIN_ARGS);
 }
+#endif  // SPDNN_KEEP(bd_chain_split)
 
+#if SPDNN_KEEP(bd_chain_split_wide)
 // Launch: grid = the blocks resident on the device (one an SM; persistent, tiles from the queue), block BD_THREADS_WIDE,
 // dynamic shared tile_max · stride floats (the layer's input rows); its outputs in scratch (grid · tile_max · stride floats).
 extern "C" __global__ void __launch_bounds__(BD_THREADS_WIDE) bd_chain_split_wide(BD_CHAIN_PARAMS) {
     __shared__ BdTile tile;
     bd_chain<BD_THREADS_WIDE, BD_PLACE_SPLIT>(tile, BD_CHAIN_ARGS);
 }
+#endif  // SPDNN_KEEP(bd_chain_split_wide)
 
+#if SPDNN_KEEP(bd_chain_global)
 // Launch: grid = the blocks resident on the device (SMs × occupancy; persistent, tiles from the queue), block BD_THREADS,
 // static shared bookkeeping only: the tile's two buffers lie in scratch (grid · 2 · tile_max · stride floats).
 extern "C" __global__ void __launch_bounds__(BD_THREADS) bd_chain_global(BD_CHAIN_PARAMS) {
     __shared__ BdTile tile;
     bd_chain<BD_THREADS, BD_PLACE_GLOBAL>(tile, BD_CHAIN_ARGS);
 }
+#endif  // SPDNN_KEEP(bd_chain_global)
 
+#if SPDNN_KEEP(bd_spread_chain)
 // Launch: cooperative, grid = the blocks resident on the device (SMs × occupancy), block BD_THREADS, dynamic shared
 // 2 · tile_max · stride floats (a chunk's rows and their outputs); spread_vals 2 · spread_rows · stride floats,
 // spread_flags 3 · spread_rows words (spread_rows <= grid · tile_max).
@@ -1135,14 +1146,18 @@ extern "C" __global__ void __launch_bounds__(BD_THREADS) bd_spread_chain(BD_SPRE
     __shared__ BdTile tile;
     bd_spread<BD_THREADS, BD_PLACE_SHARED>(tile, BD_CHAIN_ARGS, spread_vals, spread_flags, arrived);
 }
+#endif  // SPDNN_KEEP(bd_spread_chain)
 
+#if SPDNN_KEEP(bd_spread_chain_wide)
 // Launch: cooperative, grid = the blocks resident on the device (one an SM), block BD_THREADS_WIDE,
 // dynamic shared 2 · tile_max · stride floats; global buffers as bd_spread_chain's.
 extern "C" __global__ void __launch_bounds__(BD_THREADS_WIDE) bd_spread_chain_wide(BD_SPREAD_PARAMS) {
     __shared__ BdTile tile;
     bd_spread<BD_THREADS_WIDE, BD_PLACE_SHARED>(tile, BD_CHAIN_ARGS, spread_vals, spread_flags, arrived);
 }
+#endif  // SPDNN_KEEP(bd_spread_chain_wide)
 
+#if SPDNN_KEEP(bd_spread_split)
 // Launch: cooperative, grid = the blocks resident on the device (SMs × occupancy), block BD_THREADS, dynamic shared
 // tile_max · stride floats (a chunk of tile_max / 2 rows and their outputs); spread_vals 2 · spread_rows · stride
 // floats, spread_flags 3 · spread_rows words (spread_rows <= grid · (tile_max / 2)).
@@ -1150,10 +1165,13 @@ extern "C" __global__ void __launch_bounds__(BD_THREADS) bd_spread_split(BD_SPRE
     __shared__ BdTile tile;
     bd_spread<BD_THREADS, BD_PLACE_SPLIT>(tile, BD_CHAIN_ARGS, spread_vals, spread_flags, arrived);
 }
+#endif  // SPDNN_KEEP(bd_spread_split)
 
+#if SPDNN_KEEP(bd_spread_split_wide)
 // Launch: cooperative, grid = the blocks resident on the device (one an SM), block BD_THREADS_WIDE,
 // dynamic shared tile_max · stride floats; global buffers as bd_spread_split's.
 extern "C" __global__ void __launch_bounds__(BD_THREADS_WIDE) bd_spread_split_wide(BD_SPREAD_PARAMS) {
     __shared__ BdTile tile;
     bd_spread<BD_THREADS_WIDE, BD_PLACE_SPLIT>(tile, BD_CHAIN_ARGS, spread_vals, spread_flags, arrived);
 }
+#endif  // SPDNN_KEEP(bd_spread_split_wide)

@@ -10,6 +10,19 @@
 #ifndef SPDNN_COMMON_CUH
 #define SPDNN_COMMON_CUH
 
+// Kernel selection. Every `extern "C" __global__` kernel of a source sits inside
+// `#if SPDNN_KEEP(name)` ... `#endif`. Compiled with -DSPDNN_SELECT_KERNELS=1 and
+// -DSPDNN_KEEP_<name>=1 for each kernel wanted, a program holds only those kernels and the
+// device functions and templates they use (spdnn-cuda compiles a module per kernel this
+// way, so a run compiles only what it launches). Without SPDNN_SELECT_KERNELS (nvcc, a
+// plain include path) every kernel is kept. An SPDNN_KEEP_<name> left undefined is 0 in
+// `#if`.
+#ifdef SPDNN_SELECT_KERNELS
+#define SPDNN_KEEP(name) SPDNN_KEEP_##name
+#else
+#define SPDNN_KEEP(name) 1
+#endif
+
 #define SPDNN_WARP_SIZE 32
 #define SPDNN_FULL_MASK 0xffffffffu
 

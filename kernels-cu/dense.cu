@@ -3,6 +3,7 @@
 // Launch shape: the kernel declarations of spdnn-dense (crates/dense/src/lib.rs).
 #include "common.cuh"
 
+#if SPDNN_KEEP(dense_bias_clip)
 // z[r, c] = min(max(z[r, c] + b_c, 0), upper) over the rows x n block, with b_c = biases[c]
 // when `biases` is set (a bias per output neuron) and `bias` otherwise. With b <= 0 this is
 // the official rule (the bias only where Y·W is structurally nonzero). When `flags` is set
@@ -33,3 +34,4 @@ extern "C" __global__ void dense_bias_clip(float* __restrict__ z, unsigned long 
         }
     }
 }
+#endif  // SPDNN_KEEP(dense_bias_clip)

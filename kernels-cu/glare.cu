@@ -3,6 +3,7 @@
 // Launch shape: the kernel declaration of spdnn-glare (crates/glare/src/recorder.rs).
 #include "common.cuh"
 
+#if SPDNN_KEEP(glare_fill_listed_rows)
 // Writes the bound into every flagged unit of the listed rows of a row-major rows x n
 // block (flags rows x row_units, units of 2^shift neurons), so the activations can be read
 // back without the recorder.
@@ -21,3 +22,4 @@ extern "C" __global__ void glare_fill_listed_rows(float* __restrict__ y, const u
         }
     }
 }
+#endif  // SPDNN_KEEP(glare_fill_listed_rows)

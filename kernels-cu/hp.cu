@@ -147,6 +147,7 @@ __device__ __forceinline__ void hp_layer_body(const float* __restrict__ y_in, fl
 // The arguments of the hp_layer_neurons instances: a bias per output position after them.
 #define HP_NEURONS_ARGS HP_LAYER_ARGS, const float *__restrict__ biases
 
+#if SPDNN_KEEP(hp_layer_mb1)
 // The instances, one per supported minibatch MB (spdnn_hp::MINIBATCHES and spdnn_hp::LAYERS):
 // the grid is the resident set of blocks (at most the items at full capacity), striding over
 // the ceil(*count_in / MB) * blocks items.
@@ -155,49 +156,65 @@ __device__ __forceinline__ void hp_layer_body(const float* __restrict__ y_in, fl
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_mb1(HP_LAYER_ARGS) {
     hp_layer_body<1>(HP_LAYER_PASS, nullptr);
 }
+#endif  // SPDNN_KEEP(hp_layer_mb1)
 
+#if SPDNN_KEEP(hp_layer_mb2)
 // Launch: grid min(ceil(capacity / 2) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 3 floats, static shared 2 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_mb2(HP_LAYER_ARGS) {
     hp_layer_body<2>(HP_LAYER_PASS, nullptr);
 }
+#endif  // SPDNN_KEEP(hp_layer_mb2)
 
+#if SPDNN_KEEP(hp_layer_mb4)
 // Launch: grid min(ceil(capacity / 4) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 5 floats, static shared 4 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_mb4(HP_LAYER_ARGS) {
     hp_layer_body<4>(HP_LAYER_PASS, nullptr);
 }
+#endif  // SPDNN_KEEP(hp_layer_mb4)
 
+#if SPDNN_KEEP(hp_layer_mb8)
 // Launch: grid min(ceil(capacity / 8) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 9 floats, static shared 8 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_mb8(HP_LAYER_ARGS) {
     hp_layer_body<8>(HP_LAYER_PASS, nullptr);
 }
+#endif  // SPDNN_KEEP(hp_layer_mb8)
 
+#if SPDNN_KEEP(hp_layer_mb12)
 // Launch: grid min(ceil(capacity / 12) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 13 floats, static shared 12 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_mb12(HP_LAYER_ARGS) {
     hp_layer_body<12>(HP_LAYER_PASS, nullptr);
 }
+#endif  // SPDNN_KEEP(hp_layer_mb12)
 
+#if SPDNN_KEEP(hp_layer_mb16)
 // Launch: grid min(ceil(capacity / 16) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 17 floats, static shared 16 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_mb16(HP_LAYER_ARGS) {
     hp_layer_body<16>(HP_LAYER_PASS, nullptr);
 }
+#endif  // SPDNN_KEEP(hp_layer_mb16)
 
+#if SPDNN_KEEP(hp_layer_mb24)
 // Launch: grid min(ceil(capacity / 24) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 25 floats, static shared 24 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_mb24(HP_LAYER_ARGS) {
     hp_layer_body<24>(HP_LAYER_PASS, nullptr);
 }
+#endif  // SPDNN_KEEP(hp_layer_mb24)
 
+#if SPDNN_KEEP(hp_layer_mb32)
 // Launch: grid min(ceil(capacity / 32) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 33 floats, static shared 32 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_mb32(HP_LAYER_ARGS) {
     hp_layer_body<32>(HP_LAYER_PASS, nullptr);
 }
+#endif  // SPDNN_KEEP(hp_layer_mb32)
 
+#if SPDNN_KEEP(hp_layer_neurons_mb1)
 // hp_layer_mb* with a bias per output position (biases: n_out values in the layer's position
 // order; `bias` unused), for trained networks with biases <= 0.
 // Launch: grid min(ceil(capacity / 1) * blocks, resident blocks), block HP_BLOCK,
@@ -205,49 +222,65 @@ extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_m
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_neurons_mb1(HP_NEURONS_ARGS) {
     hp_layer_body<1>(HP_LAYER_PASS, biases);
 }
+#endif  // SPDNN_KEEP(hp_layer_neurons_mb1)
 
+#if SPDNN_KEEP(hp_layer_neurons_mb2)
 // Launch: grid min(ceil(capacity / 2) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 3 floats, static shared 2 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_neurons_mb2(HP_NEURONS_ARGS) {
     hp_layer_body<2>(HP_LAYER_PASS, biases);
 }
+#endif  // SPDNN_KEEP(hp_layer_neurons_mb2)
 
+#if SPDNN_KEEP(hp_layer_neurons_mb4)
 // Launch: grid min(ceil(capacity / 4) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 5 floats, static shared 4 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_neurons_mb4(HP_NEURONS_ARGS) {
     hp_layer_body<4>(HP_LAYER_PASS, biases);
 }
+#endif  // SPDNN_KEEP(hp_layer_neurons_mb4)
 
+#if SPDNN_KEEP(hp_layer_neurons_mb8)
 // Launch: grid min(ceil(capacity / 8) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 9 floats, static shared 8 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_neurons_mb8(HP_NEURONS_ARGS) {
     hp_layer_body<8>(HP_LAYER_PASS, biases);
 }
+#endif  // SPDNN_KEEP(hp_layer_neurons_mb8)
 
+#if SPDNN_KEEP(hp_layer_neurons_mb12)
 // Launch: grid min(ceil(capacity / 12) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 13 floats, static shared 12 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_neurons_mb12(HP_NEURONS_ARGS) {
     hp_layer_body<12>(HP_LAYER_PASS, biases);
 }
+#endif  // SPDNN_KEEP(hp_layer_neurons_mb12)
 
+#if SPDNN_KEEP(hp_layer_neurons_mb16)
 // Launch: grid min(ceil(capacity / 16) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 17 floats, static shared 16 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_neurons_mb16(HP_NEURONS_ARGS) {
     hp_layer_body<16>(HP_LAYER_PASS, biases);
 }
+#endif  // SPDNN_KEEP(hp_layer_neurons_mb16)
 
+#if SPDNN_KEEP(hp_layer_neurons_mb24)
 // Launch: grid min(ceil(capacity / 24) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 25 floats, static shared 24 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_neurons_mb24(HP_NEURONS_ARGS) {
     hp_layer_body<24>(HP_LAYER_PASS, biases);
 }
+#endif  // SPDNN_KEEP(hp_layer_neurons_mb24)
 
+#if SPDNN_KEEP(hp_layer_neurons_mb32)
 // Launch: grid min(ceil(capacity / 32) * blocks, resident blocks), block HP_BLOCK,
 // dynamic shared (longest buffer) * 33 floats, static shared 32 words.
 extern "C" __global__ void __launch_bounds__(HP_BLOCK, HP_MIN_BLOCKS) hp_layer_neurons_mb32(HP_NEURONS_ARGS) {
     hp_layer_body<32>(HP_LAYER_PASS, biases);
 }
+#endif  // SPDNN_KEEP(hp_layer_neurons_mb32)
 
+#if SPDNN_KEEP(hp_compact_rows)
 // Lists the rows that stayed non-empty: rows_out gets rows_in[i] for every i < *count_in
 // with alive[i] (order not kept), *count_out (zeroed by the layer kernel) counts them, and
 // alive[i] is cleared for the next layer. One atomic per warp (ballot + popc).
@@ -266,7 +299,9 @@ extern "C" __global__ void hp_compact_rows(const unsigned int* __restrict__ rows
     }
     spdnn_warp_append(keep, row, rows_out, count_out);
 }
+#endif  // SPDNN_KEEP(hp_compact_rows)
 
+#if SPDNN_KEEP(hp_scatter_rows)
 // Scatters sparse input rows (CSR: row_offsets[rows + 1], cols, vals) into a zeroed dense
 // Y (rows x n, n the first layer's inputs) in that layer's position order:
 // y[row][positions[col]] = value.
@@ -282,3 +317,4 @@ extern "C" __global__ void hp_scatter_rows(const unsigned int* __restrict__ row_
         }
     }
 }
+#endif  // SPDNN_KEEP(hp_scatter_rows)

@@ -3,6 +3,7 @@
 // Launch shapes: the kernel declarations of spdnn_cuda::rows (crates/cuda/src/rows.rs).
 #include "common.cuh"
 
+#if SPDNN_KEEP(spdnn_scatter_rows)
 // Scatters sparse rows (CSR: row_offsets[rows + 1], cols, vals) into a zeroed dense Y.
 // Launch: grid min(rows, 65535·16) (blocks stride over rows), block 128, no shared memory.
 extern "C" __global__ void spdnn_scatter_rows(const unsigned int* __restrict__ row_offsets,
@@ -16,7 +17,9 @@ extern "C" __global__ void spdnn_scatter_rows(const unsigned int* __restrict__ r
         }
     }
 }
+#endif  // SPDNN_KEEP(spdnn_scatter_rows)
 
+#if SPDNN_KEEP(spdnn_row_nonzero_flags)
 // flags[row] = 1 when row `row` of Y has a nonzero entry, else 0.
 // Launch: grid min(rows, 65535·16) (blocks stride over rows), block 256, no shared memory.
 extern "C" __global__ void spdnn_row_nonzero_flags(const float* __restrict__ y, unsigned int rows,
@@ -33,7 +36,9 @@ extern "C" __global__ void spdnn_row_nonzero_flags(const float* __restrict__ y, 
         }
     }
 }
+#endif  // SPDNN_KEEP(spdnn_row_nonzero_flags)
 
+#if SPDNN_KEEP(spdnn_mark_rows)
 // flags[row_list[i]] = 1 for i < *count (flags zeroed beforehand).
 // Launch: grid ceil(capacity / 256) (at most 65535·16), block 256, no shared memory.
 extern "C" __global__ void spdnn_mark_rows(const unsigned int* __restrict__ row_list,
@@ -44,7 +49,9 @@ extern "C" __global__ void spdnn_mark_rows(const unsigned int* __restrict__ row_
         flags[row_list[i]] = 1;
     }
 }
+#endif  // SPDNN_KEEP(spdnn_mark_rows)
 
+#if SPDNN_KEEP(spdnn_all_rows)
 // row_list[i] = i for i < rows; *count = rows. The list of every row, as a start.
 // Launch: grid ceil(rows / 256) (at most 65535·16), block 256, no shared memory.
 extern "C" __global__ void spdnn_all_rows(unsigned int* __restrict__ row_list, unsigned int* __restrict__ count,
@@ -57,7 +64,9 @@ extern "C" __global__ void spdnn_all_rows(unsigned int* __restrict__ row_list, u
         *count = rows;
     }
 }
+#endif  // SPDNN_KEEP(spdnn_all_rows)
 
+#if SPDNN_KEEP(spdnn_compact_flagged_rows)
 // Lists the rows of active_rows[0 .. *active_count) whose row_flags[row] is set:
 // next_rows gets them (order not kept), *next_count (zeroed before) counts them.
 // One atomic per warp (ballot + popc).
@@ -71,3 +80,4 @@ extern "C" __global__ void spdnn_compact_flagged_rows(const unsigned int* __rest
     const bool keep = i < *active_count && row_flags[active_rows[i]] != 0;
     spdnn_warp_append(keep, keep ? active_rows[i] : 0u, next_rows, next_count);
 }
+#endif  // SPDNN_KEEP(spdnn_compact_flagged_rows)

@@ -3,6 +3,7 @@
 // Launch shapes: spdnn_cuda::SELFTEST_AXPY and SELFTEST_ACTIVATION (crates/cuda/src/source.rs).
 #include "common.cuh"
 
+#if SPDNN_KEEP(spdnn_selftest_axpy)
 // y[i] = a * x[i] + y[i] for i < n (grid-stride loop). Multiply and add are
 // rounded separately (__fmul_rn/__fadd_rn) so the result equals the CPU's a*x+y.
 // Launch: any grid (grid-stride over i), block 256, no shared memory.
@@ -11,7 +12,9 @@ extern "C" __global__ void spdnn_selftest_axpy(float* y, const float* x, float a
         y[i] = __fadd_rn(__fmul_rn(a, x[i]), y[i]);
     }
 }
+#endif  // SPDNN_KEEP(spdnn_selftest_axpy)
 
+#if SPDNN_KEEP(spdnn_selftest_activation)
 // out[i] = min(max(in[i] + bias, 0), upper): exercises the shared activation helper.
 // Launch: any grid (grid-stride over i), block 1024, no shared memory.
 extern "C" __global__ void spdnn_selftest_activation(float* out, const float* in, float bias, float upper,
@@ -20,3 +23,4 @@ extern "C" __global__ void spdnn_selftest_activation(float* out, const float* in
         out[i] = spdnn_clamp_activation(__fadd_rn(in[i], bias), upper);
     }
 }
+#endif  // SPDNN_KEEP(spdnn_selftest_activation)

@@ -33,6 +33,7 @@ __device__ __forceinline__ T snicit_block_sum(T v, T* scratch) {
     return total;
 }
 
+#if SPDNN_KEEP(snicit_sum_bins)
 // Sum downsampling of the sampled rows: bins[s][b] = sum of y[s][p] over the positions
 // p in [b*n/bin_count, (b+1)*n/bin_count) (64-bit products: right for every n and bin count).
 // Launch: grid (samples, bin_count), block SNICIT_THREADS, static shared SNICIT_THREADS floats.
@@ -53,7 +54,9 @@ extern "C" __global__ void snicit_sum_bins(const float* __restrict__ y, unsigned
         bins[(unsigned long long)sample * bin_count + bin] = total;
     }
 }
+#endif  // SPDNN_KEEP(snicit_sum_bins)
 
+#if SPDNN_KEEP(snicit_assign)
 // Nearest centroid by L0 distance (the number of positions whose values differ). For row
 // j < count: centroid_of[j] = the centroid row (itself for a centroid; the first of equally
 // near ones otherwise), live[j] = 1 for a centroid or a row with a nonempty residue, 0 for a
@@ -106,6 +109,7 @@ extern "C" __global__ void snicit_assign(const float* __restrict__ y, unsigned i
         dead[j] = 0;
     }
 }
+#endif  // SPDNN_KEEP(snicit_assign)
 
 // After a post-convergence layer, for each listed row r (list[0 .. *count)): a centroid
 // stays live; a row whose outputs are all zero is dead (live 0, dead 1); any other row is
@@ -188,6 +192,7 @@ __device__ __forceinline__ void snicit_update_body(float* __restrict__ y, unsign
     }
 }
 
+#if SPDNN_KEEP(snicit_update)
 // Launch: grid (list capacity; blocks past *count exit), block SNICIT_THREADS, no shared memory.
 extern "C" __global__ void snicit_update(float* __restrict__ y, unsigned int n,
                                          const unsigned int* __restrict__ list,
@@ -199,7 +204,9 @@ extern "C" __global__ void snicit_update(float* __restrict__ y, unsigned int n,
     snicit_update_body<false>(y, n, list, count, centroid_of, row_alive, live, dead, clear_flags, prune, nullptr, 0u,
                               0u, 0.0f);
 }
+#endif  // SPDNN_KEEP(snicit_update)
 
+#if SPDNN_KEEP(snicit_update_glare)
 // snicit_update reading the activations through the GLARE recorder.
 // Launch: grid (list capacity; blocks past *count exit), block SNICIT_THREADS, no shared memory.
 extern "C" __global__ void snicit_update_glare(float* __restrict__ y, unsigned int n,
@@ -213,7 +220,9 @@ extern "C" __global__ void snicit_update_glare(float* __restrict__ y, unsigned i
     snicit_update_body<true>(y, n, list, count, centroid_of, row_alive, live, dead, clear_flags, 0.0f, flags, shift,
                              units, upper);
 }
+#endif  // SPDNN_KEEP(snicit_update_glare)
 
+#if SPDNN_KEEP(snicit_recover)
 // Final recovery: row j of the block is non-empty when it is live (its own flag from the
 // last layer), an empty residue of a centroid (the centroid's flag), or dead (never).
 // row_flags[ids[j]] = 1 for the non-empty ones (row_flags zeroed before).
@@ -233,7 +242,9 @@ extern "C" __global__ void snicit_recover(const unsigned char* __restrict__ row_
         row_flags[ids[j]] = 1;
     }
 }
+#endif  // SPDNN_KEEP(snicit_recover)
 
+#if SPDNN_KEEP(snicit_recover_values)
 // Final values of the block for the output: out[j] = the row's own values when live, its
 // centroid's when its residue is empty, zeros when dead.
 // Launch: grid (count), block SNICIT_THREADS, no shared memory.
@@ -253,3 +264,4 @@ extern "C" __global__ void snicit_recover_values(const float* __restrict__ y, un
         dst[p] = is_dead ? 0.0f : src[p];
     }
 }
+#endif  // SPDNN_KEEP(snicit_recover_values)

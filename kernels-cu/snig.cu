@@ -137,29 +137,38 @@ __device__ __forceinline__ void snig_layer_body(const float* __restrict__ y_in, 
     y_in, y_out, in_flags, out_flags, slab_offsets, slab_cols, vals, n_in, n_out, slab_width, in_sections,     \
         out_sections, bias, upper
 
+#if SPDNN_KEEP(snig_layer)
 // Launch: grid (rows, out_sections), block 256, dynamic shared min(slab_width, n_out) floats.
 extern "C" __global__ void snig_layer(SNIG_LAYER_ARGS) {
     snig_layer_body<false, false>(SNIG_LAYER_PASS, nullptr, nullptr);
 }
+#endif  // SPDNN_KEEP(snig_layer)
 
+#if SPDNN_KEEP(snig_layer_neurons)
 // snig_layer with a bias per output neuron (biases: n_out values; `bias` unused).
 // Launch: grid (rows, out_sections), block 256, dynamic shared min(slab_width, n_out) floats.
 extern "C" __global__ void snig_layer_neurons(SNIG_LAYER_ARGS, const float* __restrict__ biases) {
     snig_layer_body<false, false>(SNIG_LAYER_PASS, biases, nullptr);
 }
+#endif  // SPDNN_KEEP(snig_layer_neurons)
 
+#if SPDNN_KEEP(snig_layer_glare)
 // snig_layer with sections at the bound recorded in the flags (GLARE); census unused.
 // Launch: grid (rows, out_sections), block 256, dynamic shared min(slab_width, n_out) floats.
 extern "C" __global__ void snig_layer_glare(SNIG_LAYER_ARGS, unsigned long long* __restrict__ census) {
     snig_layer_body<true, false>(SNIG_LAYER_PASS, nullptr, census);
 }
+#endif  // SPDNN_KEEP(snig_layer_glare)
 
+#if SPDNN_KEEP(snig_layer_glare_census)
 // snig_layer_glare counting its accesses into census[0 .. GLARE_CENSUS_WORDS).
 // Launch: grid (rows, out_sections), block 256, dynamic shared min(slab_width, n_out) floats.
 extern "C" __global__ void snig_layer_glare_census(SNIG_LAYER_ARGS, unsigned long long* __restrict__ census) {
     snig_layer_body<true, true>(SNIG_LAYER_PASS, nullptr, census);
 }
+#endif  // SPDNN_KEEP(snig_layer_glare_census)
 
+#if SPDNN_KEEP(snig_glare_fill)
 // Writes the bound into every section flagged at the bound (before reading Y back); rows
 // of n values (the last layer's output width) in num_slabs sections.
 // Launch: grid (rows, num_slabs), block 256, no shared memory.
@@ -176,7 +185,9 @@ extern "C" __global__ void snig_glare_fill(float* __restrict__ y, const unsigned
         y[(unsigned long long)row * n + first_col + c] = upper;
     }
 }
+#endif  // SPDNN_KEEP(snig_glare_fill)
 
+#if SPDNN_KEEP(snig_section_flags)
 // flags[row * num_slabs + s] = whether section s of row `row` of Y (rows of n values: the
 // input's width) has a nonzero.
 // Launch: grid (rows, num_slabs), block 256, no shared memory.
@@ -195,7 +206,9 @@ extern "C" __global__ void snig_section_flags(const float* __restrict__ y, unsig
         flags[(unsigned long long)row * num_slabs + blockIdx.y] = any ? 1 : 0;
     }
 }
+#endif  // SPDNN_KEEP(snig_section_flags)
 
+#if SPDNN_KEEP(snig_row_categories)
 // row_flags[row] = whether any section flag of the row is set (the categories).
 // Launch: grid ceil(rows / 256), block 256, no shared memory.
 extern "C" __global__ void snig_row_categories(const unsigned char* __restrict__ flags, unsigned int rows,
@@ -209,3 +222,4 @@ extern "C" __global__ void snig_row_categories(const unsigned char* __restrict__
         row_flags[row] = any ? 1 : 0;
     }
 }
+#endif  // SPDNN_KEEP(snig_row_categories)

@@ -298,100 +298,137 @@ __device__ __forceinline__ void sz_layer(SzLayerArgs a, const unsigned int* __re
 #define SZ_LAYER_NEURONS_PARAMS SZ_LAYER_PARAMS, const float *__restrict__ biases
 #define SZ_LAYER_NEURONS_ARGS SZ_LAYER_ARGS_WITH(biases)
 
+#if SPDNN_KEEP(sz_layer_r32_t2_c0)
 // The layer kernels, one per (rows per item, tensor-core warps, CUDA-core warps): the
 // plain S&Z kernels have no CUDA-core warps; T4's have four.
 // Launch: grid min(items, resident blocks), block 64, no shared memory.
 extern "C" __global__ void __launch_bounds__(64) sz_layer_r32_t2_c0(SZ_LAYER_PARAMS) {
     sz_layer<32, 2, 0>(SZ_LAYER_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_r32_t2_c0)
 
+#if SPDNN_KEEP(sz_layer_r64_t4_c0)
 // Launch: grid min(items, resident blocks), block 128, no shared memory.
 extern "C" __global__ void __launch_bounds__(128) sz_layer_r64_t4_c0(SZ_LAYER_PARAMS) {
     sz_layer<64, 4, 0>(SZ_LAYER_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_r64_t4_c0)
 
+#if SPDNN_KEEP(sz_layer_r128_t4_c0)
 // Launch: grid min(items, resident blocks), block 128, no shared memory.
 extern "C" __global__ void __launch_bounds__(128) sz_layer_r128_t4_c0(SZ_LAYER_PARAMS) {
     sz_layer<128, 4, 0>(SZ_LAYER_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_r128_t4_c0)
 
+#if SPDNN_KEEP(sz_layer_r32_t2_c4)
 // Launch: grid min(items, resident blocks), block 192, no shared memory.
 extern "C" __global__ void __launch_bounds__(192) sz_layer_r32_t2_c4(SZ_LAYER_PARAMS) {
     sz_layer<32, 2, 4>(SZ_LAYER_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_r32_t2_c4)
 
+#if SPDNN_KEEP(sz_layer_r32_t4_c4)
 // Launch: grid min(items, resident blocks), block 256, no shared memory.
 extern "C" __global__ void __launch_bounds__(256) sz_layer_r32_t4_c4(SZ_LAYER_PARAMS) {
     sz_layer<32, 4, 4>(SZ_LAYER_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_r32_t4_c4)
 
+#if SPDNN_KEEP(sz_layer_r64_t2_c4)
 // Launch: grid min(items, resident blocks), block 192, no shared memory.
 extern "C" __global__ void __launch_bounds__(192) sz_layer_r64_t2_c4(SZ_LAYER_PARAMS) {
     sz_layer<64, 2, 4>(SZ_LAYER_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_r64_t2_c4)
 
+#if SPDNN_KEEP(sz_layer_r64_t4_c4)
 // Launch: grid min(items, resident blocks), block 256, no shared memory.
 extern "C" __global__ void __launch_bounds__(256) sz_layer_r64_t4_c4(SZ_LAYER_PARAMS) {
     sz_layer<64, 4, 4>(SZ_LAYER_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_r64_t4_c4)
 
+#if SPDNN_KEEP(sz_layer_r128_t2_c4)
 // Launch: grid min(items, resident blocks), block 192, no shared memory.
 extern "C" __global__ void __launch_bounds__(192) sz_layer_r128_t2_c4(SZ_LAYER_PARAMS) {
     sz_layer<128, 2, 4>(SZ_LAYER_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_r128_t2_c4)
 
+#if SPDNN_KEEP(sz_layer_r128_t4_c4)
 // Launch: grid min(items, resident blocks), block 256, no shared memory.
 extern "C" __global__ void __launch_bounds__(256) sz_layer_r128_t4_c4(SZ_LAYER_PARAMS) {
     sz_layer<128, 4, 4>(SZ_LAYER_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_r128_t4_c4)
 
+#if SPDNN_KEEP(sz_layer_neurons_r32_t2_c0)
 // The same nine shapes with a bias per output position (`biases`: N_l values in the layer's
 // output order; `bias` unused): trained networks, biases <= 0.
 // Launch: grid min(items, resident blocks), block 64, no shared memory.
 extern "C" __global__ void __launch_bounds__(64) sz_layer_neurons_r32_t2_c0(SZ_LAYER_NEURONS_PARAMS) {
     sz_layer<32, 2, 0>(SZ_LAYER_NEURONS_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_neurons_r32_t2_c0)
 
+#if SPDNN_KEEP(sz_layer_neurons_r64_t4_c0)
 // Launch: grid min(items, resident blocks), block 128, no shared memory.
 extern "C" __global__ void __launch_bounds__(128) sz_layer_neurons_r64_t4_c0(SZ_LAYER_NEURONS_PARAMS) {
     sz_layer<64, 4, 0>(SZ_LAYER_NEURONS_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_neurons_r64_t4_c0)
 
+#if SPDNN_KEEP(sz_layer_neurons_r128_t4_c0)
 // Launch: grid min(items, resident blocks), block 128, no shared memory.
 extern "C" __global__ void __launch_bounds__(128) sz_layer_neurons_r128_t4_c0(SZ_LAYER_NEURONS_PARAMS) {
     sz_layer<128, 4, 0>(SZ_LAYER_NEURONS_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_neurons_r128_t4_c0)
 
+#if SPDNN_KEEP(sz_layer_neurons_r32_t2_c4)
 // Launch: grid min(items, resident blocks), block 192, no shared memory.
 extern "C" __global__ void __launch_bounds__(192) sz_layer_neurons_r32_t2_c4(SZ_LAYER_NEURONS_PARAMS) {
     sz_layer<32, 2, 4>(SZ_LAYER_NEURONS_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_neurons_r32_t2_c4)
 
+#if SPDNN_KEEP(sz_layer_neurons_r32_t4_c4)
 // Launch: grid min(items, resident blocks), block 256, no shared memory.
 extern "C" __global__ void __launch_bounds__(256) sz_layer_neurons_r32_t4_c4(SZ_LAYER_NEURONS_PARAMS) {
     sz_layer<32, 4, 4>(SZ_LAYER_NEURONS_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_neurons_r32_t4_c4)
 
+#if SPDNN_KEEP(sz_layer_neurons_r64_t2_c4)
 // Launch: grid min(items, resident blocks), block 192, no shared memory.
 extern "C" __global__ void __launch_bounds__(192) sz_layer_neurons_r64_t2_c4(SZ_LAYER_NEURONS_PARAMS) {
     sz_layer<64, 2, 4>(SZ_LAYER_NEURONS_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_neurons_r64_t2_c4)
 
+#if SPDNN_KEEP(sz_layer_neurons_r64_t4_c4)
 // Launch: grid min(items, resident blocks), block 256, no shared memory.
 extern "C" __global__ void __launch_bounds__(256) sz_layer_neurons_r64_t4_c4(SZ_LAYER_NEURONS_PARAMS) {
     sz_layer<64, 4, 4>(SZ_LAYER_NEURONS_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_neurons_r64_t4_c4)
 
+#if SPDNN_KEEP(sz_layer_neurons_r128_t2_c4)
 // Launch: grid min(items, resident blocks), block 192, no shared memory.
 extern "C" __global__ void __launch_bounds__(192) sz_layer_neurons_r128_t2_c4(SZ_LAYER_NEURONS_PARAMS) {
     sz_layer<128, 2, 4>(SZ_LAYER_NEURONS_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_neurons_r128_t2_c4)
 
+#if SPDNN_KEEP(sz_layer_neurons_r128_t4_c4)
 // Launch: grid min(items, resident blocks), block 256, no shared memory.
 extern "C" __global__ void __launch_bounds__(256) sz_layer_neurons_r128_t4_c4(SZ_LAYER_NEURONS_PARAMS) {
     sz_layer<128, 4, 4>(SZ_LAYER_NEURONS_ARGS);
 }
+#endif  // SPDNN_KEEP(sz_layer_neurons_r128_t4_c4)
 
+#if SPDNN_KEEP(sz_scatter_input)
 // Writes sparse input rows (CSR) into the zeroed neuron-major y: y[col * ld + row] = value.
 // Launch: grid min(rows, 65535·16) (blocks stride over rows), block 128, no shared memory.
 extern "C" __global__ void sz_scatter_input(const unsigned int* __restrict__ row_offsets,
@@ -403,7 +440,9 @@ extern "C" __global__ void sz_scatter_input(const unsigned int* __restrict__ row
         }
     }
 }
+#endif  // SPDNN_KEEP(sz_scatter_input)
 
+#if SPDNN_KEEP(sz_compact_rows)
 // The live rows p < *count with alive[p] set move to new places: map[p] is the new place
 // (SZ_NO_ROW for a dropped row), ids_out[map[p]] = ids_in[p], *count_out (zeroed before)
 // counts them. One atomic per warp; order kept within a warp.
@@ -433,7 +472,9 @@ extern "C" __global__ void sz_compact_rows(const unsigned int* __restrict__ coun
         map[p] = SZ_NO_ROW;
     }
 }
+#endif  // SPDNN_KEEP(sz_compact_rows)
 
+#if SPDNN_KEEP(sz_gather_rows)
 // Moves every kept row of y_in (map from sz_compact_rows) to its new place in y_out, for
 // positions 0..width: items = width x ceil(*count_in / 256), one row a thread.
 // Launch: grid min(items, resident blocks), block 256, no shared memory.
@@ -454,7 +495,9 @@ extern "C" __global__ void sz_gather_rows(const float* __restrict__ y_in, float*
         }
     }
 }
+#endif  // SPDNN_KEEP(sz_gather_rows)
 
+#if SPDNN_KEEP(sz_mark_rows)
 // row_flags[ids[p]] = 1 for the live rows p < *count with alive[p] set (flags zeroed before).
 // Launch: grid ceil(capacity / 256) (at most 65535·16), block 256, no shared memory.
 extern "C" __global__ void sz_mark_rows(const unsigned int* __restrict__ count, const unsigned char* __restrict__ alive,
@@ -464,3 +507,4 @@ extern "C" __global__ void sz_mark_rows(const unsigned int* __restrict__ count, 
         row_flags[ids[p]] = 1;
     }
 }
+#endif  // SPDNN_KEEP(sz_mark_rows)

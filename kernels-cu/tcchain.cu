@@ -326,47 +326,77 @@ __device__ __forceinline__ void tc_chain(const unsigned long long* __restrict__ 
 #define TC_CHAIN_ARGS \
     descriptors, layer_count, input, input_width, input_scale, rows, buffer_width, act_scale, bias, upper, output, row_flags
 
+#if SPDNN_KEEP(tcchain_m1_n1)
 // Launch: grid ceil(rows / 16), block 256, dynamic shared 4 * 16 * row_words words.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m1_n1(TC_CHAIN_PARAMS) { tc_chain<1, 1>(TC_CHAIN_ARGS); }
+#endif  // SPDNN_KEEP(tcchain_m1_n1)
 
+#if SPDNN_KEEP(tcchain_m2_n1)
 // Launch: grid ceil(rows / 32), block 256, dynamic shared 4 * 32 * row_words words.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m2_n1(TC_CHAIN_PARAMS) { tc_chain<2, 1>(TC_CHAIN_ARGS); }
+#endif  // SPDNN_KEEP(tcchain_m2_n1)
 
+#if SPDNN_KEEP(tcchain_m3_n1)
 // Launch: grid ceil(rows / 48), block 256, dynamic shared 4 * 48 * row_words words.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m3_n1(TC_CHAIN_PARAMS) { tc_chain<3, 1>(TC_CHAIN_ARGS); }
+#endif  // SPDNN_KEEP(tcchain_m3_n1)
 
+#if SPDNN_KEEP(tcchain_m4_n1)
 // Launch: grid ceil(rows / 64), block 256, dynamic shared 4 * 64 * row_words words.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m4_n1(TC_CHAIN_PARAMS) { tc_chain<4, 1>(TC_CHAIN_ARGS); }
+#endif  // SPDNN_KEEP(tcchain_m4_n1)
 
+#if SPDNN_KEEP(tcchain_m5_n1)
 // Launch: grid ceil(rows / 80), block 256, dynamic shared 4 * 80 * row_words words.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m5_n1(TC_CHAIN_PARAMS) { tc_chain<5, 1>(TC_CHAIN_ARGS); }
+#endif  // SPDNN_KEEP(tcchain_m5_n1)
 
+#if SPDNN_KEEP(tcchain_m1_n2)
 // Launch: grid ceil(rows / 16), block 256, dynamic shared 4 * 16 * row_words words.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m1_n2(TC_CHAIN_PARAMS) { tc_chain<1, 2>(TC_CHAIN_ARGS); }
+#endif  // SPDNN_KEEP(tcchain_m1_n2)
 
+#if SPDNN_KEEP(tcchain_m2_n2)
 // Launch: grid ceil(rows / 32), block 256, dynamic shared 4 * 32 * row_words words.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m2_n2(TC_CHAIN_PARAMS) { tc_chain<2, 2>(TC_CHAIN_ARGS); }
+#endif  // SPDNN_KEEP(tcchain_m2_n2)
 
+#if SPDNN_KEEP(tcchain_m3_n2)
 // Launch: grid ceil(rows / 48), block 256, dynamic shared 4 * 48 * row_words words.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m3_n2(TC_CHAIN_PARAMS) { tc_chain<3, 2>(TC_CHAIN_ARGS); }
+#endif  // SPDNN_KEEP(tcchain_m3_n2)
 
+#if SPDNN_KEEP(tcchain_m4_n2)
 // Launch: grid ceil(rows / 64), block 256, dynamic shared 4 * 64 * row_words words.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m4_n2(TC_CHAIN_PARAMS) { tc_chain<4, 2>(TC_CHAIN_ARGS); }
+#endif  // SPDNN_KEEP(tcchain_m4_n2)
 
+#if SPDNN_KEEP(tcchain_m5_n2)
 // Launch: grid ceil(rows / 80), block 256, dynamic shared 4 * 80 * row_words words.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m5_n2(TC_CHAIN_PARAMS) { tc_chain<5, 2>(TC_CHAIN_ARGS); }
+#endif  // SPDNN_KEEP(tcchain_m5_n2)
 
+#if SPDNN_KEEP(tcchain_m1_n4)
 // Launch: grid ceil(rows / 16), block 256, dynamic shared 4 * 16 * row_words words.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m1_n4(TC_CHAIN_PARAMS) { tc_chain<1, 4>(TC_CHAIN_ARGS); }
+#endif  // SPDNN_KEEP(tcchain_m1_n4)
 
+#if SPDNN_KEEP(tcchain_m2_n4)
 // Launch: grid ceil(rows / 32), block 256, dynamic shared 4 * 32 * row_words words.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m2_n4(TC_CHAIN_PARAMS) { tc_chain<2, 4>(TC_CHAIN_ARGS); }
+#endif  // SPDNN_KEEP(tcchain_m2_n4)
 
+#if SPDNN_KEEP(tcchain_m3_n4)
 // Launch: grid ceil(rows / 48), block 256, dynamic shared 4 * 48 * row_words words.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m3_n4(TC_CHAIN_PARAMS) { tc_chain<3, 4>(TC_CHAIN_ARGS); }
+#endif  // SPDNN_KEEP(tcchain_m3_n4)
 
+#if SPDNN_KEEP(tcchain_m4_n4)
 // Launch: grid ceil(rows / 64), block 256, dynamic shared 4 * 64 * row_words words.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m4_n4(TC_CHAIN_PARAMS) { tc_chain<4, 4>(TC_CHAIN_ARGS); }
+#endif  // SPDNN_KEEP(tcchain_m4_n4)
 
+#if SPDNN_KEEP(tcchain_m5_n4)
 // Launch: grid ceil(rows / 80), block 256, dynamic shared 4 * 80 * row_words words.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tcchain_m5_n4(TC_CHAIN_PARAMS) { tc_chain<5, 4>(TC_CHAIN_ARGS); }
+#endif  // SPDNN_KEEP(tcchain_m5_n4)

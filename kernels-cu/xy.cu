@@ -239,52 +239,68 @@ __device__ __forceinline__ void xy_row_major_layer(
 #define XY_RECORDER_PASS {in_flags, out_flags, arrivals, skipped, shift, units, census}
 #define XY_NO_RECORDER {nullptr, nullptr, nullptr, nullptr, 0u, 0u, nullptr}
 
+#if SPDNN_KEEP(xy_row_major_layer_g16)
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, no shared memory.
 extern "C" __global__ void xy_row_major_layer_g16(XY_ROW_MAJOR_ARGS) {
     xy_row_major_layer<16, false, false>(XY_ROW_MAJOR_PASS, nullptr, XY_NO_RECORDER);
 }
+#endif  // SPDNN_KEEP(xy_row_major_layer_g16)
 
+#if SPDNN_KEEP(xy_row_major_layer_g1)
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, no shared memory.
 extern "C" __global__ void xy_row_major_layer_g1(XY_ROW_MAJOR_ARGS) {
     xy_row_major_layer<1, false, false>(XY_ROW_MAJOR_PASS, nullptr, XY_NO_RECORDER);
 }
+#endif  // SPDNN_KEEP(xy_row_major_layer_g1)
 
+#if SPDNN_KEEP(xy_row_major_layer_neurons_g16)
 // The row-major layer with a bias per output position (biases: n_out values in the layer's
 // position order; `bias` unused). Trained networks, biases <= 0; not with GLARE.
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, no shared memory.
 extern "C" __global__ void xy_row_major_layer_neurons_g16(XY_ROW_MAJOR_ARGS, const float* __restrict__ biases) {
     xy_row_major_layer<16, false, false>(XY_ROW_MAJOR_PASS, biases, XY_NO_RECORDER);
 }
+#endif  // SPDNN_KEEP(xy_row_major_layer_neurons_g16)
 
+#if SPDNN_KEEP(xy_row_major_layer_neurons_g1)
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, no shared memory.
 extern "C" __global__ void xy_row_major_layer_neurons_g1(XY_ROW_MAJOR_ARGS, const float* __restrict__ biases) {
     xy_row_major_layer<1, false, false>(XY_ROW_MAJOR_PASS, biases, XY_NO_RECORDER);
 }
+#endif  // SPDNN_KEEP(xy_row_major_layer_neurons_g1)
 
+#if SPDNN_KEEP(xy_row_major_layer_g16_glare)
 // GLARE variants (census: counting accesses into census[0 .. GLARE_CENSUS_WORDS)).
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
 // XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + 2 words.
 extern "C" __global__ void xy_row_major_layer_g16_glare(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
     xy_row_major_layer<16, true, false>(XY_ROW_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
+#endif  // SPDNN_KEEP(xy_row_major_layer_g16_glare)
 
+#if SPDNN_KEEP(xy_row_major_layer_g1_glare)
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
 // XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + 2 words.
 extern "C" __global__ void xy_row_major_layer_g1_glare(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
     xy_row_major_layer<1, true, false>(XY_ROW_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
+#endif  // SPDNN_KEEP(xy_row_major_layer_g1_glare)
 
+#if SPDNN_KEEP(xy_row_major_layer_g16_glare_census)
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
 // XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + 2 words.
 extern "C" __global__ void xy_row_major_layer_g16_glare_census(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
     xy_row_major_layer<16, true, true>(XY_ROW_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
+#endif  // SPDNN_KEEP(xy_row_major_layer_g16_glare_census)
 
+#if SPDNN_KEEP(xy_row_major_layer_g1_glare_census)
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
 // XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + 2 words.
 extern "C" __global__ void xy_row_major_layer_g1_glare_census(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
     xy_row_major_layer<1, true, true>(XY_ROW_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
+#endif  // SPDNN_KEEP(xy_row_major_layer_g1_glare_census)
 
 // Neuron-major layer: y_in is N_in x stride and y_out N_out x stride (position-major, one
 // column per sample, `columns` in use; N_out = gridDim.x * G). One thread per sample
@@ -450,16 +466,21 @@ __device__ __forceinline__ void xy_neuron_major_layer(
         const unsigned int *__restrict__ inputs, const float *__restrict__ values, float bias, float upper
 #define XY_NEURON_MAJOR_PASS y_in, y_out, columns, stride, column_alive, block_offsets, inputs, values, bias, upper
 
+#if SPDNN_KEEP(xy_neuron_major_layer_g16)
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 17 words.
 extern "C" __global__ void xy_neuron_major_layer_g16(XY_NEURON_MAJOR_ARGS) {
     xy_neuron_major_layer<16, false, false>(XY_NEURON_MAJOR_PASS, nullptr, XY_NO_RECORDER);
 }
+#endif  // SPDNN_KEEP(xy_neuron_major_layer_g16)
 
+#if SPDNN_KEEP(xy_neuron_major_layer_g1)
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 2 words.
 extern "C" __global__ void xy_neuron_major_layer_g1(XY_NEURON_MAJOR_ARGS) {
     xy_neuron_major_layer<1, false, false>(XY_NEURON_MAJOR_PASS, nullptr, XY_NO_RECORDER);
 }
+#endif  // SPDNN_KEEP(xy_neuron_major_layer_g1)
 
+#if SPDNN_KEEP(xy_neuron_major_layer_neurons_g16)
 // The neuron-major layer with a bias per output position (biases: N_out values in the
 // layer's position order; `bias` unused). Trained networks, biases <= 0; not with GLARE.
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 17 words.
@@ -467,34 +488,46 @@ extern "C" __global__ void xy_neuron_major_layer_neurons_g16(XY_NEURON_MAJOR_ARG
                                                              const float* __restrict__ biases) {
     xy_neuron_major_layer<16, false, false>(XY_NEURON_MAJOR_PASS, biases, XY_NO_RECORDER);
 }
+#endif  // SPDNN_KEEP(xy_neuron_major_layer_neurons_g16)
 
+#if SPDNN_KEEP(xy_neuron_major_layer_neurons_g1)
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 2 words.
 extern "C" __global__ void xy_neuron_major_layer_neurons_g1(XY_NEURON_MAJOR_ARGS,
                                                             const float* __restrict__ biases) {
     xy_neuron_major_layer<1, false, false>(XY_NEURON_MAJOR_PASS, biases, XY_NO_RECORDER);
 }
+#endif  // SPDNN_KEEP(xy_neuron_major_layer_neurons_g1)
 
+#if SPDNN_KEEP(xy_neuron_major_layer_g16_glare)
 // GLARE variants (census: counting accesses into census[0 .. GLARE_CENSUS_WORDS)).
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 17 words + 68 bytes.
 extern "C" __global__ void xy_neuron_major_layer_g16_glare(XY_NEURON_MAJOR_ARGS, XY_RECORDER_ARGS) {
     xy_neuron_major_layer<16, true, false>(XY_NEURON_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
+#endif  // SPDNN_KEEP(xy_neuron_major_layer_g16_glare)
 
+#if SPDNN_KEEP(xy_neuron_major_layer_g1_glare)
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 2 words + 68 bytes.
 extern "C" __global__ void xy_neuron_major_layer_g1_glare(XY_NEURON_MAJOR_ARGS, XY_RECORDER_ARGS) {
     xy_neuron_major_layer<1, true, false>(XY_NEURON_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
+#endif  // SPDNN_KEEP(xy_neuron_major_layer_g1_glare)
 
+#if SPDNN_KEEP(xy_neuron_major_layer_g16_glare_census)
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 17 words + 68 bytes.
 extern "C" __global__ void xy_neuron_major_layer_g16_glare_census(XY_NEURON_MAJOR_ARGS, XY_RECORDER_ARGS) {
     xy_neuron_major_layer<16, true, true>(XY_NEURON_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
+#endif  // SPDNN_KEEP(xy_neuron_major_layer_g16_glare_census)
 
+#if SPDNN_KEEP(xy_neuron_major_layer_g1_glare_census)
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 2 words + 68 bytes.
 extern "C" __global__ void xy_neuron_major_layer_g1_glare_census(XY_NEURON_MAJOR_ARGS, XY_RECORDER_ARGS) {
     xy_neuron_major_layer<1, true, true>(XY_NEURON_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
+#endif  // SPDNN_KEEP(xy_neuron_major_layer_g1_glare_census)
 
+#if SPDNN_KEEP(xy_glare_fill_columns)
 // Writes the bound into every flagged unit of neuron-major activations (n x stride,
 // `columns` in use; flags tiles x units, units of 2^shift positions of 256 columns).
 // Launch: grid (ceil(columns / 256), min(n, 65535)), block 256 (grid-stride over positions), no shared memory.
@@ -512,7 +545,9 @@ extern "C" __global__ void xy_glare_fill_columns(float* __restrict__ y, unsigned
         }
     }
 }
+#endif  // SPDNN_KEEP(xy_glare_fill_columns)
 
+#if SPDNN_KEEP(xy_rows_to_columns)
 // Row-major rows -> neuron-major n x stride, keeping only the listed rows: column j is
 // row rows[j] (j < count). Dead rows are left behind here, as XY-2021's compacted row
 // list does before its neuron-major phase.
@@ -540,7 +575,9 @@ extern "C" __global__ void xy_rows_to_columns(const float* __restrict__ in, floa
         }
     }
 }
+#endif  // SPDNN_KEEP(xy_rows_to_columns)
 
+#if SPDNN_KEEP(xy_columns_to_rows)
 // Neuron-major n x stride -> row-major count x n, taking the columns listed in
 // `columns[0 .. count)`: out[j][p] = in[p][columns[j]].
 // Launch: grid (ceil(count / XY_TRANSPOSE_TILE), ceil(n / XY_TRANSPOSE_TILE)), block (XY_TRANSPOSE_TILE,
@@ -568,7 +605,9 @@ extern "C" __global__ void xy_columns_to_rows(const float* __restrict__ in, floa
         }
     }
 }
+#endif  // SPDNN_KEEP(xy_columns_to_rows)
 
+#if SPDNN_KEEP(xy_gather_columns)
 // Deletes dead columns: out[p][j] = in[p][columns[j]] for p < n, j < count; `out` has
 // row stride `count`.
 // Launch: grid (ceil(count / 256), min(n, 65535)), block 256 (grid-stride over positions), no shared memory.
@@ -584,7 +623,9 @@ extern "C" __global__ void xy_gather_columns(const float* __restrict__ in, float
         out[(unsigned long long)p * count + j] = in[(unsigned long long)p * in_stride + column];
     }
 }
+#endif  // SPDNN_KEEP(xy_gather_columns)
 
+#if SPDNN_KEEP(xy_gather_rows)
 // Row gather with a neuron permutation: out[j][p] = in[rows[j]][perm[p]]. Turns listed
 // row-major rows into a compact row-major block (perm maps between neuron orders).
 // Launch: grid (count, 1), block 256, no shared memory.
@@ -601,7 +642,9 @@ extern "C" __global__ void xy_gather_rows(const float* __restrict__ in, float* _
         dst[p] = src[perm[p]];
     }
 }
+#endif  // SPDNN_KEEP(xy_gather_rows)
 
+#if SPDNN_KEEP(xy_column_flags_to_rows)
 // Category flags from neuron-major columns: row_flags[ids[c]] = 1 when column_alive[c],
 // for c < columns (ids: the row of each column). row_flags zeroed before.
 // Launch: grid ceil(columns / 256), block 256, no shared memory.
@@ -613,3 +656,4 @@ extern "C" __global__ void xy_column_flags_to_rows(const unsigned char* __restri
         row_flags[ids[c]] = 1;
     }
 }
+#endif  // SPDNN_KEEP(xy_column_flags_to_rows)

@@ -223,6 +223,9 @@ pub fn run<K: KernelMethod>(
             merged.stages = part.stages;
             merged.layer_ms = part.layer_ms;
             merged.accesses = part.accesses;
+            merged.compile = part.compile;
+        } else {
+            merged.compile = merged.compile.alongside(&part.compile);
         }
         report.gpus.push(plan);
     }
@@ -292,6 +295,8 @@ fn run_one<K: KernelMethod>(
     given: bool,
 ) -> Result<(GpuInference, GpuPlan), CudaError> {
     let first_row = range.start;
+    // Compiling counts over the probe and any refused plan too.
+    let compile_before = gpu.compile_stats();
     let slab;
     let input = if range.len() == input.nrows() {
         input
@@ -356,7 +361,8 @@ fn run_one<K: KernelMethod>(
         gpu.take_refusal();
         gpu.reset_peak();
         match method::run::<K>(&gpu, chain, input, &placed, &run_spec) {
-            Ok(result) => {
+            Ok(mut result) => {
+                result.compile = gpu.compile_stats().since(&compile_before);
                 let measured_peak = gpu.budget().map_or(0, |b| b.peak);
                 return Ok((
                     result,

@@ -88,9 +88,21 @@ pub struct BfKernels {
     all_rows: Kernel,
 }
 
+/// Every kernel [`BfKernels::load`] loads, the layer kernels first.
+pub const BF_KERNELS: [&KernelDecl; 6] = [
+    &LAYER_GLARE_CENSUS,
+    &LAYER_GLARE,
+    &LAYER_NEURONS,
+    &LAYER,
+    &COMPACT_ROWS,
+    &rows::ALL_ROWS,
+];
+
 impl BfKernels {
-    /// Compiles (or loads from the PTX cache) bf.cu.
+    /// Loads BF's kernels (bf.cu's and rows.cu's), each compiled alone, side by side on
+    /// worker threads ([`BF_KERNELS`]).
     pub fn load(gpu: &Gpu) -> Result<Self, CudaError> {
+        gpu.compile_ahead(BF_KERNELS);
         Ok(Self {
             layer: gpu.kernel(&LAYER)?,
             layer_neurons: gpu.kernel(&LAYER_NEURONS)?,
@@ -308,6 +320,8 @@ impl KernelMethod for Bf {
         rows: usize,
         options: &BfOptions,
     ) -> Result<Box<dyn DeviceRun + 'g>, CudaError> {
+        // The kernels compile on worker threads while the weights are laid out.
+        gpu.compile_ahead(BF_KERNELS);
         let SlabProblem {
             layout,
             rows: rows_count,

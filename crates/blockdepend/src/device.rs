@@ -1,11 +1,11 @@
 //! The fused chain on the device: the layout resident, one launch per segment, the states
 //! and final values read back and expanded.
 
-use std::time::Instant;
-
 use spdnn_cuda::cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use spdnn_cuda::method::{DeviceRun, LayerChain, MethodOptions, Probe};
-use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, PushKernelArg};
+use spdnn_cuda::{
+    CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, KernelDecl, PushKernelArg,
+};
 use spdnn_formats::{Csr, SparseMatrix};
 
 use crate::layout::{Layout, WARP};
@@ -13,7 +13,7 @@ use crate::plan::{self, Items, Limits, MAX_TILE, Placement, Segment, Spread};
 use crate::{
     Bias, BlockDependOptions, CHAIN_GLOBAL, CHAIN_SHARED, CHAIN_SHARED_WIDE, CHAIN_SPLIT,
     CHAIN_SPLIT_WIDE, Chain, Compression, Expansion, Retire, SPREAD_CHAIN, SPREAD_CHAIN_WIDE,
-    SPREAD_SPLIT, SPREAD_SPLIT_WIDE,
+    SPREAD_SPLIT, SPREAD_SPLIT_WIDE, plan_kernels, spread_kernel, tile_kernel,
 };
 
 /// Stage names of the profiled run: one per launch, in order (a chain cut more often than
@@ -55,71 +55,75 @@ fn invalid(message: impl std::fmt::Display) -> CudaError {
     CudaError::InvalidArgument(format!("blockdepend: {message}"))
 }
 
-/// The fused kernel's nine instances.
+/// The fused kernel's nine instances, with their names in the details, in the order the
+/// details list them.
+const INSTANCES: [(&str, &KernelDecl); 9] = [
+    ("shared", &CHAIN_SHARED),
+    ("wide", &CHAIN_SHARED_WIDE),
+    ("split", &CHAIN_SPLIT),
+    ("split wide", &CHAIN_SPLIT_WIDE),
+    ("global", &CHAIN_GLOBAL),
+    ("spread", &SPREAD_CHAIN),
+    ("spread wide", &SPREAD_CHAIN_WIDE),
+    ("spread split", &SPREAD_SPLIT),
+    ("spread split wide", &SPREAD_SPLIT_WIDE),
+];
+
+/// The instances a run loaded: those its launches use, and `bd_chain_shared`, whose static
+/// shared memory is an input of the plan. Each is compiled alone (its own module).
 struct Kernels {
-    shared: Kernel,
-    shared_wide: Kernel,
-    split: Kernel,
-    split_wide: Kernel,
-    global: Kernel,
-    spread: Kernel,
-    spread_wide: Kernel,
-    spread_split: Kernel,
-    spread_split_wide: Kernel,
+    loaded: Vec<(&'static str, Kernel)>,
 }
 
 impl Kernels {
-    /// The instance that runs a segment's tiles.
-    fn of(&self, segment: &Segment) -> &Kernel {
-        let wide = segment.threads == plan::THREADS_WIDE;
-        match (segment.placement, wide) {
-            (Placement::Global, _) => &self.global,
-            (Placement::Shared, true) => &self.shared_wide,
-            (Placement::Shared, false) => &self.shared,
-            (Placement::Split, true) => &self.split_wide,
-            (Placement::Split, false) => &self.split,
+    /// `shared` and the instances `segments` launch, compiled side by side on worker
+    /// threads.
+    fn load(gpu: &Gpu, shared: Kernel, segments: &[Segment]) -> Result<Self, CudaError> {
+        let wanted = plan_kernels(segments);
+        gpu.compile_ahead(wanted.iter().copied());
+        let mut loaded = Vec::new();
+        for (name, decl) in INSTANCES {
+            if decl.name == CHAIN_SHARED.name {
+                loaded.push((name, shared.clone()));
+            } else if wanted.iter().any(|w| w.name == decl.name) {
+                loaded.push((name, gpu.kernel(decl)?));
+            }
         }
+        Ok(Self { loaded })
     }
 
-    /// The instance that spreads a segment's rows, if it spreads them.
-    fn spread_of(&self, segment: &Segment) -> Option<&Kernel> {
-        let wide = segment.threads == plan::THREADS_WIDE;
-        match (segment.spread, segment.placement, wide) {
-            (Spread::Tiles, _, _) | (_, Placement::Global, _) => None,
-            (Spread::Spread, Placement::Shared, true) => Some(&self.spread_wide),
-            (Spread::Spread, Placement::Shared, false) => Some(&self.spread),
-            (Spread::Spread, Placement::Split, true) => Some(&self.spread_split_wide),
-            (Spread::Spread, Placement::Split, false) => Some(&self.spread_split),
-        }
-    }
-
-    /// Every instance with its name in the details.
-    fn named(&self) -> [(&'static str, &Kernel); 9] {
-        [
-            ("shared", &self.shared),
-            ("wide", &self.shared_wide),
-            ("split", &self.split),
-            ("split wide", &self.split_wide),
-            ("global", &self.global),
-            ("spread", &self.spread),
-            ("spread wide", &self.spread_wide),
-            ("spread split", &self.spread_split),
-            ("spread split wide", &self.spread_split_wide),
-        ]
-    }
-
-    /// The instances that take dynamic shared memory (all but the global one).
-    fn with_shared(&self) -> impl Iterator<Item = &Kernel> {
-        self.named()
-            .into_iter()
+    fn find(&self, decl: &KernelDecl) -> Result<&Kernel, CudaError> {
+        self.loaded
+            .iter()
             .map(|(_, kernel)| kernel)
-            .filter(|kernel| !std::ptr::eq(*kernel, &self.global))
+            .find(|kernel| kernel.decl().name == decl.name)
+            .ok_or_else(|| invalid(format!("{} is not loaded for this plan", decl.name)))
     }
 
-    /// `per_instance(kernel)` of every instance, as the details list them
+    /// The loaded instance that runs a segment's tiles.
+    fn of(&self, segment: &Segment) -> Result<&Kernel, CudaError> {
+        self.find(tile_kernel(segment))
+    }
+
+    /// The loaded instance that spreads a segment's rows, if it spreads them.
+    fn spread_of(&self, segment: &Segment) -> Result<Option<&Kernel>, CudaError> {
+        spread_kernel(segment)
+            .map(|decl| self.find(decl))
+            .transpose()
+    }
+
+    /// The loaded instances that take dynamic shared memory (all but the global one).
+    fn with_shared(&self) -> impl Iterator<Item = &Kernel> {
+        self.loaded
+            .iter()
+            .map(|(_, kernel)| kernel)
+            .filter(|kernel| kernel.decl().name != CHAIN_GLOBAL.name)
+    }
+
+    /// `per_instance(kernel)` of every loaded instance, as the details list them
     /// (`shared 70 / wide 70 / …`).
     fn each(&self, per_instance: impl Fn(&Kernel) -> i32) -> String {
-        self.named()
+        self.loaded
             .iter()
             .map(|(name, kernel)| format!("{name} {}", per_instance(kernel)))
             .collect::<Vec<_>>()
@@ -286,7 +290,11 @@ impl<'g> BdRun<'g> {
             )));
         }
         options.validate().map_err(invalid)?;
-        let started = Instant::now();
+        // bd_chain_shared's static shared memory is an input of the plan: its module
+        // compiles while the network is compressed and laid out. The clock leaves out any
+        // wait for a module (the run's compile_ms).
+        gpu.compile_ahead([&CHAIN_SHARED]);
+        let started = gpu.preparation_clock();
         let network = Chain::build(
             chain.layers,
             bias,
@@ -299,19 +307,8 @@ impl<'g> BdRun<'g> {
         let cuts =
             plan::cut_points(layout.layers.len(), options.cuts.as_deref()).map_err(invalid)?;
 
-        let kernels = Kernels {
-            shared: gpu.kernel(&CHAIN_SHARED)?,
-            shared_wide: gpu.kernel(&CHAIN_SHARED_WIDE)?,
-            split: gpu.kernel(&CHAIN_SPLIT)?,
-            split_wide: gpu.kernel(&CHAIN_SPLIT_WIDE)?,
-            global: gpu.kernel(&CHAIN_GLOBAL)?,
-            spread: gpu.kernel(&SPREAD_CHAIN)?,
-            spread_wide: gpu.kernel(&SPREAD_CHAIN_WIDE)?,
-            spread_split: gpu.kernel(&SPREAD_SPLIT)?,
-            spread_split_wide: gpu.kernel(&SPREAD_SPLIT_WIDE)?,
-        };
-        let static_shared = kernels
-            .shared
+        let shared = gpu.kernel(&CHAIN_SHARED)?;
+        let static_shared = shared
             .shared_size_bytes()
             .context("querying bd_chain_shared's static shared memory")?
             .max(0) as usize;
@@ -337,7 +334,8 @@ impl<'g> BdRun<'g> {
         .map_err(invalid)?;
         plan::choose_items(&mut segments, options.items);
         plan::choose_spread(&mut segments, &layout, options.spread);
-        let preprocess_ms = started.elapsed().as_secs_f64() * 1e3;
+        let preprocess_ms = started.elapsed_ms();
+        let kernels = Kernels::load(gpu, shared, &segments)?;
 
         let capacity = rows.max(1);
         let stride_max = segments.iter().map(|s| s.stride).max().unwrap_or(WARP);
@@ -362,10 +360,8 @@ impl<'g> BdRun<'g> {
             let max_dynamic = segments
                 .iter()
                 .filter(|s| {
-                    std::ptr::eq(kernels.of(s), kernel)
-                        || kernels
-                            .spread_of(s)
-                            .is_some_and(|k| std::ptr::eq(k, kernel))
+                    let name = kernel.decl().name;
+                    tile_kernel(s).name == name || spread_kernel(s).is_some_and(|d| d.name == name)
                 })
                 .map(|s| 4 * s.shared_floats())
                 .max()
@@ -396,7 +392,7 @@ impl<'g> BdRun<'g> {
         let mut launches = Vec::with_capacity(segments.len());
         let mut scratch_floats = 0usize;
         for mut segment in segments {
-            let kernel = kernels.of(&segment);
+            let kernel = kernels.of(&segment)?;
             let dynamic = 4 * segment.shared_floats();
             let per_sm = blocks_per_sm(kernel, dynamic)?;
             if per_sm == 0 {
@@ -420,7 +416,7 @@ impl<'g> BdRun<'g> {
                 scratch_floats = scratch_floats.max(grid * segment.scratch_floats());
             }
             // The spread kernel's grid: every block resident (a cooperative launch).
-            let spread_grid = match kernels.spread_of(&segment) {
+            let spread_grid = match kernels.spread_of(&segment)? {
                 Some(spread) => sms * blocks_per_sm(spread, dynamic)?,
                 None => 0,
             };
@@ -669,8 +665,8 @@ impl<'g> BdRun<'g> {
         let spread_rows = launch.spread_rows() as u32;
         // A spread segment enqueues its tiles' kernel and then the spread one: with at most
         // spread_rows rows the first returns at once, with more the second does.
-        let mut kernels = vec![(self.kernels.of(&segment), launch.grid, false)];
-        if let Some(spread) = self.kernels.spread_of(&segment) {
+        let mut kernels = vec![(self.kernels.of(&segment)?, launch.grid, false)];
+        if let Some(spread) = self.kernels.spread_of(&segment)? {
             kernels.push((spread, launch.spread_grid, true));
         }
         for (kernel, grid, spread) in kernels {

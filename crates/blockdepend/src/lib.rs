@@ -152,6 +152,45 @@ pub const KERNELS: &[KernelDecl] = &[
     SPREAD_SPLIT_WIDE,
 ];
 
+/// The instance that runs `segment`'s tiles.
+pub fn tile_kernel(segment: &Segment) -> &'static KernelDecl {
+    let wide = segment.threads == plan::THREADS_WIDE;
+    match (segment.placement, wide) {
+        (Placement::Global, _) => &CHAIN_GLOBAL,
+        (Placement::Shared, true) => &CHAIN_SHARED_WIDE,
+        (Placement::Shared, false) => &CHAIN_SHARED,
+        (Placement::Split, true) => &CHAIN_SPLIT_WIDE,
+        (Placement::Split, false) => &CHAIN_SPLIT,
+    }
+}
+
+/// The instance that spreads `segment`'s rows, if it spreads them.
+pub fn spread_kernel(segment: &Segment) -> Option<&'static KernelDecl> {
+    let wide = segment.threads == plan::THREADS_WIDE;
+    match (segment.spread, segment.placement, wide) {
+        (plan::Spread::Tiles, _, _) | (_, Placement::Global, _) => None,
+        (plan::Spread::Spread, Placement::Shared, true) => Some(&SPREAD_CHAIN_WIDE),
+        (plan::Spread::Spread, Placement::Shared, false) => Some(&SPREAD_CHAIN),
+        (plan::Spread::Spread, Placement::Split, true) => Some(&SPREAD_SPLIT_WIDE),
+        (plan::Spread::Spread, Placement::Split, false) => Some(&SPREAD_SPLIT),
+    }
+}
+
+/// The instances a plan's segments launch (their tiles', and the spread ones where they
+/// spread), each once, in the order of [`KERNELS`]: what a run compiles besides
+/// [`CHAIN_SHARED`] (whose static shared memory the plan needs).
+pub fn plan_kernels(segments: &[Segment]) -> Vec<&'static KernelDecl> {
+    KERNELS
+        .iter()
+        .filter(|decl| {
+            segments.iter().any(|s| {
+                tile_kernel(s).name == decl.name
+                    || spread_kernel(s).is_some_and(|k| k.name == decl.name)
+            })
+        })
+        .collect()
+}
+
 /// Tuning of a BlockDepend run. The defaults compress, retire, and take every size from
 /// the device and the model.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -378,6 +417,46 @@ mod tests {
             vec![0.0, 0.0, 1.5, 2.5, 32.0, 32.0]
         );
         assert!(final_values(&[], &[], 1.0).is_empty());
+    }
+
+    #[test]
+    fn a_plan_compiles_the_instances_its_segments_launch() {
+        let segment = |placement, threads, spread| Segment {
+            first: 0,
+            end: 1,
+            stride: 32,
+            carry_in: 0,
+            carry_out: 0,
+            placement,
+            tile: 16,
+            threads,
+            items: Items::Exact,
+            spread,
+            model: plan::SegmentModel {
+                shared_bytes: None,
+                split_bytes: None,
+                global_bytes: 0.0,
+            },
+        };
+        let names = |segments: &[Segment]| -> Vec<&str> {
+            plan_kernels(segments).iter().map(|d| d.name).collect()
+        };
+        let narrow = segment(Placement::Shared, plan::THREADS, plan::Spread::Tiles);
+        let wide_spread = segment(Placement::Split, plan::THREADS_WIDE, plan::Spread::Spread);
+        let global = segment(Placement::Global, plan::THREADS, plan::Spread::Spread);
+        assert_eq!(names(&[narrow]), ["bd_chain_shared"]);
+        assert_eq!(
+            names(&[wide_spread, narrow, narrow]),
+            [
+                "bd_chain_shared",
+                "bd_chain_split_wide",
+                "bd_spread_split_wide"
+            ]
+        );
+        // A global segment has no spread instance.
+        assert_eq!(names(&[global]), ["bd_chain_global"]);
+        assert_eq!(spread_kernel(&global), None);
+        assert!(names(&[]).is_empty());
     }
 
     #[test]

@@ -49,6 +49,93 @@ pub fn nvrtc_version() -> Result<(i32, i32), CudaError> {
     Ok(*VERSION.get_or_init(|| (major, minor)))
 }
 
+/// The real architectures the loaded NVRTC can compile for, as numbers (`90` for `sm_90`),
+/// ascending. Cached.
+pub fn nvrtc_supported_archs() -> Result<Vec<i32>, CudaError> {
+    static ARCHS: OnceLock<Vec<i32>> = OnceLock::new();
+    if let Some(archs) = ARCHS.get() {
+        return Ok(archs.clone());
+    }
+    if !nvrtc_present() {
+        return Err(CudaError::NoNvrtc);
+    }
+    let fail = |what: &str, status: nvrtc_sys::nvrtcResult| CudaError::Compile {
+        file: "-".into(),
+        arch: "-".into(),
+        log: format!("{what} failed: {status:?}"),
+    };
+    let mut count: c_int = 0;
+    // SAFETY: the library is present; count is valid for writes.
+    let status = unsafe { nvrtc_sys::nvrtcGetNumSupportedArchs(&mut count) };
+    if status != nvrtc_sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(fail("nvrtcGetNumSupportedArchs", status));
+    }
+    let mut archs: Vec<c_int> = vec![0; count.max(0) as usize];
+    // SAFETY: archs holds the `count` ints NVRTC writes.
+    let status = unsafe { nvrtc_sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) };
+    if status != nvrtc_sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(fail("nvrtcGetSupportedArchs", status));
+    }
+    archs.sort_unstable();
+    Ok(ARCHS.get_or_init(|| archs).clone())
+}
+
+/// What a device's modules are compiled to: an architecture name and the kind of image.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CompileTarget {
+    /// The NVRTC architecture, `sm_90` or `compute_90`.
+    pub arch: String,
+    /// CUBIN for a real architecture NVRTC targets, else PTX.
+    pub kind: ImageKind,
+}
+
+/// The target for a device of compute capability `(major, minor)` when NVRTC supports the
+/// real architectures `supported` (ascending numbers, [`nvrtc_supported_archs`]):
+///
+/// - a CUBIN for `sm_XY` when NVRTC targets `XY`: machine code the driver loads as it is;
+/// - else PTX for `compute_ZZ`, the newest `ZZ` below `XY` that NVRTC targets (a device
+///   newer than this NVRTC): the driver compiles it to the device's code when it loads it;
+/// - else (a device older than every architecture NVRTC targets) a CUBIN for `sm_XY`, which
+///   NVRTC refuses with a message naming the architecture.
+///
+/// `force_ptx` asks for PTX for `sm_XY` (the driver compiles it at load time), as spdnn did
+/// before CUBINs (`SPDNN_KERNEL_IMAGE=ptx`).
+pub fn compile_target(
+    (major, minor): (i32, i32),
+    supported: &[i32],
+    force_ptx: bool,
+) -> CompileTarget {
+    let number = major * 10 + minor;
+    if force_ptx {
+        return CompileTarget {
+            arch: format!("sm_{number}"),
+            kind: ImageKind::Ptx,
+        };
+    }
+    if supported.contains(&number) {
+        return CompileTarget {
+            arch: format!("sm_{number}"),
+            kind: ImageKind::Cubin,
+        };
+    }
+    match supported.iter().copied().filter(|&a| a < number).max() {
+        Some(older) => CompileTarget {
+            arch: format!("compute_{older}"),
+            kind: ImageKind::Ptx,
+        },
+        None => CompileTarget {
+            arch: format!("sm_{number}"),
+            kind: ImageKind::Cubin,
+        },
+    }
+}
+
+/// Whether `SPDNN_KERNEL_IMAGE=ptx` asks for PTX images (the driver compiles them when it
+/// loads them) instead of CUBINs; any other value, or none, means CUBINs where possible.
+pub fn ptx_forced() -> bool {
+    std::env::var_os("SPDNN_KERNEL_IMAGE").is_some_and(|v| v == "ptx")
+}
+
 /// Checks that `arch` looks like `sm_90`, `sm_90a`, `compute_80`, …
 pub fn validate_arch(arch: &str) -> bool {
     let digits = arch
@@ -82,7 +169,7 @@ impl KernelSource {
 
 /// Compiles `source` (with [`crate::BUILTIN_HEADERS`] inlined, and its definitions) to PTX
 /// for `arch` (e.g. `"sm_90"`). Needs only NVRTC, no GPU and no driver. No cache is
-/// involved; see [`crate::PtxCache`] for the cached path.
+/// involved; see [`crate::KernelCache`] for the cached path.
 pub fn compile_ptx(source: &KernelSource, arch: &str) -> Result<String, CudaError> {
     let text = source.expand_builtin()?;
     let options = source.nvrtc_options(arch)?;
@@ -106,15 +193,84 @@ pub fn compile_ptx_with_include_dirs(
     compile_text(source.name, source.source, arch, &options)
 }
 
+/// What NVRTC is asked to hand back for a program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ImageKind {
+    /// PTX: virtual code that the driver compiles to machine code when it loads the module
+    /// (every process, uncached); any architecture, `sm_XX` or `compute_XX`.
+    Ptx,
+    /// A CUBIN: machine code (SASS) for one real architecture (`sm_XX`), loaded as it is.
+    Cubin,
+}
+
+impl ImageKind {
+    /// `"ptx"` or `"cubin"` (cache file extension and key field).
+    pub fn name(self) -> &'static str {
+        match self {
+            ImageKind::Ptx => "ptx",
+            ImageKind::Cubin => "cubin",
+        }
+    }
+}
+
+/// A compiled module, ready for the driver to load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModuleImage {
+    /// PTX text.
+    Ptx(String),
+    /// A CUBIN (an ELF file).
+    Cubin(Vec<u8>),
+}
+
+impl ModuleImage {
+    /// Its kind.
+    pub fn kind(&self) -> ImageKind {
+        match self {
+            ModuleImage::Ptx(_) => ImageKind::Ptx,
+            ModuleImage::Cubin(_) => ImageKind::Cubin,
+        }
+    }
+
+    /// Its bytes (the PTX text's, or the CUBIN's).
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            ModuleImage::Ptx(ptx) => ptx.as_bytes(),
+            ModuleImage::Cubin(cubin) => cubin,
+        }
+    }
+}
+
+/// The first bytes of an ELF file, which a CUBIN is.
+pub(crate) const ELF_MAGIC: &[u8] = b"\x7fELF";
+
 /// Compiles `text` with exactly `options` (which should start with [`nvrtc_options`]`(arch)`);
 /// `name` is used in messages and as the NVRTC program name, `arch` is checked and named
-/// in errors.
+/// in errors. Returns the PTX.
 pub fn compile_text(
     name: &str,
     text: &str,
     arch: &str,
     options: &[String],
 ) -> Result<String, CudaError> {
+    match compile_text_to(name, text, arch, options, ImageKind::Ptx)? {
+        ModuleImage::Ptx(ptx) => Ok(ptx),
+        ModuleImage::Cubin(_) => Err(CudaError::Compile {
+            file: name.to_string(),
+            arch: arch.to_string(),
+            log: "NVRTC handed back a CUBIN where PTX was asked for".into(),
+        }),
+    }
+}
+
+/// [`compile_text`], handing back `kind`: PTX, or a CUBIN, which needs a real
+/// architecture (`sm_XX`; `compute_XX` is an error naming it).
+pub fn compile_text_to(
+    name: &str,
+    text: &str,
+    arch: &str,
+    options: &[String],
+    kind: ImageKind,
+) -> Result<ModuleImage, CudaError> {
     let fail = |log: String| CudaError::Compile {
         file: name.to_string(),
         arch: arch.to_string(),
@@ -123,6 +279,11 @@ pub fn compile_text(
     if !validate_arch(arch) {
         return Err(fail(format!(
             "invalid GPU architecture {arch:?}: expected something like \"sm_90\""
+        )));
+    }
+    if kind == ImageKind::Cubin && !arch.starts_with("sm_") {
+        return Err(fail(format!(
+            "a CUBIN is machine code for a real architecture (sm_XX), not {arch:?}"
         )));
     }
     if !nvrtc_present() {
@@ -158,10 +319,43 @@ pub fn compile_text(
             log.trim_end()
         )));
     }
-    // SAFETY: program is live and compiled.
-    let ptx = unsafe { nvrtc::get_ptx(program.0) }
-        .map_err(|e| fail(format!("nvrtcGetPTX failed: {:?}", e.0)))?;
-    Ok(c_chars_to_string(&ptx))
+    match kind {
+        ImageKind::Ptx => {
+            // SAFETY: program is live and compiled.
+            let ptx = unsafe { nvrtc::get_ptx(program.0) }
+                .map_err(|e| fail(format!("nvrtcGetPTX failed: {:?}", e.0)))?;
+            Ok(ModuleImage::Ptx(c_chars_to_string(&ptx)))
+        }
+        ImageKind::Cubin => {
+            // SAFETY: program is live and compiled for a real architecture.
+            let cubin = unsafe { get_cubin(program.0) }
+                .map_err(|e| fail(format!("nvrtcGetCUBIN failed: {e:?}")))?;
+            if !cubin.starts_with(ELF_MAGIC) {
+                return Err(fail("NVRTC's CUBIN is not an ELF file".into()));
+            }
+            Ok(ModuleImage::Cubin(cubin))
+        }
+    }
+}
+
+/// The CUBIN of a compiled program (cudarc's `result` module has no wrapper for it).
+///
+/// # Safety
+/// `program` must be a live NVRTC program, compiled.
+unsafe fn get_cubin(program: nvrtc_sys::nvrtcProgram) -> Result<Vec<u8>, nvrtc_sys::nvrtcResult> {
+    let mut size = 0usize;
+    // SAFETY: program is live (the caller's promise); size is valid for writes.
+    let status = unsafe { nvrtc_sys::nvrtcGetCUBINSize(program, &mut size) };
+    if status != nvrtc_sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(status);
+    }
+    let mut cubin = vec![0u8; size];
+    // SAFETY: cubin holds the `size` bytes NVRTC said it writes.
+    let status = unsafe { nvrtc_sys::nvrtcGetCUBIN(program, cubin.as_mut_ptr().cast()) };
+    if status != nvrtc_sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(status);
+    }
+    Ok(cubin)
 }
 
 /// Destroys the NVRTC program on every exit path.
@@ -231,6 +425,48 @@ mod tests {
             }
             other => panic!("expected Compile, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn the_target_is_a_cubin_where_nvrtc_targets_the_device() {
+        let supported = [75, 80, 86, 89, 90, 100, 120];
+        let cubin = |arch: &str| CompileTarget {
+            arch: arch.into(),
+            kind: ImageKind::Cubin,
+        };
+        let ptx = |arch: &str| CompileTarget {
+            arch: arch.into(),
+            kind: ImageKind::Ptx,
+        };
+        assert_eq!(compile_target((9, 0), &supported, false), cubin("sm_90"));
+        assert_eq!(compile_target((8, 6), &supported, false), cubin("sm_86"));
+        // A device newer than NVRTC: PTX of the newest older architecture, JIT-compiled.
+        assert_eq!(
+            compile_target((12, 1), &supported, false),
+            ptx("compute_120")
+        );
+        assert_eq!(compile_target((9, 5), &supported, false), ptx("compute_90"));
+        // Older than all: NVRTC's own error names sm_70.
+        assert_eq!(compile_target((7, 0), &supported, false), cubin("sm_70"));
+        // Asked for PTX.
+        assert_eq!(compile_target((9, 0), &supported, true), ptx("sm_90"));
+    }
+
+    #[test]
+    fn a_cubin_needs_a_real_architecture() {
+        let err = compile_text_to(
+            "k.cu",
+            "",
+            "compute_90",
+            &nvrtc_options("compute_90"),
+            ImageKind::Cubin,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("real architecture") && err.contains("compute_90"),
+            "{err}"
+        );
     }
 
     #[test]

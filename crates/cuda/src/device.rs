@@ -12,11 +12,10 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
     DriverError, PinnedHostSlice, ValidAsZeroBits,
 };
-use cudarc::nvrtc::Ptx;
 
-use crate::{
-    CudaError, DriverResultExt, Kernel, KernelDecl, KernelSource, PtxCache, compile::driver_present,
-};
+use crate::compile::{CompileTarget, driver_present};
+use crate::modules::{CompileStats, Loader, ModuleSpec, PreparationClock};
+use crate::{CudaError, DriverResultExt, Kernel, KernelDecl, KernelSource};
 
 /// What [`probe`] reports about one device.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,26 +170,6 @@ pub struct Budget {
     pub peak: usize,
 }
 
-/// Registry key: device ordinal, source name, source text address and length, and the
-/// definitions. `&'static str` sources are unique by address for one text.
-type ModuleKey = (
-    usize,
-    &'static str,
-    usize,
-    usize,
-    &'static [&'static [crate::Define]],
-);
-
-fn module_registry() -> &'static Mutex<HashMap<ModuleKey, Arc<CudaModule>>> {
-    static REGISTRY: OnceLock<Mutex<HashMap<ModuleKey, Arc<CudaModule>>>> = OnceLock::new();
-    REGISTRY.get_or_init(Default::default)
-}
-
-fn default_cache() -> &'static PtxCache {
-    static CACHE: OnceLock<PtxCache> = OnceLock::new();
-    CACHE.get_or_init(PtxCache::open_default)
-}
-
 /// One CUDA device: its (primary) context, a main stream, compiled modules and
 /// accounted memory. Cloning is cheap and shares everything.
 #[derive(Debug, Clone)]
@@ -201,6 +180,7 @@ pub struct Gpu {
     compute_capability: (i32, i32),
     held: Arc<AtomicUsize>,
     scope: Option<Arc<Scope>>,
+    loader: Loader,
 }
 
 impl Gpu {
@@ -225,6 +205,7 @@ impl Gpu {
             "querying the compute capability of device {ordinal}"
         ))?;
         Ok(Gpu {
+            loader: Loader::new(ctx.clone(), compute_capability),
             ctx,
             stream,
             name,
@@ -325,40 +306,60 @@ impl Gpu {
             .context("a deferred operation (e.g. a free) reported")
     }
 
-    /// The module for `source` on this device: compiled once per (device, source) per
-    /// process, with the PTX taken from the on-disk cache when valid.
+    /// The module of every kernel of `source` on this device, compiled and loaded once
+    /// per process (see [`crate::modules`]).
     pub fn module(&self, source: &KernelSource) -> Result<Arc<CudaModule>, CudaError> {
-        let key: ModuleKey = (
-            self.ordinal(),
-            source.name,
-            source.source.as_ptr() as usize,
-            source.source.len(),
-            source.defines,
-        );
-        let mut registry = module_registry().lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(module) = registry.get(&key) {
-            return Ok(module.clone());
-        }
-        let ptx = default_cache().compile(source, &self.arch())?;
-        let module = self.ctx.load_module(Ptx::from_src(ptx)).context(&format!(
-            "loading module {} on {}",
-            source.name,
-            self.arch()
-        ))?;
-        registry.insert(key, module.clone());
-        Ok(module)
+        self.loader.wait_for(ModuleSpec::whole(*source))
     }
 
-    /// Kernel `name` (an `extern "C"` function) of `source`.
+    /// Kernel `name` (an `extern "C"` function) of the module of the whole of `source`.
     pub fn function(&self, source: &KernelSource, name: &str) -> Result<CudaFunction, CudaError> {
         self.module(source)?
             .load_function(name)
             .context(&format!("loading kernel {name} from {}", source.name))
     }
 
-    /// The declared kernel `decl`, with its launch shape ([`crate::Kernel`]).
+    /// The declared kernel `decl`, with its launch shape ([`crate::Kernel`]), from a module
+    /// of that kernel alone: compiled (or found compiled by [`Gpu::compile_ahead`]'s
+    /// workers) and loaded once per device and process. A kernel its source does not define
+    /// is an error naming both.
     pub fn kernel(&self, decl: &KernelDecl) -> Result<Kernel, CudaError> {
-        Ok(Kernel::new(*decl, self.function(decl.source, decl.name)?))
+        let function = self
+            .loader
+            .wait_for(ModuleSpec::of(decl))?
+            .load_function(decl.name)
+            .context(&format!(
+                "loading kernel {} from its module of {}",
+                decl.name, decl.source.name
+            ))?;
+        Ok(Kernel::new(*decl, function))
+    }
+
+    /// Starts compiling and loading the modules of `decls` on worker threads (one a CPU
+    /// core at most, in the order given: the longest first is best) and returns at once,
+    /// so that a method's CPU preprocessing runs meanwhile; [`Gpu::kernel`] then finds them
+    /// loaded, or waits for the one still compiling. Errors come back from `kernel`.
+    pub fn compile_ahead<'a>(&self, decls: impl IntoIterator<Item = &'a KernelDecl>) {
+        self.loader
+            .compile_ahead(decls.into_iter().map(ModuleSpec::of));
+    }
+
+    /// What compiling and loading modules has cost this handle and its clones so far
+    /// (subtract an earlier snapshot with [`CompileStats::since`]).
+    pub fn compile_stats(&self) -> CompileStats {
+        self.loader.stats()
+    }
+
+    /// A clock for a method's preprocessing that leaves out the time this handle waits for
+    /// kernel modules (counted in the run's `compile_ms` instead).
+    pub fn preparation_clock(&self) -> PreparationClock {
+        PreparationClock::start(&self.loader)
+    }
+
+    /// What this device's modules are compiled to: a CUBIN for `sm_XY` where NVRTC targets
+    /// it ([`crate::compile_target`]). Needs NVRTC.
+    pub fn compile_target(&self) -> Result<CompileTarget, CudaError> {
+        self.loader.target()
     }
 
     /// Free / total device memory and the bytes held by this process's buffers. Under a

@@ -5,7 +5,7 @@ use cudarc::driver::DriverError;
 /// Everything that can go wrong in the GPU runtime. No function of this crate panics
 /// on a missing driver, a missing NVRTC, a missing device or an allocation failure;
 /// each comes back as one of these variants.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum CudaError {
     /// The CUDA driver library (libcuda) cannot be loaded.
     #[error(

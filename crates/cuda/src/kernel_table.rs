@@ -16,15 +16,23 @@
 //!   declaration: its `block …` (numbers or definition names) is the declared block, and it
 //!   says `dynamic shared` exactly when the kernel takes a dynamic shared array.
 //!
+//! And, for the last architecture of [`ARCHS`] (the one the project's GPUs run), the kernel
+//! selection the runtime compiles with ([`crate::selection_options`], [`check_selection`]):
+//! each declared kernel's comment block sits right below its `#if SPDNN_KEEP(name)`; with
+//! selection on and no kernel kept the source has no entry; and each declared kernel
+//! compiled alone is the one entry of its module, so a run that loads one kernel compiles
+//! only it.
+//!
 //! The declarations themselves are checked without NVRTC ([`check_declarations`]): no
 //! kernel declared twice, blocks of 1 to 1024 threads, one source text per file name.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::source::defines_kernel;
 use crate::{
     Define, KernelDecl, KernelSource, SharedMemory, compile_ptx, compile_ptx_with_include_dirs,
-    compile_text, kernel_sources_dir, nvrtc_options, nvrtc_present,
+    compile_text, kernel_sources_dir, nvrtc_options, nvrtc_present, selection_options,
 };
 
 /// The architectures every source is compiled for (as in CI).
@@ -164,7 +172,104 @@ pub fn check_sources(decls: &[KernelDecl], include_dir: &Path, archs: &[&str]) -
             failures.extend(check_definitions(source, include_dir, arch));
         }
         failures.extend(check_launch_comments(source, kernels));
+        if let Some(arch) = archs.last() {
+            failures.extend(check_selection(source, kernels, arch));
+        }
     }
+    failures
+}
+
+/// Checks the kernel selection of `source` for `arch` (the module docs' last list): the
+/// `#if SPDNN_KEEP(name)` guard above each declared kernel, no entry with none kept, and
+/// each declared kernel alone in its module (the compiles run on a thread a core). Returns
+/// the failures.
+pub fn check_selection(source: &KernelSource, decls: &[&KernelDecl], arch: &str) -> Vec<String> {
+    let mut failures = Vec::new();
+    let lines: Vec<&str> = source.source.lines().collect();
+    for decl in decls {
+        let Some(at) = source.kernel_line(decl.name) else {
+            failures.push(format!(
+                "{}: kernel {} is not written out (`extern \"C\" __global__ … {}(`), so it \
+                 cannot be compiled alone",
+                source.name, decl.name, decl.name
+            ));
+            continue;
+        };
+        let mut start = at;
+        while start > 0 && lines[start - 1].trim_start().starts_with("//") {
+            start -= 1;
+        }
+        let guard = format!("#if SPDNN_KEEP({})", decl.name);
+        if start == 0 || lines[start - 1].trim() != guard {
+            failures.push(format!(
+                "{}: kernel {} needs `{guard}` right above its comment block, and `#endif` \
+                 after its body (common.cuh, kernel selection)",
+                source.name, decl.name
+            ));
+        }
+    }
+    let text = match source.expand_builtin() {
+        Ok(text) => text,
+        Err(e) => return vec![e.to_string()],
+    };
+    let base = match source.nvrtc_options(arch) {
+        Ok(options) => options,
+        Err(e) => return vec![e.to_string()],
+    };
+    let entries_with = |kept: &[&str]| -> Result<Vec<String>, String> {
+        let options = [base.clone(), selection_options(kept)].concat();
+        compile_text(source.name, &text, arch, &options)
+            .map(|ptx| ptx_entries(&ptx))
+            .map_err(|e| e.to_string())
+    };
+    match entries_with(&[]) {
+        Ok(entries) if entries.is_empty() => {}
+        Ok(entries) => failures.push(format!(
+            "{} / {arch}: with kernel selection on and no kernel kept, {entries:?} remain: \
+             put each kernel inside `#if SPDNN_KEEP(name)` … `#endif`",
+            source.name
+        )),
+        Err(e) => failures.push(format!(
+            "{} / {arch} does not compile with kernel selection on and no kernel kept: {e}",
+            source.name
+        )),
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_thread = decls.len().div_ceil(cores).max(1);
+    let alone: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = decls
+            .chunks(per_thread)
+            .map(|chunk| {
+                let entries_with = &entries_with;
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .filter_map(|decl| match entries_with(&[decl.name]) {
+                            Ok(entries) if entries == [decl.name] => None,
+                            Ok(entries) => Some(format!(
+                                "{} / {arch}: kernel {} compiled alone gives the entries \
+                                 {entries:?} (its `#if SPDNN_KEEP({})` … `#endif` must hold \
+                                 it and nothing else)",
+                                source.name, decl.name, decl.name
+                            )),
+                            Err(e) => Some(format!(
+                                "{} / {arch}: kernel {} does not compile alone: {e}",
+                                source.name, decl.name
+                            )),
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| vec!["a compile thread panicked".into()])
+            })
+            .collect()
+    });
+    failures.extend(alone);
     failures
 }
 
@@ -261,18 +366,6 @@ pub fn check_launch_comments(source: &KernelSource, decls: &[&KernelDecl]) -> Ve
         }
     }
     failures
-}
-
-/// Whether `line` starts the definition of kernel `name` (`extern "C" __global__ … name(`).
-fn defines_kernel(line: &str, name: &str) -> bool {
-    let Some((_, rest)) = line.split_once("extern \"C\" __global__") else {
-        return false;
-    };
-    rest.match_indices(name).any(|(i, _)| {
-        let before = rest[..i].chars().next_back();
-        let after = rest[i + name.len()..].chars().next();
-        after == Some('(') && !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
-    })
 }
 
 /// The block of a `Launch:` comment: `block N`, `block NAME` or `block (X, Y[, Z])`, each a

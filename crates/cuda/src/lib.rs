@@ -7,7 +7,8 @@
 //! - Kernels declared once ([`KernelDecl`]: name, block, dynamic shared memory), loaded as
 //!   [`Kernel`]s that give each launch its shape, and checked against their sources by
 //!   [`kernel_table`].
-//! - An on-disk PTX cache: [`PtxCache`].
+//! - Modules per kernel, compiled ahead on worker threads to machine code (CUBIN) for the
+//!   device, cached on disk ([`KernelCache`]), loaded once: [`modules`].
 //! - One device: [`Gpu`] with a non-NULL main stream, a process-wide module registry,
 //!   memory-accounted [`DeviceBuffer`]s, [`PinnedBuffer`]s, [`EventTimer`] and CUDA
 //!   graph capture ([`Gpu::capture_graph`]).
@@ -27,6 +28,7 @@ mod kernel;
 pub mod kernel_table;
 pub mod memory;
 pub mod method;
+pub mod modules;
 pub mod rows;
 pub mod slab_weights;
 mod source;
@@ -35,10 +37,11 @@ mod timing;
 
 use std::path::PathBuf;
 
-pub use cache::{CacheOutcome, PtxCache, cache_key};
+pub use cache::{CacheOutcome, KernelCache, cache_key};
 pub use compile::{
-    NVRTC_OPTIONS, compile_ptx, compile_ptx_with_include_dirs, compile_text, driver_present,
-    nvrtc_options, nvrtc_present, nvrtc_version, validate_arch,
+    CompileTarget, ImageKind, ModuleImage, NVRTC_OPTIONS, compile_ptx,
+    compile_ptx_with_include_dirs, compile_target, compile_text, compile_text_to, driver_present,
+    nvrtc_options, nvrtc_present, nvrtc_supported_archs, nvrtc_version, ptx_forced, validate_arch,
 };
 pub use device::{
     Budget, DeviceBuffer, DeviceInfo, Gpu, MemoryInfo, PinnedBuffer, Refusal, device_count, probe,
@@ -46,9 +49,10 @@ pub use device::{
 pub use error::{CudaError, DriverResultExt};
 pub use graph::CapturedGraph;
 pub use kernel::{IntoGrid, Kernel, KernelDecl, SharedMemory};
+pub use modules::{CompileStats, ModuleSpec, PreparationClock};
 pub use source::{
-    BUILTIN_HEADERS, COMMON_HEADER, Define, KernelSource, SELFTEST, SELFTEST_ACTIVATION,
-    SELFTEST_AXPY,
+    BUILTIN_HEADERS, COMMON_HEADER, Define, KernelSource, SELECT_KERNELS, SELFTEST,
+    SELFTEST_ACTIVATION, SELFTEST_AXPY, selection_options,
 };
 pub use timing::{EventTimer, Timeline};
 

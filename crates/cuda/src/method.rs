@@ -9,7 +9,8 @@
 //!
 //! [`run`] drives every method the same way:
 //!
-//! 1. prepare once (preprocessing, uploads);
+//! 1. prepare once (preprocessing, uploads; the kernels' modules, compiled ahead while the
+//!    method preprocesses: [`crate::modules`]);
 //! 2. `warmup` untimed passes, then `repetitions` timed ones: every batch is loaded, then
 //!    run between two CUDA events; a pass's time is the sum over its batches; the last
 //!    timed pass also collects the categories (and the final activations when asked);
@@ -392,7 +393,9 @@ pub fn batch_rows(rows: usize, batch: Option<usize>) -> usize {
     batch.unwrap_or(rows).clamp(1, rows.max(1))
 }
 
-/// Runs `K` on `input` through `chain` with `options` as the module docs describe.
+/// Runs `K` on `input` through `chain` with `options` as the module docs describe. The
+/// result's `compile` is what compiling and loading kernel modules cost the whole run
+/// (`gpu`'s [`Gpu::compile_stats`] over it).
 pub fn run<K: KernelMethod>(
     gpu: &Gpu,
     chain: &LayerChain<'_>,
@@ -401,6 +404,7 @@ pub fn run<K: KernelMethod>(
     spec: &RunSpec,
 ) -> Result<GpuInference, CudaError> {
     let wall = Instant::now();
+    let compile_before = gpu.compile_stats();
     chain.check(input)?;
     check_bias_support::<K>(chain)?;
     options
@@ -413,6 +417,7 @@ pub fn run<K: KernelMethod>(
     let batch = batch_rows(input.nrows(), requested);
     let mut prepared = K::prepare(gpu, chain, batch, options)?;
     let mut result = drive(gpu, input, batch, prepared.as_mut(), spec)?;
+    result.compile = gpu.compile_stats().since(&compile_before);
     result.total_ms = wall.elapsed().as_secs_f64() * 1e3;
     Ok(result)
 }
@@ -501,6 +506,7 @@ pub fn drive(
         },
         layer_ms: breakdown.layer_ms,
         accesses,
+        compile: crate::CompileStats::default(),
     })
 }
 

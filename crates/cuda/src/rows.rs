@@ -67,6 +67,10 @@ pub struct GpuInference {
     pub layer_ms: Vec<f64>,
     /// Global-memory accesses per layer from a census run (GLARE); empty when not taken.
     pub accesses: Vec<crate::census::AccessCounts>,
+    /// What compiling and loading kernel modules cost the run: its `waited_ms` is the
+    /// run's `compile_ms` (in `total_ms`, and not in any preprocessing time a method
+    /// reports).
+    pub compile: crate::CompileStats,
 }
 
 impl GpuInference {

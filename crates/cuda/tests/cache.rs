@@ -1,12 +1,12 @@
-//! The on-disk PTX cache with a real NVRTC (no GPU needed).
+//! The on-disk module cache (PTX and CUBIN) with a real NVRTC (no GPU needed).
 
 mod common;
 
 use std::fs;
 
 use spdnn_cuda::{
-    CacheOutcome, Define, KernelSource, PtxCache, SELFTEST, cache_key, compile_ptx, nvrtc_options,
-    nvrtc_version,
+    CacheOutcome, Define, ImageKind, KernelCache, KernelSource, ModuleImage, SELFTEST, cache_key,
+    compile_ptx, nvrtc_options, nvrtc_version,
 };
 
 #[test]
@@ -15,7 +15,7 @@ fn miss_then_hit_then_corrupt_entry_is_recompiled() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let cache = PtxCache::at(dir.path());
+    let cache = KernelCache::at(dir.path());
     let arch = "sm_80";
 
     let (first, outcome) = cache.compile_with_outcome(&SELFTEST, arch).unwrap();
@@ -32,8 +32,9 @@ fn miss_then_hit_then_corrupt_entry_is_recompiled() {
         arch,
         &nvrtc_options(arch),
         nvrtc_version().unwrap(),
+        ImageKind::Ptx,
     );
-    let path = cache.entry_path(&key).unwrap();
+    let path = cache.entry_path(&key, ImageKind::Ptx).unwrap();
     let stored = fs::read_to_string(&path).unwrap();
     assert!(stored.contains(&key));
 
@@ -75,7 +76,7 @@ fn entry_of_another_key_is_not_trusted() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let cache = PtxCache::at(dir.path());
+    let cache = KernelCache::at(dir.path());
     let version = nvrtc_version().unwrap();
     let key_for = |arch: &str| {
         cache_key(
@@ -83,13 +84,14 @@ fn entry_of_another_key_is_not_trusted() {
             arch,
             &nvrtc_options(arch),
             version,
+            ImageKind::Ptx,
         )
     };
     cache.compile(&SELFTEST, "sm_75").unwrap();
     // Put the valid sm_75 entry under the sm_90 name: the key inside does not match.
     fs::copy(
-        cache.entry_path(&key_for("sm_75")).unwrap(),
-        cache.entry_path(&key_for("sm_90")).unwrap(),
+        cache.entry_path(&key_for("sm_75"), ImageKind::Ptx).unwrap(),
+        cache.entry_path(&key_for("sm_90"), ImageKind::Ptx).unwrap(),
     )
     .unwrap();
     let (ptx, outcome) = cache.compile_with_outcome(&SELFTEST, "sm_90").unwrap();
@@ -102,7 +104,7 @@ fn disabled_and_unwritable_caches_still_compile() {
     if !common::nvrtc_or_skip("disabled_and_unwritable_caches_still_compile") {
         return;
     }
-    let (ptx, outcome) = PtxCache::disabled()
+    let (ptx, outcome) = KernelCache::disabled()
         .compile_with_outcome(&SELFTEST, "sm_75")
         .unwrap();
     assert_eq!(outcome, CacheOutcome::Uncached);
@@ -113,7 +115,7 @@ fn disabled_and_unwritable_caches_still_compile() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("file");
     fs::write(&file, b"x").unwrap();
-    let cache = PtxCache::at(file.join("ptx"));
+    let cache = KernelCache::at(file.join("ptx"));
     let (_, outcome) = cache.compile_with_outcome(&SELFTEST, "sm_75").unwrap();
     assert_eq!(outcome, CacheOutcome::Uncached);
 }
@@ -124,7 +126,7 @@ fn source_change_changes_the_entry() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let cache = PtxCache::at(dir.path());
+    let cache = KernelCache::at(dir.path());
     let a = KernelSource::new(
         "a.cu",
         "extern \"C\" __global__ void k(float* y) { y[0] = 1.0f; }\n",
@@ -155,7 +157,7 @@ fn definitions_change_the_entry() {
     const AT_3: &[Define] = &[Define::new("K_AT", 3)];
     const AT_5: &[Define] = &[Define::new("K_AT", 5)];
     let dir = tempfile::tempdir().unwrap();
-    let cache = PtxCache::at(dir.path());
+    let cache = KernelCache::at(dir.path());
     let three = KernelSource::new("d.cu", TEXT).with_defines(&[AT_3]);
     let five = KernelSource::new("d.cu", TEXT).with_defines(&[AT_5]);
     let (ptx_3, outcome) = cache.compile_with_outcome(&three, "sm_80").unwrap();
@@ -173,4 +175,84 @@ fn definitions_change_the_entry() {
     assert!(ptx_3.contains("+12]"), "{ptx_3}");
     assert!(ptx_5.contains("+20]"), "{ptx_5}");
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+}
+
+#[test]
+fn cubins_and_single_kernel_modules_are_entries_of_their_own() {
+    if !common::nvrtc_or_skip("cubins_and_single_kernel_modules_are_entries_of_their_own") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = KernelCache::at(dir.path());
+    let axpy = Some("spdnn_selftest_axpy");
+    let (cubin, outcome) = cache
+        .compile_module(&SELFTEST, axpy, "sm_90", ImageKind::Cubin)
+        .unwrap();
+    assert_eq!(outcome, CacheOutcome::Compiled);
+    let ModuleImage::Cubin(bytes) = &cubin else {
+        panic!("a CUBIN was asked for, got {:?}", cubin.kind());
+    };
+    assert!(bytes.starts_with(b"\x7fELF"));
+    // The machine code names the kept kernel and not the other one.
+    let names = String::from_utf8_lossy(bytes);
+    assert!(names.contains("spdnn_selftest_axpy"));
+    assert!(!names.contains("spdnn_selftest_activation"));
+    let (again, outcome) = cache
+        .compile_module(&SELFTEST, axpy, "sm_90", ImageKind::Cubin)
+        .unwrap();
+    assert_eq!((outcome, &again), (CacheOutcome::Hit, &cubin));
+
+    // PTX of the same kernel, the other kernel, the whole file: three more entries.
+    let (ptx, outcome) = cache
+        .compile_module(&SELFTEST, axpy, "sm_90", ImageKind::Ptx)
+        .unwrap();
+    assert_eq!(outcome, CacheOutcome::Compiled);
+    let ModuleImage::Ptx(ptx) = ptx else {
+        panic!("PTX was asked for");
+    };
+    assert_eq!(
+        spdnn_cuda::kernel_table::ptx_entries(&ptx),
+        ["spdnn_selftest_axpy"]
+    );
+    let (_, outcome) = cache
+        .compile_module(
+            &SELFTEST,
+            Some("spdnn_selftest_activation"),
+            "sm_90",
+            ImageKind::Cubin,
+        )
+        .unwrap();
+    assert_eq!(outcome, CacheOutcome::Compiled);
+    let (whole, outcome) = cache.compile_with_outcome(&SELFTEST, "sm_90").unwrap();
+    assert_eq!(outcome, CacheOutcome::Compiled);
+    assert_eq!(spdnn_cuda::kernel_table::ptx_entries(&whole).len(), 2);
+    let mut files: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 4, "{files:?}");
+    assert_eq!(files.iter().filter(|f| f.ends_with(".cubin")).count(), 2);
+
+    // A damaged CUBIN entry is recompiled, never loaded.
+    let key = cache_key(
+        &SELFTEST.expand_builtin().unwrap(),
+        "sm_90",
+        &[
+            nvrtc_options("sm_90"),
+            spdnn_cuda::selection_options(&["spdnn_selftest_axpy"]),
+        ]
+        .concat(),
+        nvrtc_version().unwrap(),
+        ImageKind::Cubin,
+    );
+    let path = cache.entry_path(&key, ImageKind::Cubin).unwrap();
+    let mut stored = fs::read(&path).unwrap();
+    let last = stored.len() - 1;
+    stored[last] ^= 0x40;
+    fs::write(&path, &stored).unwrap();
+    let (repaired, outcome) = cache
+        .compile_module(&SELFTEST, axpy, "sm_90", ImageKind::Cubin)
+        .unwrap();
+    assert_eq!((outcome, &repaired), (CacheOutcome::Recompiled, &cubin));
 }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use spdnn_cuda::PtxCache;
+use spdnn_cuda::KernelCache;
 
 #[test]
 fn default_location_follows_the_environment() {
@@ -11,30 +11,30 @@ fn default_location_follows_the_environment() {
     unsafe {
         std::env::set_var("SPDNN_PTX_CACHE", "/some/where");
         assert_eq!(
-            PtxCache::default_location(),
+            KernelCache::default_location(),
             Some(PathBuf::from("/some/where"))
         );
         std::env::set_var("SPDNN_PTX_CACHE", "off");
-        assert_eq!(PtxCache::default_location(), None);
+        assert_eq!(KernelCache::default_location(), None);
         std::env::set_var("SPDNN_PTX_CACHE", "");
-        assert_eq!(PtxCache::default_location(), None);
-        assert!(PtxCache::open_default().dir().is_none());
+        assert_eq!(KernelCache::default_location(), None);
+        assert!(KernelCache::open_default().dir().is_none());
 
         std::env::remove_var("SPDNN_PTX_CACHE");
         std::env::set_var("XDG_CACHE_HOME", "/xdg");
         assert_eq!(
-            PtxCache::default_location(),
+            KernelCache::default_location(),
             Some(PathBuf::from("/xdg/spdnn/ptx"))
         );
 
         std::env::remove_var("XDG_CACHE_HOME");
         std::env::set_var("HOME", "/home/someone");
         assert_eq!(
-            PtxCache::default_location(),
+            KernelCache::default_location(),
             Some(PathBuf::from("/home/someone/.cache/spdnn/ptx"))
         );
 
         std::env::remove_var("HOME");
-        assert_eq!(PtxCache::default_location(), None);
+        assert_eq!(KernelCache::default_location(), None);
     }
 }

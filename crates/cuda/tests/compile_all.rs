@@ -394,7 +394,7 @@ fn missing_header_names_the_source_and_the_header_and_caches_nothing() {
         );
     }
     let cache_dir = tempfile::tempdir().unwrap();
-    let cache = spdnn_cuda::PtxCache::at(cache_dir.path());
+    let cache = spdnn_cuda::KernelCache::at(cache_dir.path());
     let message = cache.compile(&source, "sm_80").unwrap_err().to_string();
     assert!(message.contains("no_such_header.cuh"), "{message}");
     assert_eq!(fs::read_dir(cache_dir.path()).unwrap().count(), 0);
@@ -414,4 +414,60 @@ fn missing_header_names_the_source_and_the_header_and_caches_nothing() {
             .any(|f| f.contains("spdnn_missing_kernel") && f.contains("empty.cu")),
         "{failures:?}"
     );
+}
+
+#[test]
+fn kernel_selection_is_checked() {
+    if !common::nvrtc_or_skip("kernel_selection_is_checked") {
+        return;
+    }
+    const SRC: KernelSource = KernelSource::new(
+        "select.cu",
+        "#include \"common.cuh\"\n\
+         #if SPDNN_KEEP(sel_a)\n\
+         // Launch: grid 1, block 32, no shared memory.\n\
+         extern \"C\" __global__ void sel_a(float* y) { y[0] = 1.0f; }\n\
+         #endif\n\
+         #if SPDNN_KEEP(sel_a)\n\
+         // Launch: grid 1, block 32, no shared memory.\n\
+         extern \"C\" __global__ void sel_b(float* y) { y[1] = 1.0f; }\n\
+         #endif\n\
+         // Launch: grid 1, block 32, no shared memory.\n\
+         extern \"C\" __global__ void sel_c(float* y) { y[2] = 1.0f; }\n",
+    );
+    const A: spdnn_cuda::KernelDecl = spdnn_cuda::KernelDecl::new(&SRC, "sel_a", 32);
+    const B: spdnn_cuda::KernelDecl = spdnn_cuda::KernelDecl::new(&SRC, "sel_b", 32);
+    const C: spdnn_cuda::KernelDecl = spdnn_cuda::KernelDecl::new(&SRC, "sel_c", 32);
+    let failures = spdnn_cuda::kernel_table::check_selection(&SRC, &[&A, &B, &C], "sm_90");
+    let has = |what: &[&str]| failures.iter().any(|f| what.iter().all(|w| f.contains(w)));
+    // sel_b's guard names sel_a: its text is wrong, and alone it is not there at all (only
+    // the unguarded sel_c is).
+    assert!(
+        has(&["sel_b needs `#if SPDNN_KEEP(sel_b)`"]),
+        "{failures:#?}"
+    );
+    assert!(
+        has(&["kernel sel_b compiled alone gives the entries [\"sel_c\"]"]),
+        "{failures:#?}"
+    );
+    // sel_a alone brings sel_b along.
+    assert!(
+        has(&["kernel sel_a compiled alone", "sel_b"]),
+        "{failures:#?}"
+    );
+    // sel_c is not guarded: it stays with nothing kept, and comes along with each.
+    assert!(
+        has(&["sel_c needs `#if SPDNN_KEEP(sel_c)`"]),
+        "{failures:#?}"
+    );
+    assert!(has(&["no kernel kept", "sel_c"]), "{failures:#?}");
+    // The project's own selftest.cu passes.
+    let decls: Vec<&spdnn_cuda::KernelDecl> = spdnn_cuda::KERNELS
+        .iter()
+        .filter(|d| d.source.name == "selftest.cu")
+        .collect();
+    assert_eq!(decls.len(), 2);
+    let failures =
+        spdnn_cuda::kernel_table::check_selection(&spdnn_cuda::SELFTEST, &decls, "sm_90");
+    assert!(failures.is_empty(), "{failures:#?}");
 }

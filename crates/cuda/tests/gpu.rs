@@ -260,3 +260,86 @@ fn a_kernel_missing_from_its_module_is_an_error_naming_both() {
     // The module itself still serves its kernels.
     assert!(gpu.kernel(&spdnn_cuda::SELFTEST_AXPY).is_ok());
 }
+
+/// A source no other test loads, so this test sees its own compile and load counts.
+const COLD: spdnn_cuda::KernelSource = spdnn_cuda::KernelSource::new(
+    "coldstart_test.cu",
+    "#include \"common.cuh\"\n\
+     #if SPDNN_KEEP(cold_fill)\n\
+     // Launch: grid-stride, block 256, no shared memory.\n\
+     extern \"C\" __global__ void cold_fill(float* y, float v, unsigned int n) {\n\
+         for (unsigned long long i = spdnn_global_thread_x(); i < n; i += spdnn_grid_threads_x()) y[i] = v;\n\
+     }\n\
+     #endif\n\
+     #if SPDNN_KEEP(cold_scale)\n\
+     // Launch: grid-stride, block 128, no shared memory.\n\
+     extern \"C\" __global__ void cold_scale(float* y, float a, unsigned int n) {\n\
+         for (unsigned long long i = spdnn_global_thread_x(); i < n; i += spdnn_grid_threads_x()) y[i] *= a;\n\
+     }\n\
+     #endif\n",
+);
+const COLD_FILL: spdnn_cuda::KernelDecl = spdnn_cuda::KernelDecl::new(&COLD, "cold_fill", 256);
+const COLD_SCALE: spdnn_cuda::KernelDecl = spdnn_cuda::KernelDecl::new(&COLD, "cold_scale", 128);
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kernels_compile_ahead_as_cubins_and_their_cost_is_counted() {
+    let gpu = gpu();
+    let target = gpu.compile_target().unwrap();
+    eprintln!("modules of {} compile to {target:?}", gpu.arch());
+    if spdnn_cuda::nvrtc_supported_archs()
+        .unwrap()
+        .contains(&(gpu.compute_capability().0 * 10 + gpu.compute_capability().1))
+        && !spdnn_cuda::ptx_forced()
+    {
+        assert_eq!(target.kind, spdnn_cuda::ImageKind::Cubin);
+        assert_eq!(target.arch, gpu.arch());
+    }
+    let before = gpu.compile_stats();
+    let wall = std::time::Instant::now();
+    let clock = gpu.preparation_clock();
+    gpu.compile_ahead([&COLD_FILL, &COLD_SCALE]);
+    let fill = gpu.kernel(&COLD_FILL).unwrap();
+    let scale = gpu.kernel(&COLD_SCALE).unwrap();
+    let preparation_ms = clock.elapsed_ms();
+    let wall_ms = wall.elapsed().as_secs_f64() * 1e3;
+    let cost = gpu.compile_stats().since(&before);
+    eprintln!("{cost:?}, wall {wall_ms:.1} ms, preparation clock {preparation_ms:.1} ms");
+    assert_eq!(cost.loaded, 2, "one module per kernel");
+    assert_eq!(cost.compiled + cost.from_cache, 2);
+    assert!(cost.nvrtc_ms > 0.0 && cost.load_ms > 0.0);
+    // The first kernel had to wait for its module; the preparation clock leaves that out.
+    assert!(cost.waited_ms > 0.0 && cost.waited_ms <= wall_ms);
+    assert!(
+        (wall_ms - cost.waited_ms - preparation_ms).abs() < 5.0,
+        "wall {wall_ms} - waited {} != {preparation_ms}",
+        cost.waited_ms
+    );
+
+    // Loaded once: asking again costs nothing more.
+    let again = gpu.compile_stats();
+    gpu.compile_ahead([&COLD_FILL]);
+    gpu.kernel(&COLD_FILL).unwrap();
+    let repeat = gpu.compile_stats().since(&again);
+    assert_eq!(
+        (repeat.loaded, repeat.compiled, repeat.from_cache),
+        (0, 0, 0)
+    );
+
+    // Both kernels run right from their own modules.
+    let n = 10_000u32;
+    let mut y = gpu.alloc_zeros::<f32>(n as usize).unwrap();
+    let v = 3.0f32;
+    let mut launch = gpu.stream().launch_builder(&fill);
+    launch.arg(&mut *y).arg(&v).arg(&n);
+    unsafe { launch.launch(fill.config(8).unwrap()) }.unwrap();
+    let a = 0.5f32;
+    let mut launch = gpu.stream().launch_builder(&scale);
+    launch.arg(&mut *y).arg(&a).arg(&n);
+    unsafe { launch.launch(scale.config(8).unwrap()) }.unwrap();
+    assert_eq!(gpu.download(&*y).unwrap(), vec![1.5f32; n as usize]);
+
+    // A clone shares the counts; another handle has its own.
+    assert_eq!(gpu.clone().compile_stats(), gpu.compile_stats());
+    assert_eq!(Gpu::new(0).unwrap().compile_stats().loaded, 0);
+}

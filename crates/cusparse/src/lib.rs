@@ -48,6 +48,9 @@ pub const BIAS_CLIP_NEURONS: KernelDecl =
 pub const BIAS_CLIP_STRUCTURAL: KernelDecl =
     KernelDecl::new(&EPILOGUE, "cusparse_bias_clip_structural", 256);
 
+/// The epilogues a run compiles ahead (every one it loads).
+pub const EPILOGUES: [&KernelDecl; 3] = [&BIAS_CLIP, &BIAS_CLIP_NEURONS, &BIAS_CLIP_STRUCTURAL];
+
 /// Every kernel this crate declares (`cusparse_epilogue.cu`), checked against the source by
 /// the kernel-table test.
 pub const KERNELS: &[KernelDecl] = &[BIAS_CLIP, BIAS_CLIP_NEURONS, BIAS_CLIP_STRUCTURAL];
@@ -226,6 +229,8 @@ impl KernelMethod for Cusparse {
         let layers = chain.layers;
         let widths = rows::check_widths(layers, chain.bias, chain.upper)?;
         let widest = widths.iter().copied().max().unwrap_or(0);
+        // The epilogues compile on worker threads while cuSPARSE is set up.
+        gpu.compile_ahead(EPILOGUES);
         if layers.iter().any(|w| w.nnz() > i32::MAX as usize) {
             return Err(CudaError::InvalidArgument(
                 "a layer has more entries than 32-bit cuSPARSE indices allow".into(),

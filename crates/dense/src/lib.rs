@@ -289,6 +289,7 @@ impl<'g> DenseRun<'g> {
         if !cublas_present() {
             return Err(no_cublas());
         }
+        gpu.compile_ahead([&BIAS_CLIP]);
         // Device memory first, in the model's amounts: a chain too large for the device is
         // refused by an allocation (which the planner sees) before any host memory is
         // spent densifying it.

@@ -161,6 +161,7 @@ fn output(
         compression: None,
         plan: None,
         predictions: None,
+        compile: Some(result.compile),
     };
     MethodOutput {
         categories: result.categories,

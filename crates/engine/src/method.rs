@@ -249,6 +249,11 @@ pub struct Details {
     /// The memory plan of each GPU (GPU methods; `spdnn_adaptive`).
     #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
     pub plan: Option<spdnn_adaptive::PlanReport>,
+    /// What compiling and loading kernel modules cost the run (GPU methods): the time it
+    /// waited for them (the report's `compile_ms`), NVRTC's and the driver's time on every
+    /// thread, and how many modules were compiled, read from the cache and loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compile: Option<spdnn_cuda::CompileStats>,
 }
 
 /// A `+compress` report, or none when the key holds something else (a method's own

@@ -77,6 +77,11 @@ pub struct RunReport {
     pub infer_ms_runs: Vec<f64>,
     /// One run with uploads and preparation, ms.
     pub total_ms: f64,
+    /// Of `total_ms`, the time the run waited for its kernels to be compiled and loaded, ms
+    /// (GPU methods; the rest of `details.compile` says what was compiled). A method's own
+    /// preprocessing time leaves it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compile_ms: Option<f64>,
     /// rows·32·N·L / infer time, in 10^12 edges per second.
     pub teraedges_per_s: f64,
     /// How times were taken.
@@ -116,6 +121,7 @@ impl RunReport {
             infer_ms,
             infer_ms_runs: output.infer_ms.clone(),
             total_ms: output.total_ms,
+            compile_ms: output.details.compile.map(|c| c.waited_ms),
             teraedges_per_s,
             timing: output.timing,
             details: output.details.clone(),
@@ -256,7 +262,7 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
-const COLUMNS: [&str; 10] = [
+const COLUMNS: [&str; 12] = [
     "method",
     "N",
     "L",
@@ -265,11 +271,13 @@ const COLUMNS: [&str; 10] = [
     "input",
     "infer ms",
     "TeraEdges/s",
+    "total ms",
+    "compile ms",
     "categories",
     "matched",
 ];
 
-fn cells(report: &RunReport) -> [String; 10] {
+fn cells(report: &RunReport) -> [String; 12] {
     [
         report.method.clone(),
         report.neurons.to_string(),
@@ -279,14 +287,32 @@ fn cells(report: &RunReport) -> [String; 10] {
         report.input.clone(),
         format!("{:.2}", report.infer_ms),
         format!("{:.3}", report.teraedges_per_s),
+        format!("{:.0}", report.total_ms),
+        report
+            .compile_ms
+            .map_or_else(|| "-".to_string(), |ms| format!("{ms:.0}")),
         report.categories.to_string(),
         report.matched_label().to_string(),
     ]
 }
 
+/// The `compile` line of `spdnn infer`: the time waited, and what was compiled.
+pub fn compile_line(report: &RunReport) -> Option<String> {
+    let ms = report.compile_ms?;
+    let line = match report.details.compile {
+        Some(c) => format!(
+            "{ms:.0} ms waited for kernels ({} modules: {} compiled, {} from the cache; \
+             {:.0} ms NVRTC and {:.0} ms loading on all threads)",
+            c.loaded, c.compiled, c.from_cache, c.nvrtc_ms, c.load_ms
+        ),
+        None => format!("{ms:.0} ms waited for kernels"),
+    };
+    Some(line)
+}
+
 /// A plain-text table with aligned columns, for terminals.
 pub fn terminal_table(reports: &[RunReport]) -> String {
-    let rows: Vec<[String; 10]> = reports.iter().map(cells).collect();
+    let rows: Vec<[String; 12]> = reports.iter().map(cells).collect();
     let mut widths = COLUMNS.map(str::len);
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -420,6 +446,66 @@ mod tests {
         let back: RunReport = serde_json::from_value(value).unwrap();
         assert_eq!((back.categories, back.rows, back.layers), (2, 3, 2));
         assert_eq!(back.bias, -0.3);
+    }
+
+    #[test]
+    fn compile_time_is_reported_apart_for_gpu_runs() {
+        let benchmark = Benchmark::new(
+            64,
+            2,
+            3,
+            Some(-0.3),
+            spdnn_sdgc::benchmark::WeightsOrigin::Generated { seed: 0 },
+            spdnn_sdgc::InputOrigin::Synthetic { seed: 0 },
+        )
+        .unwrap();
+        let output = |compile| MethodOutput {
+            categories: vec![1],
+            infer_ms: vec![2.0],
+            total_ms: 1500.0,
+            timing: Timing::CudaEvents,
+            details: Details {
+                compile,
+                ..Details::default()
+            },
+        };
+        let stats = spdnn_cuda::CompileStats {
+            waited_ms: 812.4,
+            nvrtc_ms: 2900.0,
+            load_ms: 3.5,
+            compiled: 6,
+            from_cache: 1,
+            loaded: 7,
+        };
+        let gpu = RunReport::new("sz", &benchmark, &output(Some(stats)), None);
+        assert_eq!(gpu.compile_ms, Some(812.4));
+        let value = serde_json::to_value(&gpu).unwrap();
+        assert_eq!(value["compile_ms"], 812.4);
+        assert_eq!(value["details"]["compile"]["compiled"], 6);
+        let back: RunReport = serde_json::from_value(value).unwrap();
+        assert_eq!(back.details.compile, Some(stats));
+        let line = compile_line(&gpu).unwrap();
+        assert!(
+            line.starts_with("812 ms waited") && line.contains("7 modules: 6 compiled, 1 from"),
+            "{line}"
+        );
+
+        let cpu = RunReport::new("cpu", &benchmark, &output(None), None);
+        assert_eq!(cpu.compile_ms, None);
+        assert!(compile_line(&cpu).is_none());
+        assert!(
+            serde_json::to_value(&cpu)
+                .unwrap()
+                .get("compile_ms")
+                .is_none()
+        );
+
+        let table = terminal_table(&[gpu, cpu]);
+        let lines: Vec<&str> = table.lines().collect();
+        let column = lines[0].find("compile ms").unwrap();
+        assert!(lines[0].contains("total ms"));
+        assert_eq!(&lines[2][column..column + 3], "812");
+        assert_eq!(&lines[3][column..column + 1], "-");
     }
 
     #[test]

@@ -125,6 +125,27 @@ pub fn layer_kernel(minibatch: usize) -> Option<&'static KernelDecl> {
     Some(&LAYERS[i])
 }
 
+/// The kernels a run with `options` compiles ahead (on a network with a bias per neuron
+/// when `per_neuron_biases`): its minibatch's layer kernel (the `_neurons` one for a
+/// trained network; none for a minibatch that is not one of [`MINIBATCHES`]) and the row
+/// kernels.
+pub fn plan_kernels(options: &HpOptions, per_neuron_biases: bool) -> Vec<&'static KernelDecl> {
+    let layer = if per_neuron_biases {
+        neurons_layer_kernel(options.minibatch())
+    } else {
+        layer_kernel(options.minibatch())
+    };
+    layer
+        .into_iter()
+        .chain([
+            &COMPACT_ROWS,
+            &spdnn_cuda::rows::ALL_ROWS,
+            &spdnn_cuda::rows::MARK_ROWS,
+            &SCATTER_ROWS,
+        ])
+        .collect()
+}
+
 /// The layer kernel of `minibatch` with a bias per output position (`None` when it is not
 /// one of [`MINIBATCHES`]).
 pub fn neurons_layer_kernel(minibatch: usize) -> Option<&'static KernelDecl> {

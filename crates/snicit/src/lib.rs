@@ -48,7 +48,6 @@ mod run;
 
 use std::any::Any;
 use std::path::Path;
-use std::time::Instant;
 
 use spdnn_cuda::memory::MemoryModel;
 use spdnn_cuda::method::{self, DeviceRun, KernelMethod, LayerChain, MethodOptions, Probe};
@@ -62,6 +61,21 @@ use spdnn_xy::{XyNetwork, XyOptions};
 use run::{Context, Kernels, Outcome, Pre};
 
 pub use run::{KERNELS, SNICIT, SNICIT_DEFINES};
+
+/// The kernels a run with `options` compiles ahead (on a network with a bias per neuron
+/// when `per_neuron_biases`): XY's (the variants the run launches: `_neurons`, GLARE's and
+/// its census on the post-convergence layers), SNICIT's own, and BF's when BF runs the
+/// pre-convergence layers.
+pub fn plan_kernels(
+    options: &SnicitOptions,
+    per_neuron_biases: bool,
+) -> Vec<&'static spdnn_cuda::KernelDecl> {
+    let mut decls = Kernels::decls(Kernels::variants(options, per_neuron_biases));
+    if options.pre_convergence == PreConvergence::Bf {
+        decls.extend(spdnn_bf::BF_KERNELS);
+    }
+    decls
+}
 
 /// The spMM of the layers before the threshold layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -315,10 +329,14 @@ impl KernelMethod for Snicit {
         if options.prune > 0.0 && options.glare.is_some() {
             return Err(CudaError::InvalidArgument(GLARE_PRUNE.into()));
         }
-        let prepare = Instant::now();
+        // The kernels compile on worker threads during the preprocessing; the clock leaves
+        // out any wait for them (the run's compile_ms).
+        let variants = Kernels::variants(options, chain.biases.is_some());
+        gpu.compile_ahead(plan_kernels(options, chain.biases.is_some()));
+        let prepare = gpu.preparation_clock();
         let (network, _) = XyNetwork::load_or_prepare(layers, options.xy.cache_dir.as_deref())
             .map_err(|e| CudaError::InvalidArgument(format!("XY preprocessing: {e}")))?;
-        let prepare_ms = prepare.elapsed().as_secs_f64() * 1e3;
+        let prepare_ms = prepare.elapsed_ms();
         let threshold = options.threshold.min(layers.len());
         let pre = match options.pre_convergence {
             PreConvergence::Xy => Pre::Xy {
@@ -361,7 +379,7 @@ impl KernelMethod for Snicit {
         )?;
         let context = Context {
             gpu,
-            kernels: Kernels::load(gpu)?,
+            kernels: Kernels::load(gpu, variants)?,
             network,
             pre,
             post,

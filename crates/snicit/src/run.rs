@@ -12,7 +12,7 @@ use spdnn_glare::{Census, Glare, Recorder};
 use spdnn_xy::XyNetwork;
 use spdnn_xy::gpu::ROW_THREADS as ROW_BLOCK;
 use spdnn_xy::gpu::{
-    DeviceXyNetwork, ExportedRows, RecorderStep, RowMajorStep, XyKernels, XyRun,
+    DeviceXyNetwork, ExportedRows, RecorderStep, RowMajorStep, XyKernels, XyRun, XyVariants,
     launch_gather_rows, launch_row_major,
 };
 
@@ -82,10 +82,45 @@ pub(crate) struct Kernels {
     mark_rows: Kernel,
 }
 
+/// SNICIT's own kernels, in the order they are compiled ahead.
+const OWN: [&KernelDecl; 9] = [
+    &SUM_BINS,
+    &ASSIGN,
+    &UPDATE,
+    &UPDATE_GLARE,
+    &RECOVER,
+    &RECOVER_VALUES,
+    &rows::ALL_ROWS,
+    &rows::COMPACT_FLAGGED_ROWS,
+    &rows::MARK_ROWS,
+];
+
 impl Kernels {
-    pub(crate) fn load(gpu: &Gpu) -> Result<Self, CudaError> {
+    /// The XY variants a run with `options` on a network with (`neurons`) or without
+    /// per-neuron biases launches: GLARE's serve the post-convergence layers.
+    pub(crate) fn variants(options: &SnicitOptions, neurons: bool) -> XyVariants {
+        XyVariants {
+            neurons,
+            glare: options.glare.is_some(),
+            census: options.glare.is_some_and(|g| g.census),
+        }
+    }
+
+    /// Every kernel a run with `variants` loads (XY's, then SNICIT's that XY does not load
+    /// too), each once.
+    pub(crate) fn decls(variants: XyVariants) -> Vec<&'static KernelDecl> {
+        let mut decls = XyKernels::decls(variants);
+        for own in OWN {
+            if !decls.contains(&own) {
+                decls.push(own);
+            }
+        }
+        decls
+    }
+
+    pub(crate) fn load(gpu: &Gpu, variants: XyVariants) -> Result<Self, CudaError> {
         Ok(Self {
-            xy: XyKernels::load(gpu)?,
+            xy: XyKernels::load(gpu, variants)?,
             sum_bins: gpu.kernel(&SUM_BINS)?,
             assign: gpu.kernel(&ASSIGN)?,
             update: gpu.kernel(&UPDATE)?,

@@ -59,6 +59,17 @@ pub const SECTION_FLAGS: KernelDecl = KernelDecl::new(&SNIG, "snig_section_flags
 /// `snig_row_categories`: one thread per row, grid ceil(rows / block).
 pub const ROW_CATEGORIES: KernelDecl = KernelDecl::new(&SNIG, "snig_row_categories", THREADS);
 
+/// The kernels a run compiles ahead (every one it loads), the layer kernels first.
+pub const SNIG_KERNELS: [&KernelDecl; 7] = [
+    &LAYER_GLARE_CENSUS,
+    &LAYER_GLARE,
+    &LAYER_NEURONS,
+    &LAYER,
+    &GLARE_FILL,
+    &SECTION_FLAGS,
+    &ROW_CATEGORIES,
+];
+
 /// Every kernel this crate declares (`snig.cu`), checked against the source by the
 /// kernel-table test.
 pub const KERNELS: &[KernelDecl] = &[
@@ -138,6 +149,8 @@ impl KernelMethod for Snig {
         rows: usize,
         options: &SnigOptions,
     ) -> Result<Box<dyn DeviceRun + 'g>, CudaError> {
+        // The kernels compile on worker threads while the weights are laid out.
+        gpu.compile_ahead(SNIG_KERNELS);
         let section_width = match (&options.glare, options.section_width) {
             (Some(g), Some(width)) if g.segment != width => {
                 return Err(CudaError::InvalidArgument(format!(

@@ -11,8 +11,6 @@
 //! instance of the same shape, whose arithmetic and loads are the same but one load an
 //! output).
 
-use std::time::Instant;
-
 use spdnn_cuda::cudarc::driver::sys::CUdevice_attribute;
 use spdnn_cuda::method::{self, DeviceRun, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::rows::{self, PingPong, RowList, grid_for, upload_in_position_order};
@@ -317,11 +315,16 @@ impl<'g> SzRun<'g> {
             )));
         }
 
-        // The kernels: plain S&Z, or T4's split at P_M (tensor-core solo when the
-        // CUDA-core share is empty).
+        // The kernels this run launches compile on worker threads while the layers are
+        // reordered and laid out.
+        gpu.compile_ahead(crate::plan_kernels(options, biased));
+
+        // T4's kernels: the split at P_M (tensor-core solo when the CUDA-core share is
+        // empty), profiled on the device before the layout. Plain S&Z loads its kernel after
+        // the layout.
         let mut details: Vec<(String, String)> = Vec::new();
         let mut kernels: Vec<(Kernel, usize)> = Vec::new();
-        let launch = if options.t4 {
+        let t4_launch = if options.t4 {
             let t4o = &options.t4_options;
             let shape = t4o.shape();
             let fused = add_kernel(gpu, &mut kernels, shape, false)?;
@@ -364,7 +367,7 @@ impl<'g> SzRun<'g> {
             details.push(("t4_ratio_source".into(), source));
             details.push(("t4_group".into(), group.to_string()));
             details.push(("t4_tc_tiles".into(), tc.to_string()));
-            if tc >= group {
+            let launch = if tc >= group {
                 details.push(("t4_mode".into(), "tensor-core solo".into()));
                 Launch {
                     kernel: add_kernel(gpu, &mut kernels, plain_shape(t4o.rows), false)?,
@@ -382,33 +385,28 @@ impl<'g> SzRun<'g> {
                     rows: t4o.rows,
                     shape,
                 }
-            }
+            };
+            // A trained network runs the same shape's instance with a bias per output.
+            Some(if biased {
+                Launch {
+                    kernel: add_kernel(gpu, &mut kernels, launch.shape, true)?,
+                    ..launch
+                }
+            } else {
+                launch
+            })
         } else {
-            Launch {
-                kernel: add_kernel(gpu, &mut kernels, plain_shape(options.rows), false)?,
-                group: 1,
-                tc_tiles: 1,
-                rows: options.rows,
-                shape: plain_shape(options.rows),
-            }
-        };
-        // A trained network runs the same shape's instance with a bias per output.
-        let launch = if biased {
-            Launch {
-                kernel: add_kernel(gpu, &mut kernels, launch.shape, true)?,
-                ..launch
-            }
-        } else {
-            launch
+            None
         };
         details.push(("per_neuron_biases".into(), biased.to_string()));
-        let with_f32 = launch.tc_tiles < launch.group;
+        let with_f32 = t4_launch.is_some_and(|l| l.tc_tiles < l.group);
 
-        // Reorder (cached), lay out and upload, a window of layers at a time.
-        let started = Instant::now();
+        // Reorder (cached), lay out and upload, a window of layers at a time. The clock
+        // leaves out any wait for a kernel module (the run's compile_ms).
+        let started = gpu.preparation_clock();
         let (reorderings, cache_use) =
             cache::load_or_reorder(chain.layers, options.min_fill, options.cache_dir.as_deref());
-        let reorder_ms = started.elapsed().as_secs_f64() * 1e3;
+        let reorder_ms = started.elapsed_ms();
         let total = chain.layers.len();
         let mut layers = Vec::with_capacity(total);
         let mut stats = LayoutStats::default();
@@ -431,8 +429,20 @@ impl<'g> SzRun<'g> {
             },
         )?;
         drop(reorderings);
-        let preprocess_ms = started.elapsed().as_secs_f64() * 1e3;
+        let preprocess_ms = started.elapsed_ms();
         check_exponents(&layers, later_exponent)?;
+
+        // Plain S&Z's layer kernel (the `_neurons` instance for a trained network).
+        let launch = match t4_launch {
+            Some(launch) => launch,
+            None => Launch {
+                kernel: add_kernel(gpu, &mut kernels, plain_shape(options.rows), biased)?,
+                group: 1,
+                tc_tiles: 1,
+                rows: options.rows,
+                shape: plain_shape(options.rows),
+            },
+        };
 
         let scatter = gpu.kernel(&SCATTER_INPUT)?;
         let all_rows = gpu.kernel(&rows::ALL_ROWS)?;

@@ -185,6 +185,34 @@ pub fn neurons_layer_kernel(shape: KernelShape) -> Option<&'static KernelDecl> {
         .map(|i| &LAYERS_NEURONS[i])
 }
 
+/// The kernels a run with `options` compiles ahead (on a network with a bias per neuron
+/// when `per_neuron_biases`): the layer kernel of its shape (plain S&Z's, or T4's fused one,
+/// which T4's profile runs; the `_neurons` instance for a trained network) and the row
+/// kernels. T4's tensor-core solo shape, when its profile asks for it, compiles then.
+pub fn plan_kernels(options: &SzOptions, per_neuron_biases: bool) -> Vec<&'static KernelDecl> {
+    let shape = if options.t4 {
+        options.t4_options.shape()
+    } else {
+        plain_shape(options.rows)
+    };
+    let layers = [
+        (!per_neuron_biases || options.t4).then(|| layer_kernel(shape)),
+        per_neuron_biases.then(|| neurons_layer_kernel(shape)),
+    ];
+    layers
+        .into_iter()
+        .flatten()
+        .flatten()
+        .chain([
+            &SCATTER_INPUT,
+            &spdnn_cuda::rows::ALL_ROWS,
+            &COMPACT_ROWS,
+            &GATHER_ROWS,
+            &MARK_ROWS,
+        ])
+        .collect()
+}
+
 /// The plain S&Z shape with `rows` rows per item (tensor-core warps: one per 16 rows, at
 /// most 4).
 pub fn plain_shape(rows: usize) -> KernelShape {

@@ -68,6 +68,8 @@ pub struct TcRun<'g> {
     upper: f32,
     host_input: Vec<f32>,
     two_term_layers: usize,
+    /// Packing and uploading the layers, ms (compile waits left out).
+    preprocess_ms: f64,
 }
 
 impl<'g> TcRun<'g> {
@@ -86,6 +88,22 @@ impl<'g> TcRun<'g> {
         }
         let widths = rows::check_widths(chain.layers, chain.bias, chain.upper)?;
         let warp_tiles = chain_warp_tiles(&widths);
+        let buffer_width = buffer_width(&widths, warp_tiles);
+        // The tile heights whose buffers fit the shared memory, compiled ahead while the
+        // weights are packed (each is queried for its occupancy below).
+        let limit = gpu.attribute_count(
+            CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        )?;
+        let heights: Vec<usize> = match options.tile_rows {
+            Some(rows) => vec![rows / 16],
+            None => (1..=MAX_M_TILES).collect(),
+        };
+        let heights: Vec<usize> = heights
+            .into_iter()
+            .filter(|&m| shared_bytes(buffer_width, m) <= limit)
+            .collect();
+        gpu.compile_ahead(heights.iter().map(|&m| chain_kernel(m, warp_tiles)));
+        let started = gpu.preparation_clock();
         let packed = chain
             .layers
             .iter()
@@ -103,7 +121,6 @@ impl<'g> TcRun<'g> {
         for (l, layer) in packed.iter().enumerate().skip(1) {
             check_exponents(l + 1, act_exponent, layer.weight_exponent)?;
         }
-        let buffer_width = buffer_width(&widths, warp_tiles);
 
         // Upload the layers and their descriptors.
         let mut weights = Vec::with_capacity(packed.len());
@@ -133,23 +150,14 @@ impl<'g> TcRun<'g> {
         }
         let descriptors = gpu.upload_nonempty(&descriptors)?;
 
+        let preprocess_ms = started.elapsed_ms();
         // The launch shape.
-        let limit = gpu.attribute_count(
-            CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-        )?;
         let sms = gpu
             .attribute_count(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
             .max(1);
-        let heights: Vec<usize> = match options.tile_rows {
-            Some(rows) => vec![rows / 16],
-            None => (1..=MAX_M_TILES).collect(),
-        };
         let mut candidates = Vec::new();
         for m_tiles in heights {
             let shared = shared_bytes(buffer_width, m_tiles);
-            if shared > limit {
-                continue;
-            }
             let kernel = gpu.kernel(chain_kernel(m_tiles, warp_tiles))?;
             kernel
                 .set_attribute(
@@ -203,6 +211,7 @@ impl<'g> TcRun<'g> {
             upper: chain.upper,
             host_input: Vec::new(),
             two_term_layers: packed.iter().filter(|l| l.two_term_weights).count(),
+            preprocess_ms,
         })
     }
 }
@@ -312,6 +321,10 @@ impl DeviceRun for TcRun<'_> {
             (
                 "two_term_layers".into(),
                 format!("{} of {}", self.two_term_layers, self.layer_count),
+            ),
+            (
+                "preprocessing_ms".into(),
+                format!("{:.1}", self.preprocess_ms),
             ),
         ]
     }

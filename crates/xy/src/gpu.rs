@@ -305,16 +305,29 @@ pub const STAGES: [&str; 5] = [
     "categories",
 ];
 
-/// The compiled kernels.
+/// Which of XY's kernel variants a run launches besides the plain layers, transposes and
+/// row kernels (which every run loads).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct XyVariants {
+    /// The `_neurons` layer kernels (a bias per neuron).
+    pub neurons: bool,
+    /// GLARE's layer kernels and the column fill.
+    pub glare: bool,
+    /// GLARE's counting layer kernels (its census).
+    pub census: bool,
+}
+
+/// The loaded kernels: the plain ones, and the variants the run asked for.
 #[derive(Clone)]
 pub struct XyKernels {
     row_major: [Kernel; 2],
     neuron_major: [Kernel; 2],
-    row_major_neurons: [Kernel; 2],
-    neuron_major_neurons: [Kernel; 2],
-    row_major_glare: [[Kernel; 2]; 2],
-    neuron_major_glare: [[Kernel; 2]; 2],
-    fill_columns: Kernel,
+    row_major_neurons: Option<[Kernel; 2]>,
+    neuron_major_neurons: Option<[Kernel; 2]>,
+    /// Without counting, with (`None`: not loaded).
+    row_major_glare: [Option<[Kernel; 2]>; 2],
+    neuron_major_glare: [Option<[Kernel; 2]>; 2],
+    fill_columns: Option<Kernel>,
     rows_to_columns: Kernel,
     columns_to_rows: Kernel,
     gather_columns: Kernel,
@@ -335,23 +348,79 @@ fn load_all<const N: usize>(gpu: &Gpu, decls: &[KernelDecl; N]) -> Result<[Kerne
         .unwrap_or_else(|_| unreachable!("one kernel per declaration")))
 }
 
+/// [`load_all`] when `wanted`.
+fn load_if<const N: usize>(
+    gpu: &Gpu,
+    wanted: bool,
+    decls: &[KernelDecl; N],
+) -> Result<Option<[Kernel; N]>, CudaError> {
+    wanted.then(|| load_all(gpu, decls)).transpose()
+}
+
+/// Instance `grouped` of a variant the run loaded, or an error naming it.
+fn loaded<'k>(
+    variant: &'k Option<[Kernel; 2]>,
+    grouped: usize,
+    what: &str,
+) -> Result<&'k Kernel, CudaError> {
+    variant.as_ref().map(|k| &k[grouped]).ok_or_else(|| {
+        CudaError::InvalidArgument(format!(
+            "xy: the {what} kernels are not loaded for this run"
+        ))
+    })
+}
+
 impl XyKernels {
-    /// Compiles (or loads from the PTX cache) xy.cu and rows.cu.
-    pub fn load(gpu: &Gpu) -> Result<Self, CudaError> {
+    /// The declarations a run with `variants` loads, the layer kernels first (the longest
+    /// to compile).
+    pub fn decls(variants: XyVariants) -> Vec<&'static KernelDecl> {
+        let mut decls: Vec<&'static KernelDecl> = Vec::new();
+        if variants.glare && variants.census {
+            decls.extend(ROW_MAJOR_GLARE[1].iter().chain(&NEURON_MAJOR_GLARE[1]));
+        }
+        if variants.glare {
+            decls.extend(ROW_MAJOR_GLARE[0].iter().chain(&NEURON_MAJOR_GLARE[0]));
+            decls.push(&GLARE_FILL_COLUMNS);
+        }
+        if variants.neurons {
+            decls.extend(ROW_MAJOR_NEURONS.iter().chain(&NEURON_MAJOR_NEURONS));
+        }
+        decls.extend(ROW_MAJOR.iter().chain(&NEURON_MAJOR));
+        decls.extend([
+            &ROWS_TO_COLUMNS,
+            &COLUMNS_TO_ROWS,
+            &GATHER_COLUMNS,
+            &GATHER_ROWS,
+            &COLUMN_FLAGS_TO_ROWS,
+            &rows::COMPACT_FLAGGED_ROWS,
+            &rows::ALL_ROWS,
+        ]);
+        decls
+    }
+
+    /// Loads the kernels a run with `variants` launches (xy.cu's and rows.cu's), each
+    /// compiled alone on a worker thread (or found compiled by an earlier
+    /// [`Gpu::compile_ahead`] of [`XyKernels::decls`]).
+    pub fn load(gpu: &Gpu, variants: XyVariants) -> Result<Self, CudaError> {
+        gpu.compile_ahead(Self::decls(variants));
+        let census = variants.glare && variants.census;
         Ok(Self {
             row_major: load_all(gpu, &ROW_MAJOR)?,
             neuron_major: load_all(gpu, &NEURON_MAJOR)?,
-            row_major_neurons: load_all(gpu, &ROW_MAJOR_NEURONS)?,
-            neuron_major_neurons: load_all(gpu, &NEURON_MAJOR_NEURONS)?,
+            row_major_neurons: load_if(gpu, variants.neurons, &ROW_MAJOR_NEURONS)?,
+            neuron_major_neurons: load_if(gpu, variants.neurons, &NEURON_MAJOR_NEURONS)?,
             row_major_glare: [
-                load_all(gpu, &ROW_MAJOR_GLARE[0])?,
-                load_all(gpu, &ROW_MAJOR_GLARE[1])?,
+                load_if(gpu, variants.glare, &ROW_MAJOR_GLARE[0])?,
+                load_if(gpu, census, &ROW_MAJOR_GLARE[1])?,
             ],
             neuron_major_glare: [
-                load_all(gpu, &NEURON_MAJOR_GLARE[0])?,
-                load_all(gpu, &NEURON_MAJOR_GLARE[1])?,
+                load_if(gpu, variants.glare, &NEURON_MAJOR_GLARE[0])?,
+                load_if(gpu, census, &NEURON_MAJOR_GLARE[1])?,
             ],
-            fill_columns: gpu.kernel(&GLARE_FILL_COLUMNS)?,
+            fill_columns: variants
+                .glare
+                .then(|| gpu.kernel(&GLARE_FILL_COLUMNS))
+                .transpose()?,
             rows_to_columns: gpu.kernel(&ROWS_TO_COLUMNS)?,
             columns_to_rows: gpu.kernel(&COLUMNS_TO_ROWS)?,
             gather_columns: gpu.kernel(&GATHER_COLUMNS)?,
@@ -364,18 +433,26 @@ impl XyKernels {
 
     /// The row-major layer kernel for `layer`'s block width (the `_neurons` one when the
     /// layer has a bias per neuron).
-    pub fn row_major_kernel(&self, layer: &DeviceXyLayer) -> &Kernel {
+    pub fn row_major_kernel(&self, layer: &DeviceXyLayer) -> Result<&Kernel, CudaError> {
         let grouped = usize::from(layer.group as usize == GROUP);
         if layer.has_biases() {
-            &self.row_major_neurons[grouped]
+            loaded(&self.row_major_neurons, grouped, "per-neuron bias")
         } else {
-            &self.row_major[grouped]
+            Ok(&self.row_major[grouped])
         }
     }
 
     /// The GLARE row-major kernel for `layer` (the census variant when `counting`).
-    fn row_major_glare_kernel(&self, layer: &DeviceXyLayer, counting: bool) -> &Kernel {
-        &self.row_major_glare[usize::from(counting)][usize::from(layer.group as usize == GROUP)]
+    fn row_major_glare_kernel(
+        &self,
+        layer: &DeviceXyLayer,
+        counting: bool,
+    ) -> Result<&Kernel, CudaError> {
+        loaded(
+            &self.row_major_glare[usize::from(counting)],
+            usize::from(layer.group as usize == GROUP),
+            if counting { "GLARE census" } else { "GLARE" },
+        )
     }
 }
 
@@ -804,8 +881,16 @@ impl<'a> XyRun<'a> {
         };
         let kernel = match (&recorder, &layer.biases) {
             (Some(_), Some(_)) => return Err(glare_biases_error()),
-            (Some(r), None) => &self.kernels.neuron_major_glare[usize::from(r.counting)][grouped],
-            (None, Some(_)) => &self.kernels.neuron_major_neurons[grouped],
+            (Some(r), None) => loaded(
+                &self.kernels.neuron_major_glare[usize::from(r.counting)],
+                grouped,
+                if r.counting { "GLARE census" } else { "GLARE" },
+            )?,
+            (None, Some(_)) => loaded(
+                &self.kernels.neuron_major_neurons,
+                grouped,
+                "per-neuron bias",
+            )?,
             (None, None) => &self.kernels.neuron_major[grouped],
         };
         let (columns_u32, stride_u32) = (self.columns as u32, self.stride as u32);
@@ -852,7 +937,10 @@ impl<'a> XyRun<'a> {
             (self.columns as u32, self.stride as u32, self.width as u32);
         let units_u32 = g.units as u32;
         let upper = self.activation.1;
-        let mut launch = self.gpu.stream().launch_builder(&self.kernels.fill_columns);
+        let fill = self.kernels.fill_columns.as_ref().ok_or_else(|| {
+            CudaError::InvalidArgument("xy: the GLARE kernels are not loaded for this run".into())
+        })?;
+        let mut launch = self.gpu.stream().launch_builder(fill);
         launch
             .arg(&mut **self.y.current_mut())
             .arg(&columns_u32)
@@ -862,7 +950,6 @@ impl<'a> XyRun<'a> {
             .arg(&g.shift)
             .arg(&units_u32)
             .arg(&upper);
-        let fill = &self.kernels.fill_columns;
         let config = fill.config((
             columns_u32.div_ceil(fill.decl().threads()),
             n_u32.min(65535),
@@ -1068,8 +1155,8 @@ pub fn launch_row_major(
     let mut recorder = step.recorder;
     let kernel = match &recorder {
         Some(_) if layer.has_biases() => return Err(glare_biases_error()),
-        Some(r) => kernels.row_major_glare_kernel(layer, r.counting),
-        None => kernels.row_major_kernel(layer),
+        Some(r) => kernels.row_major_glare_kernel(layer, r.counting)?,
+        None => kernels.row_major_kernel(layer)?,
     };
     let mut launch = gpu.stream().launch_builder(kernel);
     launch

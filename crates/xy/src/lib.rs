@@ -33,21 +33,20 @@ pub mod format;
 pub mod gpu;
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use spdnn_cuda::memory::{MemoryModel, csr_bytes};
 use spdnn_cuda::method::{self, DeviceRun, KernelMethod, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::rows::{self, GpuInference, RunSpec};
-use spdnn_cuda::{CudaError, Gpu};
+use spdnn_cuda::{CudaError, Gpu, KernelDecl};
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_glare::{AccessCounts, Census, Glare, GlareKernel, model};
 
-use gpu::{DeviceXyNetwork, XyKernels, XyRun};
+use gpu::{DeviceXyNetwork, XyRun};
 
 pub use cache::{CacheUse, cache_path, fingerprint};
 pub use error::XyError;
 pub use format::{GROUP, XyLayer, XyNetwork};
-pub use gpu::KERNELS;
+pub use gpu::{KERNELS, XyKernels, XyVariants};
 
 /// Tuning of an XY run.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -78,6 +77,24 @@ impl Default for XyOptions {
             glare: None,
         }
     }
+}
+
+impl XyOptions {
+    /// The kernel variants a run with these options launches on a network with
+    /// (`per_neuron_biases`) or without a bias per neuron.
+    pub fn variants(&self, per_neuron_biases: bool) -> XyVariants {
+        XyVariants {
+            neurons: per_neuron_biases,
+            glare: self.glare.is_some(),
+            census: self.glare.is_some_and(|g| g.census),
+        }
+    }
+}
+
+/// The kernels a run with `options` compiles ahead (on a network with a bias per neuron
+/// when `per_neuron_biases`): [`XyKernels::decls`] of its [`XyOptions::variants`].
+pub fn plan_kernels(options: &XyOptions, per_neuron_biases: bool) -> Vec<&'static KernelDecl> {
+    XyKernels::decls(options.variants(per_neuron_biases))
 }
 
 /// `delete_at` for reports: the layer, or `"never"`.
@@ -165,17 +182,21 @@ impl KernelMethod for Xy {
                     .into(),
             ));
         }
-        let prepare = Instant::now();
+        // The kernels compile on worker threads during the preprocessing; the clock leaves
+        // out any wait for them (the run's compile_ms).
+        let variants = options.variants(chain.biases.is_some());
+        gpu.compile_ahead(XyKernels::decls(variants));
+        let prepare = gpu.preparation_clock();
         let (network, cache_use) = XyNetwork::load_or_prepare(layers, options.cache_dir.as_deref())
             .map_err(|e| CudaError::InvalidArgument(format!("XY preprocessing: {e}")))?;
-        let prepare_ms = prepare.elapsed().as_secs_f64() * 1e3;
+        let prepare_ms = prepare.elapsed_ms();
         let row_major = options
             .row_major_layers
             .unwrap_or_else(|| gpu::detect_row_major_layers(&network))
             .min(layers.len());
         let device =
             DeviceXyNetwork::upload_with_biases(gpu, &network, 0..layers.len(), chain.biases)?;
-        let kernels = XyKernels::load(gpu)?;
+        let kernels = XyKernels::load(gpu, variants)?;
         let mut run = XyRun::new(
             gpu,
             &kernels,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 use spdnn_engine::data::{InputSpec, load_network, load_truth};
-use spdnn_engine::report::{layer_lines, stage_lines};
+use spdnn_engine::report::{compile_line, layer_lines, stage_lines};
 use spdnn_engine::{Problem, Registry, RunConfig, SharedWork, run};
 use spdnn_sdgc::benchmark::Benchmark;
 use spdnn_sdgc::{paths, tsv};
@@ -269,6 +269,9 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
             println!("rank gpus   {gpus} (GPU ordinals of ranks 0, 1, …)");
         }
         println!("total       {:.3} ms", report.total_ms);
+        if let Some(line) = compile_line(report) {
+            println!("compile     {line}");
+        }
         println!("rate        {:.4} TeraEdges/s", report.teraedges_per_s);
         println!("wall        {wall_ms:.0} ms including loading");
     }
