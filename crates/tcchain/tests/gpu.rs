@@ -202,7 +202,12 @@ fn no_instance_spills() {
     for rows in [16, 32, 48, 64, 80] {
         let result = run_with(tiles(rows))(&gpu, &problem).expect("tcchain runs");
         let detail = |name: &str| result.detail(name).unwrap_or_default().to_string();
-        assert_eq!(detail("local_bytes"), "0", "{rows} rows: {:?}", result.details);
+        assert_eq!(
+            detail("local_bytes"),
+            "0",
+            "{rows} rows: {:?}",
+            result.details
+        );
         eprintln!("{}: {} registers", detail("kernel"), detail("registers"));
     }
 }
