@@ -7,6 +7,7 @@ use spdnn_adaptive::memory::{MemoryModel, WeightPlacement};
 use spdnn_adaptive::{AdaptiveRun, MemorySettings};
 use spdnn_cuda::method::{KernelMethod, LayerChain};
 use spdnn_cuda::rows::RunSpec;
+use spdnn_formats::SparseMatrix;
 use spdnn_gputest::{Problem, Tolerance, challenge_problem_mnist, compare, gpu};
 
 fn spec() -> RunSpec {
@@ -246,4 +247,121 @@ fn two_handles_on_one_gpu_split_the_rows() {
         assert_eq!(out.report.gpus[1].first_row, 501);
         compare(&problem, &out.result, Tolerance::Relative(1e-5)).unwrap();
     }
+}
+
+/// The plan's prediction against the measured peak: `K` on `problem` unconstrained (one
+/// batch) and under a budget that holds about a third of the rows; each time the predicted
+/// bytes are at least the measured peak and at most 10 % above it, and the result matches
+/// the reference.
+fn the_model_is_the_peak<K: KernelMethod>(problem: &Problem, options: &K::Options) {
+    let device = gpu();
+    let chain = LayerChain::new(&problem.layers, problem.bias, problem.upper);
+    let model = K::memory_on(&device, &chain, options)
+        .unwrap_or_else(|e| panic!("{}: the model: {e}", K::NAME));
+    let rows = problem.input.nrows();
+    let uploads = spdnn_adaptive::plan::Uploads {
+        offsets: problem.input.row_offsets(),
+        binary: problem.input.values().iter().all(|&v| v == 1.0),
+        bytes: K::upload_bytes,
+    };
+    let third = rows.div_ceil(3);
+    let tight = model.bytes(third, &WeightPlacement::Resident) + uploads.densest(third);
+    for budget in [None, Some(tight)] {
+        let settings = MemorySettings {
+            gpu_memory: budget,
+            gpus: Vec::new(),
+        };
+        let out = run::<K>(problem, options, &settings);
+        let plan = &out.report.gpus[0];
+        eprintln!("{} {budget:?}: {}", K::NAME, out.report.lines().join("; "));
+        compare(problem, &out.result, Tolerance::Relative(1e-5))
+            .unwrap_or_else(|e| panic!("{} under {budget:?}: {e}", K::NAME));
+        assert_eq!(plan.retries, 0, "{}: an allocation was refused", K::NAME);
+        if budget.is_some() {
+            assert!(plan.plan.batches > 1, "{}: {:?}", K::NAME, plan.plan);
+        } else {
+            assert_eq!(plan.plan.batches, 1, "{}: {:?}", K::NAME, plan.plan);
+        }
+        let (predicted, measured) = (plan.plan.predicted_bytes, plan.measured_peak);
+        assert!(
+            measured <= predicted,
+            "{} under {budget:?}: measured {measured} > predicted {predicted}",
+            K::NAME
+        );
+        assert!(
+            predicted as f64 <= 1.10 * measured as f64,
+            "{} under {budget:?}: predicted {predicted} > 1.10 × measured {measured}",
+            K::NAME
+        );
+    }
+}
+
+/// [`the_model_is_the_peak`] on a generated challenge network over MNIST rows, and on its
+/// compressed chain (`+compress`: widths that shrink) when `compressed`.
+fn check_peak<K: KernelMethod>(options: &K::Options, compressed: bool) {
+    let problem = challenge_problem_mnist(1024, 24, 999, 3);
+    the_model_is_the_peak::<K>(&problem, options);
+    if compressed {
+        let (small, shrunk) = spdnn_gputest::compressed(&problem);
+        assert!(shrunk > 0);
+        the_model_is_the_peak::<K>(&small, options);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bf_peak_is_its_model() {
+    check_peak::<spdnn_bf::Bf>(&Default::default(), true);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn snig_peak_is_its_model() {
+    check_peak::<spdnn_snig::Snig>(&Default::default(), true);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn xy_peak_is_its_model() {
+    check_peak::<spdnn_xy::Xy>(&Default::default(), true);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn snicit_peak_is_its_model() {
+    check_peak::<spdnn_snicit::Snicit>(&Default::default(), true);
+    let bf = spdnn_snicit::SnicitOptions {
+        pre_convergence: spdnn_snicit::PreConvergence::Bf,
+        ..Default::default()
+    };
+    check_peak::<spdnn_snicit::Snicit>(&bf, false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cusparse_peak_is_its_model() {
+    check_peak::<spdnn_cusparse::Cusparse>(&Default::default(), true);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn hp_peak_is_its_model() {
+    check_peak::<spdnn_hp::Hp>(&Default::default(), false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn blockdepend_peak_is_its_model() {
+    check_peak::<spdnn_blockdepend::BlockDepend>(&Default::default(), false);
+    let uncompressed = spdnn_blockdepend::BlockDependOptions {
+        compress: false,
+        ..Default::default()
+    };
+    check_peak::<spdnn_blockdepend::BlockDepend>(&uncompressed, false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn sz_peak_is_its_model() {
+    check_peak::<spdnn_sz::Sz>(&Default::default(), false);
 }

@@ -124,6 +124,15 @@ pub fn input_bytes(input: &Csr, batch: usize) -> usize {
     4 * (batch + 1) + 8 * most
 }
 
+/// `(per_row, fixed)` of a size that is linear in the rows from one row on
+/// (`bytes(rows) = fixed + rows · per_row` for `rows ≥ 1`), read off `bytes` at one and two
+/// rows: a method's model then takes its numbers from the functions its allocations use.
+pub fn linear(bytes: impl Fn(usize) -> usize) -> (usize, usize) {
+    let (one, two) = (bytes(1), bytes(2));
+    let per_row = two.saturating_sub(one);
+    (per_row, one.saturating_sub(per_row))
+}
+
 /// Device bytes [`crate::rows::scatter_rows`] uploads for a batch of `rows` rows with `nnz`
 /// nonzeros (32-bit offsets, columns and values; nothing when `nnz` is 0): the default of
 /// [`crate::method::KernelMethod::upload_bytes`].
@@ -242,6 +251,16 @@ mod tests {
         };
         assert_eq!(m.bytes(0, &WeightPlacement::Streamed(fixed)), 7 + 100);
         assert_eq!(m.bytes(usize::MAX, &WeightPlacement::Resident), usize::MAX);
+    }
+
+    #[test]
+    fn linear_sizes_are_read_off_one_and_two_rows() {
+        assert_eq!(linear(|rows| 7 + 3 * rows), (3, 7));
+        assert_eq!(linear(|rows| 5 * rows.max(1)), (5, 0));
+        assert_eq!(scatter_upload_bytes(3, 0), 0);
+        assert_eq!(scatter_upload_bytes(3, 2), 4 * 4 + 8 * 2);
+        assert_eq!(nonempty_bytes::<u32>(0), 4);
+        assert_eq!(nonempty_bytes::<u64>(3), 24);
     }
 
     #[test]
