@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use spdnn_cuda::cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
+use spdnn_cuda::memory::MemoryModel;
 use spdnn_cuda::method::{DeviceRun, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, PushKernelArg};
 use spdnn_formats::{Csr, SparseMatrix};
@@ -137,7 +138,7 @@ fn blocks_per_sm(kernel: &Kernel, dynamic: usize) -> Result<usize, CudaError> {
 }
 
 /// One launch as the device runs it (two kernels when it spreads).
-struct Launch {
+pub(crate) struct Launch {
     segment: Segment,
     /// Blocks of the persistent grid.
     grid: u32,
@@ -262,11 +263,140 @@ pub(crate) struct BdRun<'g> {
     limits: Limits,
 }
 
-impl<'g> BdRun<'g> {
-    pub(crate) fn prepare(
-        gpu: &'g Gpu,
-        chain: &LayerChain<'_>,
-        rows: usize,
+/// Elements of every buffer a run allocates beside the layout and the loaded input, for
+/// batches of up to `capacity` rows ([`sizes`]): the one source of the sizes
+/// for [`BdRun::prepare`]'s allocations and for the memory model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sizes {
+    /// `u8`: each row's state.
+    pub state: usize,
+    /// `f32`: the final values, rows × the output width.
+    pub out: usize,
+    /// `u32`, each of two: the rows carried between launches.
+    pub carry_ids: usize,
+    /// `f32`, each of two: their values.
+    pub carry_vals: usize,
+    /// `u32`: queues, entry counts and barriers of the launches.
+    pub counters: usize,
+    /// `f32`: the tiles placed in global memory.
+    pub scratch: usize,
+    /// `f32`: the spread launches' two buffers of rows.
+    pub spread_vals: usize,
+    /// `u32`: their flag words.
+    pub spread_flags: usize,
+}
+
+impl Sizes {
+    /// Device bytes of the buffers.
+    pub(crate) fn bytes(&self) -> usize {
+        self.state
+            + 4 * self.out
+            + 2 * 4 * self.carry_ids
+            + 2 * 4 * self.carry_vals
+            + 4 * self.counters
+            + 4 * self.scratch
+            + 4 * self.spread_vals
+            + 4 * self.spread_flags
+    }
+}
+
+/// Device bytes of the layout's arrays as [`BdRun::prepare`] uploads them (one element for
+/// an empty array).
+pub(crate) fn layout_bytes(layout: &Layout) -> usize {
+    use spdnn_cuda::memory::nonempty_bytes;
+    nonempty_bytes::<u32>(layout.descriptors().len())
+        + nonempty_bytes::<f32>(layout.dense.len())
+        + nonempty_bytes::<[u32; 2]>(layout.ell.len())
+        + nonempty_bytes::<u32>(layout.group_starts.len())
+        + nonempty_bytes::<u32>(layout.first.offsets.len())
+        + nonempty_bytes::<[u32; 2]>(layout.first.entries.len())
+        + nonempty_bytes::<f32>(layout.biases.len())
+}
+
+/// Device bytes of a loaded batch of `rows` rows and `nnz` nonzeros ([`BdRun`]'s `load`):
+/// the offsets, the columns (one when empty) and the values (one when every value is 1).
+pub(crate) fn input_bytes(rows: usize, nnz: usize, binary: bool) -> usize {
+    4 * (rows + 1) + 4 * nnz.max(1) + if binary { 4 } else { 4 * nnz.max(1) }
+}
+
+/// Sizes `segments` for the device: each launch's persistent grid (`sms` SMs, `per_sm`
+/// blocks of a segment's kernel resident on one, `spread` for its spread kernel), its tile
+/// and grid shrunk so that the tiles in global memory take at most a quarter of `free`
+/// bytes, and its spread grid (tiles instead when the spread buffers would take more than a
+/// quarter of `free`, or no spread block fits). Returns the launches and the floats of
+/// global scratch.
+pub(crate) fn size_launches(
+    segments: Vec<Segment>,
+    sms: usize,
+    free: usize,
+    mut per_sm: impl FnMut(&Segment, bool) -> Result<usize, CudaError>,
+) -> Result<(Vec<Launch>, usize), CudaError> {
+    let mut launches = Vec::with_capacity(segments.len());
+    let mut scratch_floats = 0usize;
+    for mut segment in segments {
+        let blocks = per_sm(&segment, false)?;
+        if blocks == 0 {
+            return Err(invalid(format!(
+                "no block of layers {} fits an SM ({} bytes of dynamic shared memory)",
+                segment.label(),
+                4 * segment.shared_floats()
+            )));
+        }
+        let mut grid = sms * blocks;
+        if segment.scratch_floats() > 0 {
+            // Scratch for every block: shrink the tile, then the grid, to a share of the
+            // free memory (a smaller split tile only needs less shared memory).
+            let budget = free / SCRATCH_SHARE / 4;
+            while segment.tile > 1 && grid * segment.scratch_floats() > budget {
+                segment.tile = segment.tile.div_ceil(2);
+            }
+            while grid > 1 && grid * segment.scratch_floats() > budget {
+                grid = grid.div_ceil(2);
+            }
+            scratch_floats = scratch_floats.max(grid * segment.scratch_floats());
+        }
+        // The spread kernel's grid: every block resident (a cooperative launch).
+        let spread_grid = match segment.spread {
+            Spread::Spread if segment.placement != Placement::Global => {
+                sms * per_sm(&segment, true)?
+            }
+            _ => 0,
+        };
+        let mut launch = Launch {
+            segment,
+            grid: grid.clamp(1, i32::MAX as usize) as u32,
+            spread_grid: spread_grid.min(i32::MAX as usize) as u32,
+        };
+        // The spread buffers take a share of the free memory too; a launch whose buffers
+        // would not fit, or whose spread kernel fits no block, runs its tiles.
+        if spread_grid == 0 || launch.spread_floats() > free / SCRATCH_SHARE / 4 {
+            launch.segment.spread = Spread::Tiles;
+            launch.spread_grid = 0;
+        }
+        launches.push(launch);
+    }
+    Ok((launches, scratch_floats))
+}
+
+/// What a run prepares before it allocates anything: the chain as the kernels run it
+/// (compressed, retirement proved), its layout, the kernels, and the launches sized for the
+/// device and for the free memory it sees (under a budget, the budget's). The memory model
+/// ([`Preparation::model`]) and [`BdRun::prepare`]'s allocations both take their sizes from
+/// here ([`sizes`]).
+pub(crate) struct Preparation<'c> {
+    network: Chain<'c>,
+    layout: Layout,
+    kernels: Kernels,
+    launches: Vec<Launch>,
+    scratch_floats: usize,
+    limits: Limits,
+    preprocess_ms: f64,
+}
+
+impl<'c> Preparation<'c> {
+    pub(crate) fn build(
+        gpu: &Gpu,
+        chain: &LayerChain<'c>,
         options: &BlockDependOptions,
     ) -> Result<Self, CudaError> {
         let bias = match chain.biases {
@@ -339,17 +469,6 @@ impl<'g> BdRun<'g> {
         plan::choose_spread(&mut segments, &layout, options.spread);
         let preprocess_ms = started.elapsed().as_secs_f64() * 1e3;
 
-        let capacity = rows.max(1);
-        let stride_max = segments.iter().map(|s| s.stride).max().unwrap_or(WARP);
-        if stride_max.saturating_mul(MAX_TILE) > u32::MAX as usize
-            // The queue counts past the rows by at most a tile per block.
-            || capacity.saturating_add(1 << 24) > u32::MAX as usize
-        {
-            return Err(invalid(format!(
-                "{capacity} rows of up to {stride_max} activations are too large to index"
-            )));
-        }
-
         // Opt in to all the dynamic shared memory the device allows a block (at least the
         // largest shared tile's), then size each grid to the blocks that stay resident. The
         // attribute belongs to the loaded function, which every run in the process shares:
@@ -393,50 +512,122 @@ impl<'g> BdRun<'g> {
             }
         }
         let free = gpu.memory()?.free;
-        let mut launches = Vec::with_capacity(segments.len());
-        let mut scratch_floats = 0usize;
-        for mut segment in segments {
-            let kernel = kernels.of(&segment);
-            let dynamic = 4 * segment.shared_floats();
-            let per_sm = blocks_per_sm(kernel, dynamic)?;
-            if per_sm == 0 {
-                return Err(invalid(format!(
-                    "no block of layers {} fits an SM ({} bytes of dynamic shared memory)",
-                    segment.label(),
-                    dynamic
-                )));
-            }
-            let mut grid = sms * per_sm;
-            if segment.scratch_floats() > 0 {
-                // Scratch for every block: shrink the tile, then the grid, to a share of the
-                // free memory (a smaller split tile only needs less shared memory).
-                let budget = free / SCRATCH_SHARE / 4;
-                while segment.tile > 1 && grid * segment.scratch_floats() > budget {
-                    segment.tile = segment.tile.div_ceil(2);
-                }
-                while grid > 1 && grid * segment.scratch_floats() > budget {
-                    grid = grid.div_ceil(2);
-                }
-                scratch_floats = scratch_floats.max(grid * segment.scratch_floats());
-            }
-            // The spread kernel's grid: every block resident (a cooperative launch).
-            let spread_grid = match kernels.spread_of(&segment) {
-                Some(spread) => sms * blocks_per_sm(spread, dynamic)?,
-                None => 0,
+        let (launches, scratch_floats) = size_launches(segments, sms, free, |segment, spread| {
+            let kernel = if spread {
+                kernels.spread_of(segment)
+            } else {
+                Some(kernels.of(segment))
             };
-            let mut launch = Launch {
-                segment,
-                grid: grid.clamp(1, i32::MAX as usize) as u32,
-                spread_grid: spread_grid.min(i32::MAX as usize) as u32,
-            };
-            // The spread buffers take a share of the free memory too; a launch whose buffers
-            // would not fit, or whose spread kernel fits no block, runs its tiles.
-            if spread_grid == 0 || launch.spread_floats() > free / SCRATCH_SHARE / 4 {
-                launch.segment.spread = Spread::Tiles;
-                launch.spread_grid = 0;
+            match kernel {
+                Some(kernel) => blocks_per_sm(kernel, 4 * segment.shared_floats()),
+                None => Ok(0),
             }
-            launches.push(launch);
+        })?;
+        Ok(Self {
+            network,
+            layout,
+            kernels,
+            launches,
+            scratch_floats,
+            limits,
+            preprocess_ms,
+        })
+    }
+
+    /// The memory model ([`model`]).
+    pub(crate) fn model(&self) -> MemoryModel {
+        model(
+            &self.launches,
+            self.scratch_floats,
+            self.network.output_width(),
+            &self.layout,
+        )
+    }
+}
+
+/// The memory model of a run of `launches` over `layout`: [`sizes`] per row and fixed, the
+/// layout's bytes (one entry: the layers share their arrays), resident; exact (the loaded
+/// input is [`input_bytes`], the planner's to add).
+pub(crate) fn model(
+    launches: &[Launch],
+    scratch_floats: usize,
+    out_width: usize,
+    layout: &Layout,
+) -> MemoryModel {
+    let (per_row, fixed) =
+        spdnn_cuda::memory::linear(|rows| sizes(launches, scratch_floats, out_width, rows).bytes());
+    MemoryModel {
+        per_row,
+        layers: vec![layout_bytes(layout)],
+        fixed,
+        streaming: false,
+        exact: true,
+    }
+}
+
+/// The buffers of a run of `launches` (`scratch_floats` of global tiles, final values of
+/// `out_width`) for batches of up to `rows` rows.
+pub(crate) fn sizes(
+    launches: &[Launch],
+    scratch_floats: usize,
+    out_width: usize,
+    rows: usize,
+) -> Sizes {
+    let capacity = rows.max(1);
+    let carry_floats = launches
+        .iter()
+        .map(|l| l.segment.carry_out)
+        .max()
+        .unwrap_or(0);
+    let carry_rows = if carry_floats > 0 { capacity } else { 1 };
+    Sizes {
+        state: capacity,
+        out: (capacity * out_width).max(1),
+        carry_ids: carry_rows,
+        carry_vals: (carry_rows * carry_floats).max(1),
+        counters: 3 * launches.len() + 1,
+        scratch: scratch_floats.max(1),
+        spread_vals: launches
+            .iter()
+            .map(Launch::spread_floats)
+            .max()
+            .unwrap_or(0)
+            .max(1),
+        spread_flags: (3 * launches.iter().map(Launch::spread_rows).max().unwrap_or(0)).max(1),
+    }
+}
+
+impl<'g> BdRun<'g> {
+    pub(crate) fn prepare(
+        gpu: &'g Gpu,
+        chain: &LayerChain<'_>,
+        rows: usize,
+        options: &BlockDependOptions,
+    ) -> Result<Self, CudaError> {
+        let Preparation {
+            network,
+            layout,
+            kernels,
+            launches,
+            scratch_floats,
+            limits,
+            preprocess_ms,
+        } = Preparation::build(gpu, chain, options)?;
+        let capacity = rows.max(1);
+        let stride_max = launches
+            .iter()
+            .map(|l| l.segment.stride)
+            .max()
+            .unwrap_or(WARP);
+        if stride_max.saturating_mul(MAX_TILE) > u32::MAX as usize
+            // The queue counts past the rows by at most a tile per block.
+            || capacity.saturating_add(1 << 24) > u32::MAX as usize
+        {
+            return Err(invalid(format!(
+                "{capacity} rows of up to {stride_max} activations are too large to index"
+            )));
         }
+        let sizes = sizes(&launches, scratch_floats, network.output_width(), capacity);
 
         let weights = |e| resident_error(e, "every layer's weights");
         // `[u32; 2]` entries are eight plain bytes, read as `uint2` by the kernel.
@@ -456,23 +647,11 @@ impl<'g> BdRun<'g> {
             biases: gpu.upload_nonempty(&layout.biases).map_err(weights)?,
         };
         let out_width = network.output_width();
-        let carry_floats = launches
-            .iter()
-            .map(|l| l.segment.carry_out)
-            .max()
-            .unwrap_or(0);
-        let carry_rows = if carry_floats > 0 { capacity } else { 1 };
         let alloc_f32 = |n: usize, what: &str| {
-            gpu.alloc_zeros::<f32>(n.max(1))
+            gpu.alloc_zeros::<f32>(n)
                 .map_err(|e| resident_error(e, what))
         };
-        let launch_count = launches.len();
-        let spread_rows = launches.iter().map(Launch::spread_rows).max().unwrap_or(0);
-        let spread_floats = launches
-            .iter()
-            .map(Launch::spread_floats)
-            .max()
-            .unwrap_or(0);
+        let carried = "the rows carried between launches";
         let mut run = Self {
             gpu,
             launches,
@@ -480,27 +659,21 @@ impl<'g> BdRun<'g> {
             input: None,
             capacity,
             loaded: 0,
-            state: gpu.alloc_zeros::<u8>(capacity)?,
-            out: alloc_f32(capacity * out_width, "the final values")?,
+            state: gpu.alloc_zeros::<u8>(sizes.state)?,
+            out: alloc_f32(sizes.out, "the final values")?,
             out_width,
             carry_ids: [
-                gpu.alloc_zeros::<u32>(carry_rows)?,
-                gpu.alloc_zeros::<u32>(carry_rows)?,
+                gpu.alloc_zeros::<u32>(sizes.carry_ids)?,
+                gpu.alloc_zeros::<u32>(sizes.carry_ids)?,
             ],
             carry_vals: [
-                alloc_f32(
-                    carry_rows * carry_floats,
-                    "the rows carried between launches",
-                )?,
-                alloc_f32(
-                    carry_rows * carry_floats,
-                    "the rows carried between launches",
-                )?,
+                alloc_f32(sizes.carry_vals, carried)?,
+                alloc_f32(sizes.carry_vals, carried)?,
             ],
-            counters: gpu.alloc_zeros::<u32>(3 * launch_count + 1)?,
-            scratch: alloc_f32(scratch_floats, "the tiles in global memory")?,
-            spread_vals: alloc_f32(spread_floats, "the spread launches' rows")?,
-            spread_flags: gpu.alloc_zeros::<u32>((3 * spread_rows).max(1))?,
+            counters: gpu.alloc_zeros::<u32>(sizes.counters)?,
+            scratch: alloc_f32(sizes.scratch, "the tiles in global memory")?,
+            spread_vals: alloc_f32(sizes.spread_vals, "the spread launches' rows")?,
+            spread_flags: gpu.alloc_zeros::<u32>(sizes.spread_flags)?,
             bias: chain.bias,
             bias_stride: layout.bias_stride as u32,
             upper: chain.upper,
@@ -840,6 +1013,51 @@ impl DeviceRun for BdRun<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use spdnn_cuda::memory::WeightPlacement;
+
+    #[test]
+    fn the_model_is_the_sizes_the_allocations_take() {
+        let generated = spdnn_sdgc::generator::network(1024, 24, 3).unwrap();
+        for compress in [true, false] {
+            let network = Chain::build(generated.layers(), -0.3f32, 32.0, compress, true).unwrap();
+            let layout = Layout::build(&network, Default::default()).unwrap();
+            let cuts = plan::cut_points(layout.layers.len(), None).unwrap();
+            let mut segments = plan::plan(
+                &layout,
+                &Limits::hopper(1680),
+                &cuts,
+                Default::default(),
+                None,
+            )
+            .unwrap();
+            plan::choose_items(&mut segments, Default::default());
+            plan::choose_spread(&mut segments, &layout, crate::SpreadChoice::Always);
+            // A roomy device, and free memory so small the scratch and spreads shrink.
+            for free in [80usize << 30, 1 << 20] {
+                let (launches, scratch) =
+                    size_launches(segments.clone(), 132, free, |_, spread| {
+                        Ok(if spread { 1 } else { 2 })
+                    })
+                    .unwrap();
+                let out = network.output_width();
+                let model = model(&launches, scratch, out, &layout);
+                assert!(model.exact && !model.streaming);
+                for rows in [1, 2, 999, 60000] {
+                    assert_eq!(
+                        model.bytes(rows, &WeightPlacement::Resident),
+                        sizes(&launches, scratch, out, rows).bytes() + layout_bytes(&layout),
+                        "compress {compress}, free {free}, {rows} rows"
+                    );
+                }
+                let carry = launches.iter().map(|l| l.segment.carry_out).max().unwrap();
+                assert!(carry > 0);
+                assert_eq!(model.per_row, 1 + 4 * out + 2 * (4 + 4 * carry));
+            }
+        }
+        assert_eq!(input_bytes(3, 5, true), 16 + 20 + 4);
+        assert_eq!(input_bytes(3, 5, false), 16 + 20 + 20);
+        assert_eq!(input_bytes(3, 0, true), 16 + 4 + 4);
+    }
 
     #[test]
     fn a_refused_launch_names_what_it_asked_and_what_to_try() {
