@@ -160,14 +160,11 @@ fn bf_streams_in_tuned_batches_of_layers() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_refused_allocation_gives_a_smaller_plan_or_a_clear_error() {
-    // hp's model underestimates nothing it cannot know; give it a budget its estimate
-    // believes and the allocation refuses: the run retries with smaller batches.
+    // A budget a little under cuSPARSE's one-batch need (half its fixed bytes short; its
+    // SpMM workspace is taken as none): the run fits in two batches, or, should cuSPARSE ask
+    // for a workspace, retries with smaller ones or says what did not fit.
     let problem = challenge_problem_mnist(1024, 12, 2000, 7);
-    let options = spdnn_cusparse::Cusparse;
-    let _ = options;
     let model = model_of::<spdnn_cusparse::Cusparse>(&problem, &Default::default());
-    // cuSPARSE's estimated 64 MiB workspace is far more than it takes: a budget just
-    // under the model's one-batch need still runs, in more batches or after retries.
     let settings = MemorySettings {
         gpu_memory: Some(model.fixed / 2 + model.weight_bytes() + model.per_row * 2000),
         gpus: Vec::new(),

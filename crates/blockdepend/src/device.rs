@@ -1,6 +1,7 @@
 //! The fused chain on the device: the layout resident, one launch per segment, the states
 //! and final values read back and expanded.
 
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use spdnn_cuda::cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
@@ -9,7 +10,7 @@ use spdnn_cuda::method::{DeviceRun, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, PushKernelArg};
 use spdnn_formats::{Csr, SparseMatrix};
 
-use crate::layout::{Layout, WARP};
+use crate::layout::{FormatChoice, Layout, WARP};
 use crate::plan::{self, Items, Limits, MAX_TILE, Placement, Segment, Spread};
 use crate::{
     Bias, BlockDependOptions, CHAIN_GLOBAL, CHAIN_SHARED, CHAIN_SHARED_WIDE, CHAIN_SPLIT,
@@ -378,27 +379,79 @@ pub(crate) fn size_launches(
     Ok((launches, scratch_floats))
 }
 
-/// What a run prepares before it allocates anything: the chain as the kernels run it
-/// (compressed, retirement proved), its layout, the kernels, and the launches sized for the
-/// device and for the free memory it sees (under a budget, the budget's). The memory model
-/// ([`Preparation::model`]) and [`BdRun::prepare`]'s allocations both take their sizes from
-/// here ([`sizes`]).
-pub(crate) struct Preparation<'c> {
-    network: Chain<'c>,
+/// What the host prepares for a chain, whatever the device: the chain as the kernels run
+/// it (compressed, retirement proved) reduced to what a run keeps of it, and its layout.
+pub(crate) struct Host {
     layout: Layout,
-    kernels: Kernels,
-    launches: Vec<Launch>,
-    scratch_floats: usize,
-    limits: Limits,
+    expansion: Expansion,
+    suffix_start: Option<usize>,
+    compression: Compression,
+    retire: Retire,
+    compress_ms: f64,
+    retire_ms: f64,
+    /// The chain's and the layout's preparation, ms (the first time, when memoized).
     preprocess_ms: f64,
 }
 
-impl<'c> Preparation<'c> {
-    pub(crate) fn build(
-        gpu: &Gpu,
-        chain: &LayerChain<'c>,
-        options: &BlockDependOptions,
-    ) -> Result<Self, CudaError> {
+/// What identifies a [`Host`]: the contents of the layers and biases (xxh3 of every
+/// array), the bias and bound's bits, and the options that change the preparation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct HostKey {
+    layers: u64,
+    biases: u64,
+    bias: u32,
+    upper: u32,
+    compress: bool,
+    retire: bool,
+    format: FormatChoice,
+}
+
+impl HostKey {
+    fn of(chain: &LayerChain<'_>, options: &BlockDependOptions) -> Self {
+        use rayon::prelude::*;
+        use xxhash_rust::xxh3::Xxh3;
+        let combine = |parts: Vec<u64>| {
+            let mut sum = Xxh3::new();
+            sum.update(&(parts.len() as u64).to_le_bytes());
+            for part in parts {
+                sum.update(&part.to_le_bytes());
+            }
+            sum.digest()
+        };
+        let layers = chain
+            .layers
+            .par_iter()
+            .map(|w| {
+                let mut sum = Xxh3::new();
+                for size in [w.nrows(), w.ncols(), w.nnz()] {
+                    sum.update(&(size as u64).to_le_bytes());
+                }
+                sum.update(bytemuck::cast_slice(w.row_offsets()));
+                sum.update(bytemuck::cast_slice(w.col_indices()));
+                sum.update(bytemuck::cast_slice(w.values()));
+                sum.digest()
+            })
+            .collect();
+        let biases = chain.biases.map_or(Vec::new(), |b| {
+            b.par_iter()
+                .map(|v| xxhash_rust::xxh3::xxh3_64(bytemuck::cast_slice(v)))
+                .collect()
+        });
+        Self {
+            layers: combine(layers),
+            biases: combine(biases),
+            bias: chain.bias.to_bits(),
+            upper: chain.upper.to_bits(),
+            compress: options.compress,
+            retire: options.retire,
+            format: options.format,
+        }
+    }
+}
+
+impl Host {
+    /// Compresses `chain`, proves the retirement and lays it out.
+    fn build(chain: &LayerChain<'_>, options: &BlockDependOptions) -> Result<Self, CudaError> {
         let bias = match chain.biases {
             Some(biases) => Bias::PerNeuron(biases),
             None if chain.bias.is_finite() && chain.bias < 0.0 => Bias::One(chain.bias),
@@ -426,6 +479,62 @@ impl<'c> Preparation<'c> {
         )
         .map_err(invalid)?;
         let layout = Layout::build(&network, options.format).map_err(invalid)?;
+        Ok(Self {
+            layout,
+            expansion: network.expansion(),
+            suffix_start: network.suffix_start(),
+            compression: network.compression().clone(),
+            retire: network.retire().clone(),
+            compress_ms: network.compress_ms(),
+            retire_ms: network.retire_ms(),
+            preprocess_ms: started.elapsed().as_secs_f64() * 1e3,
+        })
+    }
+
+    /// [`Self::build`], or the last one built when `chain` and `options` are the same (the
+    /// planner's model and `prepare` then compress once; GPUs of one run share it). One
+    /// chain is kept, until another is asked for.
+    pub(crate) fn shared(
+        chain: &LayerChain<'_>,
+        options: &BlockDependOptions,
+    ) -> Result<Arc<Self>, CudaError> {
+        static LAST: Mutex<Option<(HostKey, Arc<Host>)>> = Mutex::new(None);
+        let key = HostKey::of(chain, options);
+        // Held while building: a second GPU's thread waits for the first's preparation.
+        let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((k, host)) = last.as_ref()
+            && *k == key
+        {
+            return Ok(host.clone());
+        }
+        *last = None;
+        let host = Arc::new(Self::build(chain, options)?);
+        *last = Some((key, host.clone()));
+        Ok(host)
+    }
+}
+
+/// What a run prepares before it allocates anything: the chain as the kernels run it
+/// (compressed, retirement proved), its layout, the kernels, and the launches sized for the
+/// device and for the free memory it sees (under a budget, the budget's). The memory model
+/// ([`Preparation::model`]) and [`BdRun::prepare`]'s allocations both take their sizes from
+/// here ([`sizes`]).
+pub(crate) struct Preparation {
+    host: Arc<Host>,
+    kernels: Kernels,
+    launches: Vec<Launch>,
+    scratch_floats: usize,
+    limits: Limits,
+}
+
+impl Preparation {
+    pub(crate) fn build(
+        gpu: &Gpu,
+        chain: &LayerChain<'_>,
+        options: &BlockDependOptions,
+    ) -> Result<Self, CudaError> {
+        let host = Host::shared(chain, options)?;
+        let layout = &host.layout;
         let cuts =
             plan::cut_points(layout.layers.len(), options.cuts.as_deref()).map_err(invalid)?;
 
@@ -457,17 +566,10 @@ impl<'c> Preparation<'c> {
             )?,
             static_shared,
         };
-        let mut segments = plan::plan(
-            &layout,
-            &limits,
-            &cuts,
-            options.placement,
-            options.tile_rows,
-        )
-        .map_err(invalid)?;
+        let mut segments = plan::plan(layout, &limits, &cuts, options.placement, options.tile_rows)
+            .map_err(invalid)?;
         plan::choose_items(&mut segments, options.items);
-        plan::choose_spread(&mut segments, &layout, options.spread);
-        let preprocess_ms = started.elapsed().as_secs_f64() * 1e3;
+        plan::choose_spread(&mut segments, layout, options.spread);
 
         // Opt in to all the dynamic shared memory the device allows a block (at least the
         // largest shared tile's), then size each grid to the blocks that stay resident. The
@@ -524,13 +626,11 @@ impl<'c> Preparation<'c> {
             }
         })?;
         Ok(Self {
-            network,
-            layout,
+            host,
             kernels,
             launches,
             scratch_floats,
             limits,
-            preprocess_ms,
         })
     }
 
@@ -539,8 +639,8 @@ impl<'c> Preparation<'c> {
         model(
             &self.launches,
             self.scratch_floats,
-            self.network.output_width(),
-            &self.layout,
+            self.host.expansion.output_width(),
+            &self.host.layout,
         )
     }
 }
@@ -605,14 +705,13 @@ impl<'g> BdRun<'g> {
         options: &BlockDependOptions,
     ) -> Result<Self, CudaError> {
         let Preparation {
-            network,
-            layout,
+            host,
             kernels,
             launches,
             scratch_floats,
             limits,
-            preprocess_ms,
         } = Preparation::build(gpu, chain, options)?;
+        let layout = &host.layout;
         let capacity = rows.max(1);
         let stride_max = launches
             .iter()
@@ -627,7 +726,8 @@ impl<'g> BdRun<'g> {
                 "{capacity} rows of up to {stride_max} activations are too large to index"
             )));
         }
-        let sizes = sizes(&launches, scratch_floats, network.output_width(), capacity);
+        let out_width = host.expansion.output_width();
+        let sizes = sizes(&launches, scratch_floats, out_width, capacity);
 
         let weights = |e| resident_error(e, "every layer's weights");
         // `[u32; 2]` entries are eight plain bytes, read as `uint2` by the kernel.
@@ -646,7 +746,6 @@ impl<'g> BdRun<'g> {
                 .map_err(weights)?,
             biases: gpu.upload_nonempty(&layout.biases).map_err(weights)?,
         };
-        let out_width = network.output_width();
         let alloc_f32 = |n: usize, what: &str| {
             gpu.alloc_zeros::<f32>(n)
                 .map_err(|e| resident_error(e, what))
@@ -677,27 +776,23 @@ impl<'g> BdRun<'g> {
             bias: chain.bias,
             bias_stride: layout.bias_stride as u32,
             upper: chain.upper,
-            suffix_start: network
-                .suffix_start()
+            suffix_start: host
+                .suffix_start
                 .map_or(u32::MAX, |s| s.min(u32::MAX as usize) as u32),
             details: Vec::new(),
             entered: Vec::new(),
             limits,
             kernels,
-            expansion: network.expansion(),
+            expansion: host.expansion.clone(),
         };
-        run.details = run.describe(&network, &layout, preprocess_ms);
+        run.details = run.describe(&host);
         Ok(run)
     }
 
-    fn describe(
-        &self,
-        network: &Chain<'_>,
-        layout: &Layout,
-        preprocess_ms: f64,
-    ) -> Vec<(String, String)> {
+    fn describe(&self, host: &Host) -> Vec<(String, String)> {
+        let layout = &host.layout;
         let (_, dense, ell) = layout.format_counts();
-        let compression = match network.compression() {
+        let compression = match &host.compression {
             Compression::Off => "off".to_string(),
             Compression::Identity => "identity (no classes)".to_string(),
             Compression::Compressed {
@@ -706,7 +801,7 @@ impl<'g> BdRun<'g> {
             } => format!("widths ×{width_ratio:.2}, entries ×{nnz_ratio:.2}"),
             Compression::FellBack { reason } => format!("fell back: {reason}"),
         };
-        let retire = match network.retire() {
+        let retire = match &host.retire {
             Retire::Off => "off".to_string(),
             Retire::Proved { suffix_start } => format!("after {suffix_start} layers"),
             Retire::None { reason } => format!("none: {reason}"),
@@ -737,12 +832,12 @@ impl<'g> BdRun<'g> {
         let regs = |k: &Kernel| k.num_regs().map_or(-1, |r| r);
         let local = |k: &Kernel| k.local_size_bytes().map_or(-1, |r| r);
         vec![
-            ("preprocessing_ms".into(), format!("{preprocess_ms:.1}")),
             (
-                "compress_ms".into(),
-                format!("{:.1}", network.compress_ms()),
+                "preprocessing_ms".into(),
+                format!("{:.1}", host.preprocess_ms),
             ),
-            ("retire_ms".into(), format!("{:.1}", network.retire_ms())),
+            ("compress_ms".into(), format!("{:.1}", host.compress_ms)),
+            ("retire_ms".into(), format!("{:.1}", host.retire_ms)),
             ("compression".into(), compression),
             ("retirement".into(), retire),
             (
@@ -1014,6 +1109,51 @@ impl DeviceRun for BdRun<'_> {
 mod tests {
     use super::*;
     use spdnn_cuda::memory::WeightPlacement;
+
+    #[test]
+    fn the_host_preparation_is_shared_by_content() {
+        let generated = spdnn_sdgc::generator::network(256, 6, 3).unwrap();
+        let layers = generated.layers().to_vec();
+        let copy = layers.clone();
+        let options = BlockDependOptions::default();
+        let chain = LayerChain::new(&layers, -0.3, 32.0);
+        let same = LayerChain::new(&copy, -0.3, 32.0);
+        assert_eq!(HostKey::of(&chain, &options), HostKey::of(&same, &options));
+        let first = Host::shared(&chain, &options).unwrap();
+        assert!(Arc::ptr_eq(&first, &Host::shared(&same, &options).unwrap()));
+        // Another value, bias, bound or option is another preparation.
+        let mut changed = layers.clone();
+        changed[2] = Csr::from_parts(
+            changed[2].nrows(),
+            changed[2].ncols(),
+            changed[2].row_offsets().to_vec(),
+            changed[2].col_indices().to_vec(),
+            changed[2].values().iter().map(|v| v * 0.5).collect(),
+        )
+        .unwrap();
+        let key = HostKey::of(&chain, &options);
+        assert_ne!(
+            key,
+            HostKey::of(&LayerChain::new(&changed, -0.3, 32.0), &options)
+        );
+        assert_ne!(
+            key,
+            HostKey::of(&LayerChain::new(&layers, -0.25, 32.0), &options)
+        );
+        assert_ne!(
+            key,
+            HostKey::of(&LayerChain::new(&layers, -0.3, 16.0), &options)
+        );
+        let off = BlockDependOptions {
+            compress: false,
+            ..BlockDependOptions::default()
+        };
+        assert_ne!(key, HostKey::of(&chain, &off));
+        let other = Host::shared(&LayerChain::new(&changed, -0.3, 32.0), &options).unwrap();
+        assert!(!Arc::ptr_eq(&first, &other));
+        // A bad chain is an error, not a stale preparation.
+        assert!(Host::shared(&LayerChain::new(&layers, 0.5, 32.0), &options).is_err());
+    }
 
     #[test]
     fn the_model_is_the_sizes_the_allocations_take() {
