@@ -123,16 +123,6 @@ pub struct AdaptiveRun {
     pub report: PlanReport,
 }
 
-/// The most nonzeros in a row of `input`.
-fn max_row_nnz(input: &Csr) -> usize {
-    input
-        .row_offsets()
-        .windows(2)
-        .map(|w| (w[1] - w[0]) as usize)
-        .max()
-        .unwrap_or(0)
-}
-
 /// Runs `K` on `input` through `chain` under `settings`: on `gpu` alone, or over the GPUs
 /// `settings.gpus` names (slabs of rows, one thread each).
 pub fn run<K: KernelMethod>(
@@ -305,15 +295,18 @@ fn run_one<K: KernelMethod>(
         &slab
     };
     let gpu = gpu.with_budget(budget);
-    let model = K::memory(chain, options);
+    let model = K::memory_on(&gpu, chain, options)?;
     let requested = match (spec.batch, K::batch(options)) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
     let mut problem = plan::Problem {
         model: &model,
-        rows: input.nrows(),
-        max_row_nnz: max_row_nnz(input),
+        uploads: plan::Uploads {
+            offsets: input.row_offsets(),
+            binary: input.values().iter().all(|&v| v == 1.0),
+            bytes: K::upload_bytes,
+        },
         budget,
         max_batch: requested,
         timing: None,
@@ -414,7 +407,7 @@ pub fn probe<K: KernelMethod>(
     options: &K::Options,
     budget: usize,
 ) -> Result<Timing, CudaError> {
-    let model = K::memory(chain, options);
+    let model = K::memory_on(gpu, chain, options)?;
     let bytes = model.largest_layer().clamp(4, 64 << 20);
     let ms_per_mib = {
         let pinned = gpu.alloc_pinned_write_combined::<u8>(bytes)?;
@@ -433,9 +426,18 @@ pub fn probe<K: KernelMethod>(
     };
     let layers = chain.layers.len().clamp(1, PROBE_LAYERS);
     let head = LayerChain::new(&chain.layers[..layers], chain.bias, chain.upper);
-    let head_model: MemoryModel = K::memory(&head, options);
+    let head_model: MemoryModel = K::memory_on(gpu, &head, options)?;
     let mut rows = input.nrows().clamp(1, PROBE_ROWS);
-    while rows > 1 && head_model.bytes(rows, &WeightPlacement::Resident) > budget / 2 {
+    let upload = |rows: usize| {
+        let nnz = input.row_offsets()[rows] as usize;
+        K::upload_bytes(rows, nnz, false)
+    };
+    while rows > 1
+        && head_model
+            .bytes(rows, &WeightPlacement::Resident)
+            .saturating_add(upload(rows))
+            > budget / 2
+    {
         rows /= 2;
     }
     let resident =

@@ -8,19 +8,21 @@
 //!            N_L ≥ 1                               (2c)
 //! ```
 //!
-//! Here `2·M_B = N_B · per_row` (a method's per-row bytes already count both activation
-//! buffers, its lists and flags, and the upload of the batch's input rows), `M_O` the
-//! method's fixed bytes, `M_L` its largest layer, `M_G` the budget.
+//! Here `2·M_B = N_B · per_row + U(N_B)` (a method's per-row bytes count both activation
+//! buffers, its lists and flags; `U(N_B)` is the upload of the densest batch of `N_B` input
+//! rows, as the method's `load` uploads it), `M_O` the method's fixed bytes, `M_L` its
+//! largest layer, `M_G` the budget.
 //!
 //! **Closed form.** Two variables; the objective grows with `N_B` only; (2a) bounds `N_B`
 //! from above by a quantity that falls as `N_L` grows, and (2b) bounds `N_B` from below.
-//! So the optimum takes the smallest `N_L`, 1, and `N_B = ⌊(M_G − M_O − 2·M_L) / per_row⌋`
-//! (integral: the floor of the only binding bound is feasible and optimal). When that is
-//! at least the rows to run, `N_B` is the rows and, as the paper says, `N_L` is the
-//! largest value (2a) and (2b) both allow. When (2b) fails even at `N_L = 1` (a layer's
-//! copy takes longer than its computation: the run is transfer-bound) the program is
-//! infeasible as written; the weights must still stream, so (2b) is dropped and `N_L = 1`.
-//! No solver is needed.
+//! So the optimum takes the smallest `N_L`, 1, and the largest `N_B` with
+//! `N_B · per_row + U(N_B) ≤ M_G − M_O − 2·M_L`, found by bisection since `U` is the
+//! input's, not linear. When that is at least the rows to run, `N_B` is the rows and, as the
+//! paper says, `N_L` is the largest value (2a) and (2b) both allow. When (2b) fails even at
+//! `N_L = 1` (a layer's copy takes longer than its computation: the run is transfer-bound)
+//! the program is infeasible as written; the weights must still stream, so (2b) is dropped
+//! and `N_L = 1`. No solver is needed. A batch bound by the budget is then evened out: the
+//! same number of batches, `⌈rows / batches⌉` rows each, when that fits too.
 //!
 //! Beside the paper's program, which always streams, the plan also considers keeping every
 //! layer resident (no transfers at all) and takes the cheaper of the two by a small cost
@@ -55,15 +57,57 @@ impl Timing {
     }
 }
 
+/// The input rows of a run, as the device bytes their uploads take.
+#[derive(Debug, Clone, Copy)]
+pub struct Uploads<'a> {
+    /// The input's row offsets (rows + 1 of them).
+    pub offsets: &'a [u32],
+    /// Whether every input value is 1.
+    pub binary: bool,
+    /// What the method's `load` uploads for a batch of (rows, nonzeros, binary)
+    /// (`KernelMethod::upload_bytes`).
+    pub bytes: fn(usize, usize, bool) -> usize,
+}
+
+impl Uploads<'_> {
+    /// Rows of the input.
+    pub fn rows(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// The most bytes one upload takes in a run of batches of `batch` rows (the densest
+    /// batch; 0 without rows).
+    pub fn densest(&self, batch: usize) -> usize {
+        let rows = self.rows();
+        let batch = batch.clamp(1, rows.max(1));
+        (0..rows)
+            .step_by(batch)
+            .map(|start| {
+                let end = (start + batch).min(rows);
+                let nnz = (self.offsets[end] - self.offsets[start]) as usize;
+                (self.bytes)(end - start, nnz, self.binary)
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The most bytes the upload of one row takes.
+    pub fn one_row(&self) -> usize {
+        self.offsets
+            .windows(2)
+            .map(|w| (self.bytes)(1, (w[1] - w[0]) as usize, self.binary))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
 /// The inputs of a plan.
 #[derive(Debug, Clone)]
 pub struct Problem<'a> {
     /// The method's memory model.
     pub model: &'a MemoryModel,
-    /// Rows to run.
-    pub rows: usize,
-    /// The most nonzeros of an input row (bounds the transient upload of a batch).
-    pub max_row_nnz: usize,
+    /// The rows to run and what their uploads take.
+    pub uploads: Uploads<'a>,
     /// `M_G`: bytes the run may hold.
     pub budget: usize,
     /// The largest batch asked for (a method's own option, `--batch`); `None`: all rows.
@@ -73,43 +117,71 @@ pub struct Problem<'a> {
 }
 
 impl Problem<'_> {
-    /// Bytes per row with the input upload bound: `per_row + 4 + 8 · max_row_nnz`.
-    pub fn per_row(&self) -> usize {
-        self.model
-            .per_row
-            .saturating_add(4)
-            .saturating_add(self.max_row_nnz.saturating_mul(8))
+    /// Rows to run.
+    pub fn rows(&self) -> usize {
+        self.uploads.rows()
     }
 
-    /// `M_O`: fixed bytes plus the upload's one extra offset.
+    /// `M_O`: the model's fixed bytes.
     pub fn fixed(&self) -> usize {
-        self.model.fixed.saturating_add(4)
+        self.model.fixed
     }
 
-    /// Bytes of a batch of `rows` with `weights` (the upload at its bound).
+    /// Bytes of batches of `rows` with `weights`: the model and the densest batch's upload.
     pub fn bytes(&self, rows: usize, weights: &WeightPlacement) -> usize {
-        let model = MemoryModel {
-            per_row: self.per_row(),
-            fixed: self.fixed(),
-            ..self.model.clone()
-        };
-        model.bytes(rows, weights)
+        self.model
+            .bytes(rows, weights)
+            .saturating_add(self.uploads.densest(rows))
+    }
+
+    /// Whether batches of `rows` fit the budget beside `weight_bytes` of weights.
+    fn fits(&self, rows: usize, weight_bytes: usize) -> bool {
+        self.fixed()
+            .saturating_add(weight_bytes)
+            .saturating_add(rows.saturating_mul(self.model.per_row))
+            .saturating_add(self.uploads.densest(rows))
+            <= self.budget
     }
 
     fn rows_cap(&self) -> usize {
         self.max_batch
-            .unwrap_or(self.rows)
-            .clamp(1, self.rows.max(1))
+            .unwrap_or(self.rows())
+            .clamp(1, self.rows().max(1))
     }
 
-    /// The largest batch (at most the rows) whose bytes with weights of `weight_bytes`
-    /// fit the budget; 0 when not even one row fits.
+    /// A batch (at most the rows, or the batch asked for) whose bytes with weights of
+    /// `weight_bytes` fit the budget, found by bisection (a batch's upload is that of the
+    /// densest batch of its partition, which need not grow with the batch, so the result
+    /// fits and the next batch up does not, but a larger one might); 0 when not even one row
+    /// fits.
     fn batch_for(&self, weight_bytes: usize) -> usize {
-        let room = self
-            .budget
-            .saturating_sub(self.fixed())
-            .saturating_sub(weight_bytes);
-        (room / self.per_row().max(1)).min(self.rows_cap())
+        let cap = self.rows_cap();
+        if self.fits(cap, weight_bytes) {
+            return cap;
+        }
+        let (mut fits, mut fails) = (0, cap);
+        while fails - fits > 1 {
+            let mid = fits + (fails - fits) / 2;
+            if self.fits(mid, weight_bytes) {
+                fits = mid;
+            } else {
+                fails = mid;
+            }
+        }
+        fits
+    }
+
+    /// The same number of batches as batches of `batch` rows make, each as even as it can
+    /// be (`⌈rows / batches⌉` rows), when that fits as well: the last batch is not left
+    /// short, and the peak is lower.
+    fn evened(&self, batch: usize, weight_bytes: usize) -> usize {
+        let rows = self.rows().max(1);
+        let even = rows.div_ceil(rows.div_ceil(batch.max(1)));
+        if even < batch && self.fits(even, weight_bytes) {
+            even
+        } else {
+            batch
+        }
     }
 }
 
@@ -187,7 +259,7 @@ impl Plan {
         let resident_plan = (resident > 0).then(|| {
             Self::make(
                 problem,
-                resident,
+                problem.evened(resident, model.weight_bytes()),
                 WeightPlacement::Resident,
                 Bound::MemoryResident,
             )
@@ -213,7 +285,8 @@ impl Plan {
                     needed: problem
                         .fixed()
                         .saturating_add(weights)
-                        .saturating_add(problem.per_row()),
+                        .saturating_add(model.per_row)
+                        .saturating_add(problem.uploads.one_row()),
                     budget: problem.budget,
                     weights: format!("{placement}: {weights} bytes"),
                 })
@@ -237,7 +310,8 @@ impl Plan {
             let room = problem
                 .budget
                 .saturating_sub(problem.fixed())
-                .saturating_sub(batch.saturating_mul(problem.per_row()));
+                .saturating_sub(batch.saturating_mul(model.per_row))
+                .saturating_sub(problem.uploads.densest(batch));
             let memory = (1..=layers)
                 .take_while(|&n| 2 * model.window(n) <= room)
                 .last()
@@ -257,6 +331,10 @@ impl Plan {
         } else {
             (1, Bound::MemoryStreamed)
         };
+        let batch = match bound {
+            Bound::MemoryStreamed => problem.evened(batch, 2 * m_l),
+            _ => batch,
+        };
         let capacity = model.window(n_l);
         Some(Self::make(
             problem,
@@ -274,9 +352,9 @@ impl Plan {
         let batch = batch.max(1);
         Plan {
             budget: problem.budget,
-            rows: problem.rows,
+            rows: problem.rows(),
             batch,
-            batches: problem.rows.div_ceil(batch),
+            batches: problem.rows().div_ceil(batch),
             predicted_bytes: problem.bytes(batch, &weights),
             weights,
             bound,
@@ -398,11 +476,25 @@ mod tests {
         }
     }
 
-    fn problem(model: &MemoryModel, rows: usize, budget: usize) -> Problem<'_> {
+    /// Uploads of 4 bytes a row and 4 more a batch whatever the nonzeros (the rows here have
+    /// none): with the model's, 1004 bytes a row and 104 fixed.
+    fn four_a_row(rows: usize, _nnz: usize, _binary: bool) -> usize {
+        4 * (rows + 1)
+    }
+
+    /// The offsets of `rows` rows without nonzeros.
+    fn empty_rows(rows: usize) -> Vec<u32> {
+        vec![0; rows + 1]
+    }
+
+    fn problem<'a>(model: &'a MemoryModel, offsets: &'a [u32], budget: usize) -> Problem<'a> {
         Problem {
             model,
-            rows,
-            max_row_nnz: 0,
+            uploads: Uploads {
+                offsets,
+                binary: false,
+                bytes: four_a_row,
+            },
             budget,
             max_batch: None,
             timing: None,
@@ -412,7 +504,8 @@ mod tests {
     #[test]
     fn everything_fits_resident_in_one_batch() {
         let m = model(10, MIB, true);
-        let p = problem(&m, 1000, 100 * MIB);
+        let rows = empty_rows(1000);
+        let p = problem(&m, &rows, 100 * MIB);
         let plan = Plan::choose(&p).unwrap();
         assert_eq!((plan.batch, plan.batches), (1000, 1));
         assert_eq!(plan.weights, WeightPlacement::Resident);
@@ -431,19 +524,27 @@ mod tests {
     fn the_budget_bounds_the_batch_with_n_l_one() {
         // Weights 100 MiB never fit 20 MiB: stream with N_L = 1, the batch from (2a).
         let m = model(100, MIB, true);
-        let p = problem(&m, 1_000_000, 20 * MIB);
+        let rows = empty_rows(1_000_000);
+        let p = problem(&m, &rows, 20 * MIB);
         let plan = Plan::choose(&p).unwrap();
         assert_eq!(plan.layers_per_batch(), 1);
         assert_eq!(plan.bound, Bound::MemoryStreamed);
-        assert_eq!(plan.batch, (20 * MIB - 104 - 2 * MIB) / 1004);
+        // The largest batch, then the same number of batches evened out.
+        let largest = (20 * MIB - 104 - 2 * MIB) / 1004;
+        let batches = 1_000_000usize.div_ceil(largest);
+        assert_eq!(plan.batches, batches);
+        assert_eq!(plan.batch, 1_000_000usize.div_ceil(batches));
+        assert!(plan.batch < largest);
         assert!(plan.predicted_bytes <= 20 * MIB);
-        assert!(p.bytes(plan.batch + 1, &plan.weights) > 20 * MIB);
+        assert!(p.bytes(largest + 1, &plan.weights) > 20 * MIB);
+        assert!(p.bytes(largest, &plan.weights) <= 20 * MIB);
     }
 
     #[test]
     fn with_all_rows_fitting_n_l_is_the_largest_both_allow() {
         let m = model(100, MIB, true);
-        let mut p = problem(&m, 1000, 30 * MIB);
+        let rows = empty_rows(1000);
+        let mut p = problem(&m, &rows, 30 * MIB);
         // No timing: the memory alone, (30 MiB − rows) / 2 MiB.
         let plan = Plan::choose(&p).unwrap();
         let room = 30 * MIB - 104 - 1004 * 1000;
@@ -478,12 +579,16 @@ mod tests {
     #[test]
     fn resident_only_methods_shrink_the_batch_or_say_what_they_need() {
         let m = model(10, MIB, false);
-        let p = problem(&m, 100_000, 20 * MIB);
+        let rows = empty_rows(100_000);
+        let p = problem(&m, &rows, 20 * MIB);
         let plan = Plan::choose(&p).unwrap();
         assert_eq!(plan.weights, WeightPlacement::Resident);
         assert_eq!(plan.bound, Bound::MemoryResident);
-        assert_eq!(plan.batch, (20 * MIB - 104 - 10 * MIB) / 1004);
-        let small = problem(&m, 100, 10 * MIB);
+        let largest = (20 * MIB - 104 - 10 * MIB) / 1004;
+        assert_eq!(plan.batches, 100_000usize.div_ceil(largest));
+        assert_eq!(plan.batch, 100_000usize.div_ceil(plan.batches));
+        let hundred = empty_rows(100);
+        let small = problem(&m, &hundred, 10 * MIB);
         let error = Plan::choose(&small).unwrap_err();
         assert_eq!(error.needed, 104 + 10 * MIB + 1004);
         assert!(
@@ -492,14 +597,15 @@ mod tests {
         );
         // A streaming method needs only two buffers of its largest layer.
         let streams = model(10, MIB, true);
-        let error = Plan::choose(&problem(&streams, 100, MIB)).unwrap_err();
+        let error = Plan::choose(&problem(&streams, &hundred, MIB)).unwrap_err();
         assert_eq!(error.needed, 104 + 2 * MIB + 1004);
     }
 
     #[test]
     fn halving_reaches_one_row() {
         let m = model(10, MIB, false);
-        let p = problem(&m, 100, 100 * MIB);
+        let rows = empty_rows(100);
+        let p = problem(&m, &rows, 100 * MIB);
         let mut plan = Plan::choose(&p).unwrap();
         let mut steps = 0;
         while let Some(next) = plan.halved(&p) {
@@ -508,6 +614,61 @@ mod tests {
             steps += 1;
         }
         assert_eq!((plan.batch, steps), (1, 6));
+    }
+
+    #[test]
+    fn uploads_are_the_densest_batch_as_the_method_uploads_it() {
+        // Rows of 0, 3, 1, 0, 5 nonzeros; the scatter upload (nothing for an empty batch).
+        let offsets = [0u32, 0, 3, 4, 4, 9];
+        let uploads = Uploads {
+            offsets: &offsets,
+            binary: true,
+            bytes: |rows, nnz, _| spdnn_cuda::memory::scatter_upload_bytes(rows, nnz),
+        };
+        assert_eq!(uploads.rows(), 5);
+        // Batches of 2: [0, 3], [1, 0], [5] → the last, shorter but densest: 4·2 + 8·5.
+        assert_eq!(uploads.densest(2), 4 * 2 + 8 * 5);
+        // Batches of 3: [0, 3, 1], [0, 5] → 4·4 + 8·4 against 4·3 + 8·5.
+        assert_eq!(uploads.densest(3), 4 * 3 + 8 * 5);
+        assert_eq!(uploads.densest(5), 4 * 6 + 8 * 9);
+        assert_eq!(uploads.densest(1), 4 * 2 + 8 * 5);
+        assert_eq!(uploads.one_row(), 4 * 2 + 8 * 5);
+        // A method whose binary uploads hold no values.
+        let binary = Uploads {
+            bytes: |rows, nnz, binary| 4 * (rows + 1) + 4 * nnz + if binary { 4 } else { 4 * nnz },
+            ..uploads
+        };
+        assert_eq!(binary.densest(5), 4 * 6 + 4 * 9 + 4);
+        let none = Uploads {
+            offsets: &[0],
+            ..uploads
+        };
+        assert_eq!((none.rows(), none.densest(3), none.one_row()), (0, 0, 0));
+    }
+
+    #[test]
+    fn a_batch_bound_by_the_budget_is_the_largest_that_fits_its_densest_upload() {
+        // 1000 bytes a row of model; rows alternate 0 and 100 nonzeros.
+        let m = model(1, 1000, false);
+        let offsets: Vec<u32> = (0..=1000u32).map(|r| r / 2 * 100).collect();
+        let p = Problem {
+            uploads: Uploads {
+                offsets: &offsets,
+                binary: false,
+                bytes: |rows, nnz, _| spdnn_cuda::memory::scatter_upload_bytes(rows, nnz),
+            },
+            ..problem(&m, &offsets, 300_000)
+        };
+        let plan = Plan::choose(&p).unwrap();
+        assert_eq!(plan.bound, Bound::MemoryResident);
+        assert!(plan.predicted_bytes <= 300_000, "{plan:?}");
+        assert_eq!(
+            plan.predicted_bytes,
+            100 + 1000 + 1000 * plan.batch + p.uploads.densest(plan.batch)
+        );
+        // Fewest batches: a batch that makes one batch fewer does not fit.
+        let fewer = 1000usize.div_ceil(plan.batches - 1);
+        assert!(p.bytes(fewer, &WeightPlacement::Resident) > 300_000);
     }
 
     #[test]

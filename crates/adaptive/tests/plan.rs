@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use spdnn_adaptive::memory::{MemoryModel, WeightPlacement};
-use spdnn_adaptive::plan::{Bound, Plan, Problem, Timing};
+use spdnn_adaptive::plan::{Bound, Plan, Problem, Timing, Uploads};
 
 fn model() -> impl Strategy<Value = MemoryModel> {
     (
@@ -32,20 +32,49 @@ fn timing() -> impl Strategy<Value = Option<Timing>> {
     ))
 }
 
+/// The offsets of `rows` rows, each with `nnz` nonzeros (`uniform`) or a pseudo-random
+/// count of at most `nnz`.
+fn offsets(rows: usize, nnz: usize, uniform: bool, seed: u64) -> Vec<u32> {
+    let mut state = seed | 1;
+    let mut total = 0u32;
+    std::iter::once(0)
+        .chain((0..rows).map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            total += if uniform || nnz == 0 {
+                nnz as u32
+            } else {
+                (state % (nnz as u64 + 1)) as u32
+            };
+            total
+        }))
+        .collect()
+}
+
 proptest! {
     #[test]
     fn plans_never_exceed_the_budget(
         model in model(),
         rows in 1usize..200_000,
         max_row_nnz in 0usize..500,
+        uniform in any::<bool>(),
+        seed in any::<u64>(),
         budget in 1usize..(1usize << 34),
         max_batch in prop::option::of(1usize..100_000),
         timing in timing(),
     ) {
-        let problem = Problem { model: &model, rows, max_row_nnz, budget, max_batch, timing };
+        let offsets = offsets(rows, max_row_nnz, uniform, seed);
+        let uploads = Uploads {
+            offsets: &offsets,
+            binary: false,
+            bytes: |rows, nnz, _| spdnn_adaptive::memory::scatter_upload_bytes(rows, nnz),
+        };
+        let problem = Problem { model: &model, uploads, budget, max_batch, timing };
         match Plan::choose(&problem) {
             Ok(plan) => {
                 prop_assert!(plan.predicted_bytes <= budget, "{plan:?}");
+                prop_assert_eq!(plan.predicted_bytes, problem.bytes(plan.batch, &plan.weights));
                 prop_assert!(plan.batch >= 1 && plan.batch <= rows);
                 prop_assert!(plan.batch <= max_batch.unwrap_or(rows).max(1));
                 prop_assert_eq!(plan.batches, rows.div_ceil(plan.batch));
@@ -57,14 +86,20 @@ proptest! {
                     prop_assert!(capacity <= s.layers * model.largest_layer());
                     prop_assert!(s.layers >= 1 && s.layers <= model.layers.len());
                 }
-                // Maximal: one more row does not fit with the same weights (unless every
-                // row, or the batch asked for, is already in).
+                // Fewest batches: a batch that makes one batch fewer does not fit with the
+                // same weights (unless every row, or the batch asked for, is already in).
+                // Certain where the densest upload grows with the batch (uniform rows).
                 let cap = max_batch.unwrap_or(rows).min(rows);
-                if plan.batch < cap && matches!(plan.bound, Bound::MemoryResident | Bound::MemoryStreamed) {
-                    prop_assert!(problem.bytes(plan.batch + 1, &plan.weights) > budget);
+                if uniform
+                    && plan.batches > 1
+                    && plan.batch < cap
+                    && matches!(plan.bound, Bound::MemoryResident | Bound::MemoryStreamed)
+                {
+                    let fewer = rows.div_ceil(plan.batches - 1);
+                    prop_assert!(fewer > cap || problem.bytes(fewer, &plan.weights) > budget);
                 }
                 // Halving keeps within the budget.
-                if let Some(half) = plan.halved(&problem) {
+                if let Some(half) = plan.halved(&problem) && uniform {
                     prop_assert!(half.predicted_bytes <= plan.predicted_bytes);
                 }
             }
@@ -76,7 +111,7 @@ proptest! {
                 } else {
                     WeightPlacement::Resident
                 };
-                prop_assert!(problem.bytes(1, &smallest) > budget);
+                prop_assert!(model.bytes(1, &smallest) + uploads.one_row() > budget);
             }
         }
     }

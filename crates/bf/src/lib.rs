@@ -291,10 +291,13 @@ impl KernelMethod for Bf {
                 Recorder::bytes(1, 0) - 2 + Census::bytes(chain.layers.len()),
             )
         });
+        // The batch's buffers and the category flag a row.
+        let (per_row, fixed) =
+            spdnn_cuda::memory::linear(|rows| BfBatch::bytes(rows, widest) + rows);
         MemoryModel {
-            per_row: 2 * 4 * widest + 2 * RowList::BYTES_PER_ROW + 2 + glare.0,
+            per_row: per_row + glare.0,
             layers: chain.with_bias_bytes(packed_layer_bytes(chain.layers, slab_width)),
-            fixed: 2 * RowList::FIXED_BYTES + glare.1,
+            fixed: fixed + glare.1,
             streaming: true,
             exact: true,
         }
@@ -649,6 +652,12 @@ pub struct BfBatch {
 }
 
 impl BfBatch {
+    /// Device bytes of [`Self::new`]`(gpu, rows, n)`: two activation buffers, two row
+    /// lists and a flag per row.
+    pub fn bytes(rows: usize, n: usize) -> usize {
+        2 * 4 * rows * n + 2 * RowList::bytes(rows) + rows.max(1)
+    }
+
     /// Buffers for `rows` rows of at most `n` values (the widest width of the chain).
     pub fn new(gpu: &Gpu, rows: usize, n: usize) -> Result<Self, CudaError> {
         Ok(Self {
@@ -767,6 +776,12 @@ impl BfBatch {
     /// width of the last layer run.
     pub fn width(&self) -> usize {
         self.width
+    }
+
+    /// The two activation buffers (`rows × n` floats each, [`Self::new`]): the current one
+    /// ([`Self::y`]) and the spare; the lists and flags are freed.
+    pub fn into_activations(self) -> (DeviceBuffer<f32>, DeviceBuffer<f32>) {
+        self.y.into_parts()
     }
 
     /// The non-empty rows after the last layer run, ascending (waits for the device).

@@ -1,14 +1,18 @@
 //! The fused chain on the device: the layout resident, one launch per segment, the states
 //! and final values read back and expanded.
 
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
 use spdnn_cuda::cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
+use spdnn_cuda::memory::MemoryModel;
 use spdnn_cuda::method::{DeviceRun, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::{
     CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, KernelDecl, PushKernelArg,
 };
 use spdnn_formats::{Csr, SparseMatrix};
 
-use crate::layout::{Layout, WARP};
+use crate::layout::{FormatChoice, Layout, WARP};
 use crate::plan::{self, Items, Limits, MAX_TILE, Placement, Segment, Spread};
 use crate::{
     Bias, BlockDependOptions, CHAIN_GLOBAL, CHAIN_SHARED, CHAIN_SHARED_WIDE, CHAIN_SPLIT,
@@ -141,7 +145,7 @@ fn blocks_per_sm(kernel: &Kernel, dynamic: usize) -> Result<usize, CudaError> {
 }
 
 /// One launch as the device runs it (two kernels when it spreads).
-struct Launch {
+pub(crate) struct Launch {
     segment: Segment,
     /// Blocks of the persistent grid.
     grid: u32,
@@ -266,13 +270,194 @@ pub(crate) struct BdRun<'g> {
     limits: Limits,
 }
 
-impl<'g> BdRun<'g> {
-    pub(crate) fn prepare(
-        gpu: &'g Gpu,
-        chain: &LayerChain<'_>,
-        rows: usize,
-        options: &BlockDependOptions,
-    ) -> Result<Self, CudaError> {
+/// Elements of every buffer a run allocates beside the layout and the loaded input, for
+/// batches of up to `capacity` rows ([`sizes`]): the one source of the sizes
+/// for [`BdRun::prepare`]'s allocations and for the memory model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sizes {
+    /// `u8`: each row's state.
+    pub state: usize,
+    /// `f32`: the final values, rows × the output width.
+    pub out: usize,
+    /// `u32`, each of two: the rows carried between launches.
+    pub carry_ids: usize,
+    /// `f32`, each of two: their values.
+    pub carry_vals: usize,
+    /// `u32`: queues, entry counts and barriers of the launches.
+    pub counters: usize,
+    /// `f32`: the tiles placed in global memory.
+    pub scratch: usize,
+    /// `f32`: the spread launches' two buffers of rows.
+    pub spread_vals: usize,
+    /// `u32`: their flag words.
+    pub spread_flags: usize,
+}
+
+impl Sizes {
+    /// Device bytes of the buffers.
+    pub(crate) fn bytes(&self) -> usize {
+        self.state
+            + 4 * self.out
+            + 2 * 4 * self.carry_ids
+            + 2 * 4 * self.carry_vals
+            + 4 * self.counters
+            + 4 * self.scratch
+            + 4 * self.spread_vals
+            + 4 * self.spread_flags
+    }
+}
+
+/// Device bytes of the layout's arrays as [`BdRun::prepare`] uploads them (one element for
+/// an empty array).
+pub(crate) fn layout_bytes(layout: &Layout) -> usize {
+    use spdnn_cuda::memory::nonempty_bytes;
+    nonempty_bytes::<u32>(layout.descriptors().len())
+        + nonempty_bytes::<f32>(layout.dense.len())
+        + nonempty_bytes::<[u32; 2]>(layout.ell.len())
+        + nonempty_bytes::<u32>(layout.group_starts.len())
+        + nonempty_bytes::<u32>(layout.first.offsets.len())
+        + nonempty_bytes::<[u32; 2]>(layout.first.entries.len())
+        + nonempty_bytes::<f32>(layout.biases.len())
+}
+
+/// Device bytes of a loaded batch of `rows` rows and `nnz` nonzeros ([`BdRun`]'s `load`):
+/// the offsets, the columns (one when empty) and the values (one when every value is 1).
+pub(crate) fn input_bytes(rows: usize, nnz: usize, binary: bool) -> usize {
+    4 * (rows + 1) + 4 * nnz.max(1) + if binary { 4 } else { 4 * nnz.max(1) }
+}
+
+/// Sizes `segments` for the device: each launch's persistent grid (`sms` SMs, `per_sm`
+/// blocks of a segment's kernel resident on one, `spread` for its spread kernel), its tile
+/// and grid shrunk so that the tiles in global memory take at most a quarter of `free`
+/// bytes, and its spread grid (tiles instead when the spread buffers would take more than a
+/// quarter of `free`, or no spread block fits). Returns the launches and the floats of
+/// global scratch.
+pub(crate) fn size_launches(
+    segments: Vec<Segment>,
+    sms: usize,
+    free: usize,
+    mut per_sm: impl FnMut(&Segment, bool) -> Result<usize, CudaError>,
+) -> Result<(Vec<Launch>, usize), CudaError> {
+    let mut launches = Vec::with_capacity(segments.len());
+    let mut scratch_floats = 0usize;
+    for mut segment in segments {
+        let blocks = per_sm(&segment, false)?;
+        if blocks == 0 {
+            return Err(invalid(format!(
+                "no block of layers {} fits an SM ({} bytes of dynamic shared memory)",
+                segment.label(),
+                4 * segment.shared_floats()
+            )));
+        }
+        let mut grid = sms * blocks;
+        if segment.scratch_floats() > 0 {
+            // Scratch for every block: shrink the tile, then the grid, to a share of the
+            // free memory (a smaller split tile only needs less shared memory).
+            let budget = free / SCRATCH_SHARE / 4;
+            while segment.tile > 1 && grid * segment.scratch_floats() > budget {
+                segment.tile = segment.tile.div_ceil(2);
+            }
+            while grid > 1 && grid * segment.scratch_floats() > budget {
+                grid = grid.div_ceil(2);
+            }
+            scratch_floats = scratch_floats.max(grid * segment.scratch_floats());
+        }
+        // The spread kernel's grid: every block resident (a cooperative launch).
+        let spread_grid = match segment.spread {
+            Spread::Spread if segment.placement != Placement::Global => {
+                sms * per_sm(&segment, true)?
+            }
+            _ => 0,
+        };
+        let mut launch = Launch {
+            segment,
+            grid: grid.clamp(1, i32::MAX as usize) as u32,
+            spread_grid: spread_grid.min(i32::MAX as usize) as u32,
+        };
+        // The spread buffers take a share of the free memory too; a launch whose buffers
+        // would not fit, or whose spread kernel fits no block, runs its tiles.
+        if spread_grid == 0 || launch.spread_floats() > free / SCRATCH_SHARE / 4 {
+            launch.segment.spread = Spread::Tiles;
+            launch.spread_grid = 0;
+        }
+        launches.push(launch);
+    }
+    Ok((launches, scratch_floats))
+}
+
+/// What the host prepares for a chain, whatever the device: the chain as the kernels run
+/// it (compressed, retirement proved) reduced to what a run keeps of it, and its layout.
+pub(crate) struct Host {
+    layout: Layout,
+    expansion: Expansion,
+    suffix_start: Option<usize>,
+    compression: Compression,
+    retire: Retire,
+    compress_ms: f64,
+    retire_ms: f64,
+    /// The chain's and the layout's preparation, ms (the first time, when memoized).
+    preprocess_ms: f64,
+}
+
+/// What identifies a [`Host`]: the contents of the layers and biases (xxh3 of every
+/// array), the bias and bound's bits, and the options that change the preparation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct HostKey {
+    layers: u64,
+    biases: u64,
+    bias: u32,
+    upper: u32,
+    compress: bool,
+    retire: bool,
+    format: FormatChoice,
+}
+
+impl HostKey {
+    fn of(chain: &LayerChain<'_>, options: &BlockDependOptions) -> Self {
+        use rayon::prelude::*;
+        use xxhash_rust::xxh3::Xxh3;
+        let combine = |parts: Vec<u64>| {
+            let mut sum = Xxh3::new();
+            sum.update(&(parts.len() as u64).to_le_bytes());
+            for part in parts {
+                sum.update(&part.to_le_bytes());
+            }
+            sum.digest()
+        };
+        let layers = chain
+            .layers
+            .par_iter()
+            .map(|w| {
+                let mut sum = Xxh3::new();
+                for size in [w.nrows(), w.ncols(), w.nnz()] {
+                    sum.update(&(size as u64).to_le_bytes());
+                }
+                sum.update(bytemuck::cast_slice(w.row_offsets()));
+                sum.update(bytemuck::cast_slice(w.col_indices()));
+                sum.update(bytemuck::cast_slice(w.values()));
+                sum.digest()
+            })
+            .collect();
+        let biases = chain.biases.map_or(Vec::new(), |b| {
+            b.par_iter()
+                .map(|v| xxhash_rust::xxh3::xxh3_64(bytemuck::cast_slice(v)))
+                .collect()
+        });
+        Self {
+            layers: combine(layers),
+            biases: combine(biases),
+            bias: chain.bias.to_bits(),
+            upper: chain.upper.to_bits(),
+            compress: options.compress,
+            retire: options.retire,
+            format: options.format,
+        }
+    }
+}
+
+impl Host {
+    /// Compresses `chain`, proves the retirement and lays it out.
+    fn build(chain: &LayerChain<'_>, options: &BlockDependOptions) -> Result<Self, CudaError> {
         let bias = match chain.biases {
             Some(biases) => Bias::PerNeuron(biases),
             None if chain.bias.is_finite() && chain.bias < 0.0 => Bias::One(chain.bias),
@@ -290,11 +475,7 @@ impl<'g> BdRun<'g> {
             )));
         }
         options.validate().map_err(invalid)?;
-        // bd_chain_shared's static shared memory is an input of the plan: its module
-        // compiles while the network is compressed and laid out. The clock leaves out any
-        // wait for a module (the run's compile_ms).
-        gpu.compile_ahead([&CHAIN_SHARED]);
-        let started = gpu.preparation_clock();
+        let started = Instant::now();
         let network = Chain::build(
             chain.layers,
             bias,
@@ -304,6 +485,66 @@ impl<'g> BdRun<'g> {
         )
         .map_err(invalid)?;
         let layout = Layout::build(&network, options.format).map_err(invalid)?;
+        Ok(Self {
+            layout,
+            expansion: network.expansion(),
+            suffix_start: network.suffix_start(),
+            compression: network.compression().clone(),
+            retire: network.retire().clone(),
+            compress_ms: network.compress_ms(),
+            retire_ms: network.retire_ms(),
+            preprocess_ms: started.elapsed().as_secs_f64() * 1e3,
+        })
+    }
+
+    /// [`Self::build`], or the last one built when `chain` and `options` are the same (the
+    /// planner's model and `prepare` then compress once; GPUs of one run share it). One
+    /// chain is kept, until another is asked for.
+    pub(crate) fn shared(
+        chain: &LayerChain<'_>,
+        options: &BlockDependOptions,
+    ) -> Result<Arc<Self>, CudaError> {
+        static LAST: Mutex<Option<(HostKey, Arc<Host>)>> = Mutex::new(None);
+        let key = HostKey::of(chain, options);
+        // Held while building: a second GPU's thread waits for the first's preparation.
+        let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((k, host)) = last.as_ref()
+            && *k == key
+        {
+            return Ok(host.clone());
+        }
+        *last = None;
+        let host = Arc::new(Self::build(chain, options)?);
+        *last = Some((key, host.clone()));
+        Ok(host)
+    }
+}
+
+/// What a run prepares before it allocates anything: the chain as the kernels run it
+/// (compressed, retirement proved), its layout, the kernels, and the launches sized for the
+/// device and for the free memory it sees (under a budget, the budget's). The memory model
+/// ([`Preparation::model`]) and [`BdRun::prepare`]'s allocations both take their sizes from
+/// here ([`sizes`]).
+pub(crate) struct Preparation {
+    host: Arc<Host>,
+    kernels: Kernels,
+    launches: Vec<Launch>,
+    scratch_floats: usize,
+    limits: Limits,
+}
+
+impl Preparation {
+    pub(crate) fn build(
+        gpu: &Gpu,
+        chain: &LayerChain<'_>,
+        options: &BlockDependOptions,
+    ) -> Result<Self, CudaError> {
+        // bd_chain_shared's static shared memory is an input of the plan: its module
+        // compiles while the network is compressed and laid out (the host's preprocessing
+        // time leaves the wait out: it does not wait for a module).
+        gpu.compile_ahead([&CHAIN_SHARED]);
+        let host = Host::shared(chain, options)?;
+        let layout = &host.layout;
         let cuts =
             plan::cut_points(layout.layers.len(), options.cuts.as_deref()).map_err(invalid)?;
 
@@ -324,29 +565,11 @@ impl<'g> BdRun<'g> {
             )?,
             static_shared,
         };
-        let mut segments = plan::plan(
-            &layout,
-            &limits,
-            &cuts,
-            options.placement,
-            options.tile_rows,
-        )
-        .map_err(invalid)?;
+        let mut segments = plan::plan(layout, &limits, &cuts, options.placement, options.tile_rows)
+            .map_err(invalid)?;
         plan::choose_items(&mut segments, options.items);
-        plan::choose_spread(&mut segments, &layout, options.spread);
-        let preprocess_ms = started.elapsed_ms();
+        plan::choose_spread(&mut segments, layout, options.spread);
         let kernels = Kernels::load(gpu, shared, &segments)?;
-
-        let capacity = rows.max(1);
-        let stride_max = segments.iter().map(|s| s.stride).max().unwrap_or(WARP);
-        if stride_max.saturating_mul(MAX_TILE) > u32::MAX as usize
-            // The queue counts past the rows by at most a tile per block.
-            || capacity.saturating_add(1 << 24) > u32::MAX as usize
-        {
-            return Err(invalid(format!(
-                "{capacity} rows of up to {stride_max} activations are too large to index"
-            )));
-        }
 
         // Opt in to all the dynamic shared memory the device allows a block (at least the
         // largest shared tile's), then size each grid to the blocks that stay resident. The
@@ -389,50 +612,120 @@ impl<'g> BdRun<'g> {
             }
         }
         let free = gpu.memory()?.free;
-        let mut launches = Vec::with_capacity(segments.len());
-        let mut scratch_floats = 0usize;
-        for mut segment in segments {
-            let kernel = kernels.of(&segment)?;
-            let dynamic = 4 * segment.shared_floats();
-            let per_sm = blocks_per_sm(kernel, dynamic)?;
-            if per_sm == 0 {
-                return Err(invalid(format!(
-                    "no block of layers {} fits an SM ({} bytes of dynamic shared memory)",
-                    segment.label(),
-                    dynamic
-                )));
-            }
-            let mut grid = sms * per_sm;
-            if segment.scratch_floats() > 0 {
-                // Scratch for every block: shrink the tile, then the grid, to a share of the
-                // free memory (a smaller split tile only needs less shared memory).
-                let budget = free / SCRATCH_SHARE / 4;
-                while segment.tile > 1 && grid * segment.scratch_floats() > budget {
-                    segment.tile = segment.tile.div_ceil(2);
-                }
-                while grid > 1 && grid * segment.scratch_floats() > budget {
-                    grid = grid.div_ceil(2);
-                }
-                scratch_floats = scratch_floats.max(grid * segment.scratch_floats());
-            }
-            // The spread kernel's grid: every block resident (a cooperative launch).
-            let spread_grid = match kernels.spread_of(&segment)? {
-                Some(spread) => sms * blocks_per_sm(spread, dynamic)?,
-                None => 0,
+        let (launches, scratch_floats) = size_launches(segments, sms, free, |segment, spread| {
+            let kernel = if spread {
+                kernels.spread_of(segment)?
+            } else {
+                Some(kernels.of(segment)?)
             };
-            let mut launch = Launch {
-                segment,
-                grid: grid.clamp(1, i32::MAX as usize) as u32,
-                spread_grid: spread_grid.min(i32::MAX as usize) as u32,
-            };
-            // The spread buffers take a share of the free memory too; a launch whose buffers
-            // would not fit, or whose spread kernel fits no block, runs its tiles.
-            if spread_grid == 0 || launch.spread_floats() > free / SCRATCH_SHARE / 4 {
-                launch.segment.spread = Spread::Tiles;
-                launch.spread_grid = 0;
+            match kernel {
+                Some(kernel) => blocks_per_sm(kernel, 4 * segment.shared_floats()),
+                None => Ok(0),
             }
-            launches.push(launch);
+        })?;
+        Ok(Self {
+            host,
+            kernels,
+            launches,
+            scratch_floats,
+            limits,
+        })
+    }
+
+    /// The memory model ([`model`]).
+    pub(crate) fn model(&self) -> MemoryModel {
+        model(
+            &self.launches,
+            self.scratch_floats,
+            self.host.expansion.output_width(),
+            &self.host.layout,
+        )
+    }
+}
+
+/// The memory model of a run of `launches` over `layout`: [`sizes`] per row and fixed, the
+/// layout's bytes (one entry: the layers share their arrays), resident; exact (the loaded
+/// input is [`input_bytes`], the planner's to add).
+pub(crate) fn model(
+    launches: &[Launch],
+    scratch_floats: usize,
+    out_width: usize,
+    layout: &Layout,
+) -> MemoryModel {
+    let (per_row, fixed) =
+        spdnn_cuda::memory::linear(|rows| sizes(launches, scratch_floats, out_width, rows).bytes());
+    MemoryModel {
+        per_row,
+        layers: vec![layout_bytes(layout)],
+        fixed,
+        streaming: false,
+        exact: true,
+    }
+}
+
+/// The buffers of a run of `launches` (`scratch_floats` of global tiles, final values of
+/// `out_width`) for batches of up to `rows` rows.
+pub(crate) fn sizes(
+    launches: &[Launch],
+    scratch_floats: usize,
+    out_width: usize,
+    rows: usize,
+) -> Sizes {
+    let capacity = rows.max(1);
+    let carry_floats = launches
+        .iter()
+        .map(|l| l.segment.carry_out)
+        .max()
+        .unwrap_or(0);
+    let carry_rows = if carry_floats > 0 { capacity } else { 1 };
+    Sizes {
+        state: capacity,
+        out: (capacity * out_width).max(1),
+        carry_ids: carry_rows,
+        carry_vals: (carry_rows * carry_floats).max(1),
+        counters: 3 * launches.len() + 1,
+        scratch: scratch_floats.max(1),
+        spread_vals: launches
+            .iter()
+            .map(Launch::spread_floats)
+            .max()
+            .unwrap_or(0)
+            .max(1),
+        spread_flags: (3 * launches.iter().map(Launch::spread_rows).max().unwrap_or(0)).max(1),
+    }
+}
+
+impl<'g> BdRun<'g> {
+    pub(crate) fn prepare(
+        gpu: &'g Gpu,
+        chain: &LayerChain<'_>,
+        rows: usize,
+        options: &BlockDependOptions,
+    ) -> Result<Self, CudaError> {
+        let Preparation {
+            host,
+            kernels,
+            launches,
+            scratch_floats,
+            limits,
+        } = Preparation::build(gpu, chain, options)?;
+        let layout = &host.layout;
+        let capacity = rows.max(1);
+        let stride_max = launches
+            .iter()
+            .map(|l| l.segment.stride)
+            .max()
+            .unwrap_or(WARP);
+        if stride_max.saturating_mul(MAX_TILE) > u32::MAX as usize
+            // The queue counts past the rows by at most a tile per block.
+            || capacity.saturating_add(1 << 24) > u32::MAX as usize
+        {
+            return Err(invalid(format!(
+                "{capacity} rows of up to {stride_max} activations are too large to index"
+            )));
         }
+        let out_width = host.expansion.output_width();
+        let sizes = sizes(&launches, scratch_floats, out_width, capacity);
 
         let weights = |e| resident_error(e, "every layer's weights");
         // `[u32; 2]` entries are eight plain bytes, read as `uint2` by the kernel.
@@ -451,24 +744,11 @@ impl<'g> BdRun<'g> {
                 .map_err(weights)?,
             biases: gpu.upload_nonempty(&layout.biases).map_err(weights)?,
         };
-        let out_width = network.output_width();
-        let carry_floats = launches
-            .iter()
-            .map(|l| l.segment.carry_out)
-            .max()
-            .unwrap_or(0);
-        let carry_rows = if carry_floats > 0 { capacity } else { 1 };
         let alloc_f32 = |n: usize, what: &str| {
-            gpu.alloc_zeros::<f32>(n.max(1))
+            gpu.alloc_zeros::<f32>(n)
                 .map_err(|e| resident_error(e, what))
         };
-        let launch_count = launches.len();
-        let spread_rows = launches.iter().map(Launch::spread_rows).max().unwrap_or(0);
-        let spread_floats = launches
-            .iter()
-            .map(Launch::spread_floats)
-            .max()
-            .unwrap_or(0);
+        let carried = "the rows carried between launches";
         let mut run = Self {
             gpu,
             launches,
@@ -476,51 +756,41 @@ impl<'g> BdRun<'g> {
             input: None,
             capacity,
             loaded: 0,
-            state: gpu.alloc_zeros::<u8>(capacity)?,
-            out: alloc_f32(capacity * out_width, "the final values")?,
+            state: gpu.alloc_zeros::<u8>(sizes.state)?,
+            out: alloc_f32(sizes.out, "the final values")?,
             out_width,
             carry_ids: [
-                gpu.alloc_zeros::<u32>(carry_rows)?,
-                gpu.alloc_zeros::<u32>(carry_rows)?,
+                gpu.alloc_zeros::<u32>(sizes.carry_ids)?,
+                gpu.alloc_zeros::<u32>(sizes.carry_ids)?,
             ],
             carry_vals: [
-                alloc_f32(
-                    carry_rows * carry_floats,
-                    "the rows carried between launches",
-                )?,
-                alloc_f32(
-                    carry_rows * carry_floats,
-                    "the rows carried between launches",
-                )?,
+                alloc_f32(sizes.carry_vals, carried)?,
+                alloc_f32(sizes.carry_vals, carried)?,
             ],
-            counters: gpu.alloc_zeros::<u32>(3 * launch_count + 1)?,
-            scratch: alloc_f32(scratch_floats, "the tiles in global memory")?,
-            spread_vals: alloc_f32(spread_floats, "the spread launches' rows")?,
-            spread_flags: gpu.alloc_zeros::<u32>((3 * spread_rows).max(1))?,
+            counters: gpu.alloc_zeros::<u32>(sizes.counters)?,
+            scratch: alloc_f32(sizes.scratch, "the tiles in global memory")?,
+            spread_vals: alloc_f32(sizes.spread_vals, "the spread launches' rows")?,
+            spread_flags: gpu.alloc_zeros::<u32>(sizes.spread_flags)?,
             bias: chain.bias,
             bias_stride: layout.bias_stride as u32,
             upper: chain.upper,
-            suffix_start: network
-                .suffix_start()
+            suffix_start: host
+                .suffix_start
                 .map_or(u32::MAX, |s| s.min(u32::MAX as usize) as u32),
             details: Vec::new(),
             entered: Vec::new(),
             limits,
             kernels,
-            expansion: network.expansion(),
+            expansion: host.expansion.clone(),
         };
-        run.details = run.describe(&network, &layout, preprocess_ms);
+        run.details = run.describe(&host);
         Ok(run)
     }
 
-    fn describe(
-        &self,
-        network: &Chain<'_>,
-        layout: &Layout,
-        preprocess_ms: f64,
-    ) -> Vec<(String, String)> {
+    fn describe(&self, host: &Host) -> Vec<(String, String)> {
+        let layout = &host.layout;
         let (_, dense, ell) = layout.format_counts();
-        let compression = match network.compression() {
+        let compression = match &host.compression {
             Compression::Off => "off".to_string(),
             Compression::Identity => "identity (no classes)".to_string(),
             Compression::Compressed {
@@ -529,7 +799,7 @@ impl<'g> BdRun<'g> {
             } => format!("widths ×{width_ratio:.2}, entries ×{nnz_ratio:.2}"),
             Compression::FellBack { reason } => format!("fell back: {reason}"),
         };
-        let retire = match network.retire() {
+        let retire = match &host.retire {
             Retire::Off => "off".to_string(),
             Retire::Proved { suffix_start } => format!("after {suffix_start} layers"),
             Retire::None { reason } => format!("none: {reason}"),
@@ -560,12 +830,12 @@ impl<'g> BdRun<'g> {
         let regs = |k: &Kernel| k.num_regs().map_or(-1, |r| r);
         let local = |k: &Kernel| k.local_size_bytes().map_or(-1, |r| r);
         vec![
-            ("preprocessing_ms".into(), format!("{preprocess_ms:.1}")),
             (
-                "compress_ms".into(),
-                format!("{:.1}", network.compress_ms()),
+                "preprocessing_ms".into(),
+                format!("{:.1}", host.preprocess_ms),
             ),
-            ("retire_ms".into(), format!("{:.1}", network.retire_ms())),
+            ("compress_ms".into(), format!("{:.1}", host.compress_ms)),
+            ("retire_ms".into(), format!("{:.1}", host.retire_ms)),
             ("compression".into(), compression),
             ("retirement".into(), retire),
             (
@@ -836,6 +1106,96 @@ impl DeviceRun for BdRun<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use spdnn_cuda::memory::WeightPlacement;
+
+    #[test]
+    fn the_host_preparation_is_shared_by_content() {
+        let generated = spdnn_sdgc::generator::network(256, 6, 3).unwrap();
+        let layers = generated.layers().to_vec();
+        let copy = layers.clone();
+        let options = BlockDependOptions::default();
+        let chain = LayerChain::new(&layers, -0.3, 32.0);
+        let same = LayerChain::new(&copy, -0.3, 32.0);
+        assert_eq!(HostKey::of(&chain, &options), HostKey::of(&same, &options));
+        let first = Host::shared(&chain, &options).unwrap();
+        assert!(Arc::ptr_eq(&first, &Host::shared(&same, &options).unwrap()));
+        // Another value, bias, bound or option is another preparation.
+        let mut changed = layers.clone();
+        changed[2] = Csr::from_parts(
+            changed[2].nrows(),
+            changed[2].ncols(),
+            changed[2].row_offsets().to_vec(),
+            changed[2].col_indices().to_vec(),
+            changed[2].values().iter().map(|v| v * 0.5).collect(),
+        )
+        .unwrap();
+        let key = HostKey::of(&chain, &options);
+        assert_ne!(
+            key,
+            HostKey::of(&LayerChain::new(&changed, -0.3, 32.0), &options)
+        );
+        assert_ne!(
+            key,
+            HostKey::of(&LayerChain::new(&layers, -0.25, 32.0), &options)
+        );
+        assert_ne!(
+            key,
+            HostKey::of(&LayerChain::new(&layers, -0.3, 16.0), &options)
+        );
+        let off = BlockDependOptions {
+            compress: false,
+            ..BlockDependOptions::default()
+        };
+        assert_ne!(key, HostKey::of(&chain, &off));
+        let other = Host::shared(&LayerChain::new(&changed, -0.3, 32.0), &options).unwrap();
+        assert!(!Arc::ptr_eq(&first, &other));
+        // A bad chain is an error, not a stale preparation.
+        assert!(Host::shared(&LayerChain::new(&layers, 0.5, 32.0), &options).is_err());
+    }
+
+    #[test]
+    fn the_model_is_the_sizes_the_allocations_take() {
+        let generated = spdnn_sdgc::generator::network(1024, 24, 3).unwrap();
+        for compress in [true, false] {
+            let network = Chain::build(generated.layers(), -0.3f32, 32.0, compress, true).unwrap();
+            let layout = Layout::build(&network, Default::default()).unwrap();
+            let cuts = plan::cut_points(layout.layers.len(), None).unwrap();
+            let mut segments = plan::plan(
+                &layout,
+                &Limits::hopper(1680),
+                &cuts,
+                Default::default(),
+                None,
+            )
+            .unwrap();
+            plan::choose_items(&mut segments, Default::default());
+            plan::choose_spread(&mut segments, &layout, crate::SpreadChoice::Always);
+            // A roomy device, and free memory so small the scratch and spreads shrink.
+            for free in [80usize << 30, 1 << 20] {
+                let (launches, scratch) =
+                    size_launches(segments.clone(), 132, free, |_, spread| {
+                        Ok(if spread { 1 } else { 2 })
+                    })
+                    .unwrap();
+                let out = network.output_width();
+                let model = model(&launches, scratch, out, &layout);
+                assert!(model.exact && !model.streaming);
+                for rows in [1, 2, 999, 60000] {
+                    assert_eq!(
+                        model.bytes(rows, &WeightPlacement::Resident),
+                        sizes(&launches, scratch, out, rows).bytes() + layout_bytes(&layout),
+                        "compress {compress}, free {free}, {rows} rows"
+                    );
+                }
+                let carry = launches.iter().map(|l| l.segment.carry_out).max().unwrap();
+                assert!(carry > 0);
+                assert_eq!(model.per_row, 1 + 4 * out + 2 * (4 + 4 * carry));
+            }
+        }
+        assert_eq!(input_bytes(3, 5, true), 16 + 20 + 4);
+        assert_eq!(input_bytes(3, 5, false), 16 + 20 + 20);
+        assert_eq!(input_bytes(3, 0, true), 16 + 4 + 4);
+    }
 
     #[test]
     fn a_refused_launch_names_what_it_asked_and_what_to_try() {

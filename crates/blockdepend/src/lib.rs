@@ -272,13 +272,10 @@ impl KernelMethod for BlockDepend {
     /// (compressed) output from a per-layer array.
     const ACCEPTS_PER_NEURON_BIAS: bool = true;
 
-    /// Per row: the state, the final values, and two carried rows between launches; per
-    /// layer: its laid-out weights; fixed: the tiles placed in global memory and the spread
-    /// launches' rows (each at most a quarter of what is free when `prepare` sizes them). The compressed widths and the
-    /// layout come out of `prepare`'s compression, which the model does not repeat: with
-    /// compression the widths and layers are estimated at an eighth of the network's (the
-    /// generated networks compress 16×), without it bounded by the network's. An
-    /// estimate; resident only.
+    /// Without the device, an estimate: per row the state, the final values and two carried
+    /// rows between launches, per layer its laid-out weights, with compression the widths
+    /// and layers at an eighth of the network's (the generated networks compress 16×),
+    /// without it bounded by the network's. The planner uses [`Self::memory_on`], exact.
     fn memory(chain: &LayerChain<'_>, options: &BlockDependOptions) -> MemoryModel {
         let widest = spdnn_cuda::memory::widest(chain);
         let out = chain.layers.last().map_or(0, SparseMatrix::ncols);
@@ -296,6 +293,28 @@ impl KernelMethod for BlockDepend {
             streaming: false,
             exact: false,
         }
+    }
+
+    /// Exact: what `prepare` computes before it allocates (the compression, the layout,
+    /// the launches sized for this device and the free memory it sees, which under a budget
+    /// is the budget), and the sizes its allocations take from it. Per row: the state, the
+    /// final values and the two carried rows of the compressed widths; per layer: the
+    /// layout's arrays (one entry, the layers share them); fixed: the launches' counters,
+    /// the tiles placed in global memory and the spread launches' buffers. The loaded input
+    /// is [`Self::upload_bytes`]. Runs the compression (its time is spent again in
+    /// `prepare`).
+    fn memory_on(
+        gpu: &Gpu,
+        chain: &LayerChain<'_>,
+        options: &BlockDependOptions,
+    ) -> Result<MemoryModel, CudaError> {
+        Ok(device::Preparation::build(gpu, chain, options)?.model())
+    }
+
+    /// The batch's CSR as the kernel reads it: offsets, columns, and the values only when
+    /// one is not 1.
+    fn upload_bytes(rows: usize, nnz: usize, binary: bool) -> usize {
+        device::input_bytes(rows, nnz, binary)
     }
 
     fn prepare<'g>(

@@ -13,8 +13,9 @@ use crate::method::LayerChain;
 /// streamed weights:   fixed + rows · per_row + 2 · (largest window of N_L layers)
 /// ```
 ///
-/// The transient upload of a batch's sparse input rows is the planner's to add (it knows
-/// the input, [`input_bytes`]).
+/// The upload of a batch's sparse input rows is the planner's to add: it knows the input,
+/// and the method says what its `load` uploads
+/// ([`crate::method::KernelMethod::upload_bytes`]).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct MemoryModel {
     /// Bytes per row of a batch: activation buffers, row lists, flags, recorders, and the
@@ -27,9 +28,10 @@ pub struct MemoryModel {
     /// Whether the weights can stream from host memory in batches of layers
     /// ([`WeightPlacement::Streamed`]); otherwise every layer stays resident.
     pub streaming: bool,
-    /// Whether `layers` is the method's exact accounting, or an estimate because the bytes
-    /// come out of preprocessing the model does not repeat (a planner then retries with a
-    /// smaller batch when an allocation is refused).
+    /// Whether the model is the method's exact accounting of every buffer its `prepare`,
+    /// `load` and `run` allocate (counts that depend on the data, such as the rows still
+    /// alive at a layer, taken at their bound: the batch's rows), or an estimate (a planner
+    /// then retries with a smaller batch when an allocation is refused).
     pub exact: bool,
 }
 
@@ -120,6 +122,32 @@ pub fn input_bytes(input: &Csr, batch: usize) -> usize {
         .max()
         .unwrap_or(0);
     4 * (batch + 1) + 8 * most
+}
+
+/// `(per_row, fixed)` of a size that is linear in the rows from one row on
+/// (`bytes(rows) = fixed + rows · per_row` for `rows ≥ 1`), read off `bytes` at one and two
+/// rows: a method's model then takes its numbers from the functions its allocations use.
+pub fn linear(bytes: impl Fn(usize) -> usize) -> (usize, usize) {
+    let (one, two) = (bytes(1), bytes(2));
+    let per_row = two.saturating_sub(one);
+    (per_row, one.saturating_sub(per_row))
+}
+
+/// Device bytes [`crate::rows::scatter_rows`] uploads for a batch of `rows` rows with `nnz`
+/// nonzeros (32-bit offsets, columns and values; nothing when `nnz` is 0): the default of
+/// [`crate::method::KernelMethod::upload_bytes`].
+pub fn scatter_upload_bytes(rows: usize, nnz: usize) -> usize {
+    if nnz == 0 {
+        0
+    } else {
+        4 * (rows + 1) + 8 * nnz
+    }
+}
+
+/// Device bytes of [`crate::Gpu::upload_nonempty`] of `len` elements of `T` (one element
+/// when `len` is 0).
+pub fn nonempty_bytes<T>(len: usize) -> usize {
+    len.max(1) * std::mem::size_of::<T>()
 }
 
 /// Where a run keeps its weights.
@@ -223,6 +251,16 @@ mod tests {
         };
         assert_eq!(m.bytes(0, &WeightPlacement::Streamed(fixed)), 7 + 100);
         assert_eq!(m.bytes(usize::MAX, &WeightPlacement::Resident), usize::MAX);
+    }
+
+    #[test]
+    fn linear_sizes_are_read_off_one_and_two_rows() {
+        assert_eq!(linear(|rows| 7 + 3 * rows), (3, 7));
+        assert_eq!(linear(|rows| 5 * rows.max(1)), (5, 0));
+        assert_eq!(scatter_upload_bytes(3, 0), 0);
+        assert_eq!(scatter_upload_bytes(3, 2), 4 * 4 + 8 * 2);
+        assert_eq!(nonempty_bytes::<u32>(0), 4);
+        assert_eq!(nonempty_bytes::<u64>(3), 24);
     }
 
     #[test]

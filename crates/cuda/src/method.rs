@@ -233,6 +233,28 @@ pub trait KernelMethod: 'static {
         MemoryModel::conservative(chain)
     }
 
+    /// [`Self::memory`] for a run on `gpu`, when the sizes come out of preparation the
+    /// device-free model cannot repeat cheaply (a compression, a layout, a plan sized from
+    /// the device's limits or its free memory under the budget): the method runs the same
+    /// size computations its `prepare` does, without allocating. The planner calls this;
+    /// the default is [`Self::memory`].
+    fn memory_on(
+        gpu: &Gpu,
+        chain: &LayerChain<'_>,
+        options: &Self::Options,
+    ) -> Result<MemoryModel, CudaError> {
+        let _ = gpu;
+        Ok(Self::memory(chain, options))
+    }
+
+    /// Device bytes `load` allocates for a batch of `rows` input rows with `nnz` nonzeros
+    /// (`binary`: every value is 1), beside [`Self::memory`]'s per-row bytes. The default is
+    /// [`crate::rows::scatter_rows`]'s upload ([`crate::memory::scatter_upload_bytes`]).
+    fn upload_bytes(rows: usize, nnz: usize, binary: bool) -> usize {
+        let _ = binary;
+        crate::memory::scatter_upload_bytes(rows, nnz)
+    }
+
     /// `options` with the weights placed as `placement` says, for a method whose model says
     /// it can stream ([`MemoryModel::streaming`]); `None` (the default) keeps every layer
     /// resident whatever is asked.

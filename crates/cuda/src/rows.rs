@@ -400,6 +400,16 @@ impl<T> PingPong<T> {
     pub fn reset(&mut self) {
         self.current = 0;
     }
+
+    /// The current value and the next one, by value.
+    pub fn into_parts(self) -> (T, T) {
+        let [first, second] = self.pair;
+        if self.current == 0 {
+            (first, second)
+        } else {
+            (second, first)
+        }
+    }
 }
 
 /// A list of rows on the device and its length, also on the device (so kernels can
@@ -417,6 +427,11 @@ impl RowList {
     pub const BYTES_PER_ROW: usize = 4;
     /// Device bytes besides the rows: the count.
     pub const FIXED_BYTES: usize = 4;
+
+    /// Device bytes of a list of up to `capacity` rows, as [`Self::new`] allocates it.
+    pub fn bytes(capacity: usize) -> usize {
+        Self::BYTES_PER_ROW * capacity.max(1) + Self::FIXED_BYTES
+    }
 
     /// An empty list of up to `capacity` rows.
     pub fn new(gpu: &Gpu, capacity: usize) -> Result<Self, CudaError> {
@@ -498,6 +513,10 @@ mod tests {
         assert_eq!(pair.split(), (&'b', &mut 'a'));
         pair.reset();
         assert_eq!(*pair.current(), 'a');
+        assert_eq!(pair.into_parts(), ('a', 'b'));
+        let mut pair = PingPong::new('a', 'b');
+        pair.swap();
+        assert_eq!(pair.into_parts(), ('b', 'a'));
     }
 
     #[test]

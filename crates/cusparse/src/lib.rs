@@ -133,6 +133,32 @@ fn dense(
     Ok(DenseMatrix(descriptor))
 }
 
+/// Device bytes of [`sparse_layer`]`(w)`: `Wᵀ`'s offsets, columns and values (one column
+/// and value when it is empty).
+fn sparse_layer_bytes(w: &Csr) -> usize {
+    4 * (w.ncols() + 1) + 8 * w.nnz().max(1)
+}
+
+/// Whether layer `l` of `chain` has a positive per-neuron bias (its pattern then runs too).
+fn positive_bias(chain: &LayerChain<'_>, l: usize) -> bool {
+    chain
+        .layer_biases(l)
+        .is_some_and(|b| b.iter().any(|&v| v > 0.0))
+}
+
+/// Device bytes of the buffers `prepare` sizes by the batch of `rows` rows of at most
+/// `widest` values: the two activation buffers, the structural product's buffer (one float
+/// without a positive bias) and the category flags.
+fn batch_bytes(rows: usize, widest: usize, any_positive: bool) -> usize {
+    2 * 4 * rows * widest + 4 * structural_floats(rows, widest, any_positive) + rows
+}
+
+/// Floats of the structural product's buffer: a batch's activations when a layer has a
+/// positive bias, else one.
+fn structural_floats(rows: usize, widest: usize, any_positive: bool) -> usize {
+    if any_positive { rows * widest } else { 1 }
+}
+
 fn sparse_layer(gpu: &Gpu, w: &Csr) -> Result<SparseLayer, CudaError> {
     let transposed = w.transpose();
     let offsets = gpu.upload(transposed.row_offsets())?;
@@ -189,32 +215,33 @@ impl KernelMethod for Cusparse {
     const ACCEPTS_PER_NEURON_BIAS: bool = true;
     const ACCEPTS_POSITIVE_BIAS: bool = true;
 
-    /// Per row: two activation buffers of the widest rows and the category flag; per layer:
-    /// `Wᵀ` in 32-bit CSR; fixed: SpMM's workspace, whose size cuSPARSE tells only on the
-    /// device (estimated here at 64 MiB), so the model is an estimate. cuSPARSE's handle
-    /// keeps memory of its own outside this accounting.
+    /// Per row: two activation buffers of the widest rows and the category flag (and, with
+    /// a positive per-neuron bias somewhere, the structural product's buffer); per layer:
+    /// `Wᵀ` in 32-bit CSR (one column and value when empty), its per-neuron biases, and for
+    /// a layer with a positive bias its pattern too ([`sparse_layer_bytes`]); fixed: the
+    /// unused structural buffer's one float and SpMM's workspace. The workspace is what
+    /// `cusparseSpMM_bufferSize` asks for once the descriptors exist (`prepare` queries it
+    /// and reports it as `spmm_workspace_bytes`); it is taken as its one-byte minimum here
+    /// (the CSR algorithm without a transpose asks for none, we expect), so the model is
+    /// exact only if the GPU confirms that (the peak test does). cuSPARSE's handle keeps
+    /// memory of its own outside the budget's accounting.
     fn memory(chain: &LayerChain<'_>, _options: &NoOptions) -> MemoryModel {
         let widest = spdnn_cuda::memory::widest(chain);
-        // Per-neuron biases: an array a layer; a layer with a positive one also holds its
-        // pattern, and the run a buffer for the structural product.
-        let positive = |l: usize| {
-            chain
-                .layer_biases(l)
-                .is_some_and(|b| b.iter().any(|&v| v > 0.0))
-        };
-        let any_positive = (0..chain.layers.len()).any(positive);
+        let any_positive = (0..chain.layers.len()).any(|l| positive_bias(chain, l));
+        let (per_row, fixed) =
+            spdnn_cuda::memory::linear(|rows| batch_bytes(rows, widest, any_positive));
         MemoryModel {
-            per_row: 2 * 4 * widest + 1 + if any_positive { 4 * widest } else { 0 },
+            per_row,
             layers: chain
                 .layers
                 .iter()
                 .enumerate()
                 .map(|(l, w)| {
-                    let matrix = 4 * (w.ncols() + 1) + 8 * w.nnz().max(1);
-                    matrix + chain.bias_bytes(l) + if positive(l) { matrix } else { 0 }
+                    let matrix = sparse_layer_bytes(w);
+                    matrix + chain.bias_bytes(l) + if positive_bias(chain, l) { matrix } else { 0 }
                 })
                 .collect(),
-            fixed: 64 << 20,
+            fixed: fixed + 1,
             streaming: false,
             exact: false,
         }
@@ -275,18 +302,12 @@ impl KernelMethod for Cusparse {
             ),
             None => None,
         };
-        let positive: Vec<bool> = (0..layers.len())
-            .map(|l| {
-                chain
-                    .layer_biases(l)
-                    .is_some_and(|b| b.iter().any(|&v| v > 0.0))
-            })
-            .collect();
-        let mut s_buffer = gpu.alloc_zeros::<f32>(if positive.contains(&true) {
-            rows_count * widest
-        } else {
-            1
-        })?;
+        let positive: Vec<bool> = (0..layers.len()).map(|l| positive_bias(chain, l)).collect();
+        let mut s_buffer = gpu.alloc_zeros::<f32>(structural_floats(
+            rows_count,
+            widest,
+            positive.contains(&true),
+        ))?;
         let mut structural = Vec::with_capacity(layers.len());
         for (l, w) in layers.iter().enumerate() {
             structural.push(if positive[l] {
@@ -345,6 +366,7 @@ impl KernelMethod for Cusparse {
             sparse,
             handle,
             workspace: gpu.alloc_zeros::<u8>(workspace_bytes.max(1))?,
+            workspace_bytes,
             epilogue: gpu.kernel(&BIAS_CLIP)?,
             epilogue_neurons: gpu.kernel(&BIAS_CLIP_NEURONS)?,
             epilogue_structural: gpu.kernel(&BIAS_CLIP_STRUCTURAL)?,
@@ -430,6 +452,8 @@ struct CusparseRun<'g> {
     sparse: Vec<SparseLayer>,
     handle: Handle,
     workspace: DeviceBuffer<u8>,
+    /// What `cusparseSpMM_bufferSize` asked for (the most over the layers).
+    workspace_bytes: usize,
     epilogue: Kernel,
     epilogue_neurons: Kernel,
     epilogue_structural: Kernel,
@@ -588,7 +612,13 @@ impl DeviceRun for CusparseRun<'_> {
     }
 
     fn details(&self) -> Vec<(String, String)> {
-        vec![("algorithm".into(), "CUSPARSE_SPMM_ALG_DEFAULT".into())]
+        vec![
+            ("algorithm".into(), "CUSPARSE_SPMM_ALG_DEFAULT".into()),
+            (
+                "spmm_workspace_bytes".into(),
+                self.workspace_bytes.to_string(),
+            ),
+        ]
     }
 }
 

@@ -2,7 +2,7 @@
 //! challenge's largest does not fit any GPU, and the plan says so instead of trying.
 
 use spdnn_adaptive::memory::WeightPlacement;
-use spdnn_adaptive::plan::{Plan, Problem};
+use spdnn_adaptive::plan::{Plan, Problem, Uploads};
 use spdnn_cuda::method::{KernelMethod, LayerChain};
 use spdnn_dense::{Dense, DenseOptions, WORKSPACE_BYTES};
 use spdnn_formats::Csr;
@@ -19,10 +19,15 @@ fn a_65536_wide_chain_is_refused_and_a_1024_wide_one_fits() {
     // 17 GB a layer.
     assert_eq!(model.largest_layer(), 4 * 65536 * 65536);
     assert!(!model.streaming);
+    // 60000 rows of 500 nonzeros each.
+    let offsets: Vec<u32> = (0..=60000u32).map(|r| 500 * r).collect();
     let problem = Problem {
         model: &model,
-        rows: 60000,
-        max_row_nnz: 500,
+        uploads: Uploads {
+            offsets: &offsets,
+            binary: false,
+            bytes: Dense::upload_bytes,
+        },
         budget: H100,
         max_batch: None,
         timing: None,

@@ -22,6 +22,14 @@ use crate::{
     layer_kernel, neurons_layer_kernel, static_shared_bytes,
 };
 
+/// Device bytes of a run's buffers for batches of up to `rows` rows of at most `widest`
+/// values ([`HpRun::prepare`]): two activation buffers, two row lists, the `alive` and
+/// category flags.
+pub(crate) fn batch_bytes(rows: usize, widest: usize) -> usize {
+    let capacity = rows.max(1);
+    2 * 4 * capacity * widest + 2 * RowList::bytes(capacity) + 2 * capacity
+}
+
 /// One layer's layout on the device, its widths and its grid.
 struct DeviceHpLayer {
     /// `N_{l-1}`: the width of the activations it reads (their row stride).
@@ -211,6 +219,7 @@ impl<'g> HpRun<'g> {
         // The kernels compile on worker threads while the layout is built.
         gpu.compile_ahead(crate::plan_kernels(options, chain.biases.is_some()));
 
+        // What batch_bytes counts.
         let y = PingPong::new(
             gpu.alloc_zeros(capacity * widest)?,
             gpu.alloc_zeros(capacity * widest)?,

@@ -203,6 +203,18 @@ impl HpLayer {
         self.map.len()
     }
 
+    /// Device bytes of the layer's arrays as the run uploads them (one element for an
+    /// empty array; its per-neuron biases apart).
+    pub fn device_bytes(&self) -> usize {
+        use spdnn_cuda::memory::nonempty_bytes;
+        nonempty_bytes::<u32>(self.block_buffers.len())
+            + nonempty_bytes::<u32>(self.buffer_starts.len())
+            + nonempty_bytes::<u32>(self.map.len())
+            + nonempty_bytes::<u32>(self.slice_starts.len())
+            + nonempty_bytes::<u16>(self.index.len())
+            + nonempty_bytes::<f32>(self.value.len())
+    }
+
     /// `block_buffers` (see the module documentation).
     pub fn block_buffers(&self) -> &[u32] {
         &self.block_buffers
@@ -231,16 +243,6 @@ impl HpLayer {
     /// Weights, `WARP` per slot row (0.0 in padding).
     pub fn value(&self) -> &[f32] {
         &self.value
-    }
-
-    /// Bytes of the arrays the device holds.
-    pub fn device_bytes(&self) -> usize {
-        4 * (self.block_buffers.len()
-            + self.buffer_starts.len()
-            + self.map.len()
-            + self.slice_starts.len()
-            + self.value.len())
-            + 2 * self.index.len()
     }
 
     /// Builds the layout of `w` (`N_{l-1} × N_l`, row = input neuron). `input_positions[r]`

@@ -267,12 +267,11 @@ impl KernelMethod for Hp {
     type Options = HpOptions;
     const ACCEPTS_PER_NEURON_BIAS: bool = true;
 
-    /// Per row: two activation buffers of the widest rows, two row lists, the `alive` and
-    /// category flags; fixed: the input's positions. The sliced-ELL bytes of a layer are
-    /// known only once its layout is built in `prepare`: estimated at 8 bytes a nonzero
-    /// (its 16-bit index and value, with padding and maps) plus an offset an output, so the
-    /// model is an estimate (plus the per-neuron biases of a trained network). Resident
-    /// only.
+    /// Without building the layout, an estimate: per row two activation buffers of the
+    /// widest rows, two row lists, the `alive` and category flags; per layer 8 bytes a
+    /// nonzero (its 16-bit index and value, with padding and maps) plus an offset an output,
+    /// and the per-neuron biases; fixed the input's positions. The planner uses
+    /// [`Self::memory_on`], exact.
     fn memory(chain: &LayerChain<'_>, _options: &HpOptions) -> MemoryModel {
         let widest = spdnn_cuda::memory::widest(chain);
         MemoryModel {
@@ -290,6 +289,19 @@ impl KernelMethod for Hp {
         }
     }
 
+    /// Exact: per row [`device::batch_bytes`] (two activation buffers of the widest rows,
+    /// two row lists, the `alive` and category flags); per layer the layout's arrays as
+    /// built by the same construction `prepare` runs ([`format::HpLayer::device_bytes`];
+    /// its time is spent again in `prepare`) and the per-neuron biases; fixed the input's
+    /// positions when the layout reorders them. The device is not needed.
+    fn memory_on(
+        _gpu: &Gpu,
+        chain: &LayerChain<'_>,
+        options: &HpOptions,
+    ) -> Result<MemoryModel, CudaError> {
+        exact_model(chain, options)
+    }
+
     fn prepare<'g>(
         gpu: &'g Gpu,
         chain: &LayerChain<'_>,
@@ -302,6 +314,33 @@ impl KernelMethod for Hp {
     fn batch(options: &HpOptions) -> Option<usize> {
         options.batch
     }
+}
+
+/// [`Hp`]'s exact memory model ([`KernelMethod::memory_on`]), which needs no device.
+pub fn exact_model(chain: &LayerChain<'_>, options: &HpOptions) -> Result<MemoryModel, CudaError> {
+    options
+        .validate()
+        .map_err(|e| CudaError::InvalidArgument(format!("hp: {e}")))?;
+    let widths = spdnn_cuda::rows::check_widths(chain.layers, chain.bias, chain.upper)?;
+    let widest = widths.iter().copied().max().unwrap_or(0);
+    let params = format::Params {
+        buffer: options.buffer(),
+        layout: options.layout,
+    };
+    let mut layers = Vec::with_capacity(chain.layers.len());
+    let input_order = format::build_layers::<CudaError>(chain.layers, &params, |_, layer| {
+        layers.push(layer.device_bytes());
+        Ok(())
+    })?;
+    let (per_row, fixed) = spdnn_cuda::memory::linear(|rows| device::batch_bytes(rows, widest));
+    let positions = input_order.map_or(0, |order| 4 * order.len());
+    Ok(MemoryModel {
+        per_row,
+        layers: chain.with_bias_bytes(layers),
+        fixed: fixed + positions,
+        streaming: false,
+        exact: true,
+    })
 }
 
 /// Runs H&P on `input` (rows × `N_0`) through `layers` (`N_{l-1} × N_l`, chained):
@@ -328,6 +367,56 @@ pub fn infer(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use spdnn_cuda::memory::WeightPlacement;
+
+    #[test]
+    fn the_exact_model_is_the_layout_built_and_the_batch() {
+        let generated = spdnn_sdgc::generator::network(1024, 12, 3).unwrap();
+        let chain = LayerChain::new(generated.layers(), -0.3, 32.0);
+        for layout in [format::Layout::Grouped, format::Layout::Paper] {
+            let options = HpOptions {
+                layout,
+                ..HpOptions::default()
+            };
+            let model = exact_model(&chain, &options).unwrap();
+            assert!(model.exact && !model.streaming);
+            let params = format::Params {
+                buffer: options.buffer(),
+                layout,
+            };
+            let mut built = Vec::new();
+            let order = format::build_layers::<HpError>(chain.layers, &params, |_, layer| {
+                built.push(layer);
+                Ok(())
+            })
+            .unwrap();
+            // The grouped layout reorders the input (its positions are uploaded); the
+            // paper's does not.
+            assert_eq!(order.is_some(), layout == format::Layout::Grouped);
+            let weights: usize = built.iter().map(format::HpLayer::device_bytes).sum();
+            let positions = order.map_or(0, |o| 4 * o.len());
+            for rows in [1, 2, 999] {
+                assert_eq!(
+                    model.bytes(rows, &WeightPlacement::Resident),
+                    weights + positions + device::batch_bytes(rows, 1024),
+                    "{layout:?}, {rows} rows"
+                );
+            }
+            // Smaller than the estimate's 8 bytes a nonzero: the grouped layout's 16-bit
+            // indices and 32-bit values.
+            assert!(model.weight_bytes() < Hp::memory(&chain, &options).weight_bytes());
+        }
+        assert!(
+            exact_model(
+                &chain,
+                &HpOptions {
+                    buffer: Some(0),
+                    ..HpOptions::default()
+                }
+            )
+            .is_err()
+        );
+    }
 
     #[test]
     fn defaults_validate_and_fit_48_kib() {

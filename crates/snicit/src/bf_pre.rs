@@ -83,11 +83,13 @@ impl BfPre {
         self.shape.layout.output_width()
     }
 
-    /// Loads `input` (untimed): zeroed activations holding it, every row listed. After
-    /// [`Self::run`] the batch's activations hold rows of the last layer's width
-    /// ([`BfBatch::width`]).
-    pub fn start(&self, gpu: &Gpu, input: &Csr) -> Result<BfBatch, CudaError> {
-        let mut run = BfBatch::new(gpu, input.nrows(), self.shape.layout.max_width())?;
+    /// Loads `input` (untimed) into buffers of rows of `width` values (at least the widest
+    /// pre-convergence width: SNICIT's later layers reuse them): zeroed activations holding
+    /// it, every row listed. After [`Self::run`] the batch's activations hold rows of the
+    /// last layer's width ([`BfBatch::width`]).
+    pub fn start(&self, gpu: &Gpu, input: &Csr, width: usize) -> Result<BfBatch, CudaError> {
+        let width = width.max(self.shape.layout.max_width());
+        let mut run = BfBatch::new(gpu, input.nrows(), width)?;
         run.load(gpu, &self.kernels, input)?;
         Ok(run)
     }

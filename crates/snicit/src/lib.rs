@@ -49,13 +49,14 @@ mod run;
 use std::any::Any;
 use std::path::Path;
 
+use rayon::prelude::*;
 use spdnn_cuda::memory::MemoryModel;
 use spdnn_cuda::method::{self, DeviceRun, KernelMethod, LayerChain, MethodOptions, Probe};
-use spdnn_cuda::rows::{self, GpuInference, RunSpec};
+use spdnn_cuda::rows::{self, GpuInference, RowList, RunSpec};
 use spdnn_cuda::{CudaError, Gpu};
 use spdnn_formats::{Csr, SparseMatrix};
-use spdnn_glare::{Glare, GlareKernel, model};
-use spdnn_xy::gpu::DeviceXyNetwork;
+use spdnn_glare::{Glare, GlareKernel, Recorder, model};
+use spdnn_xy::gpu::{DeviceXyNetwork, XyRun};
 use spdnn_xy::{XyNetwork, XyOptions};
 
 use run::{Context, Kernels, Outcome, Pre};
@@ -259,52 +260,88 @@ impl KernelMethod for Snicit {
     type Options = SnicitOptions;
     const ACCEPTS_PER_NEURON_BIAS: bool = true;
 
-    /// Per row, from `Context::start`, `export`, `convert`, the recovery and `output`:
-    /// the pre-convergence spMM's two buffers, lists and flags, the post-convergence buffer,
-    /// lists and flags, the exported rows, the cluster arrays, the ids, the category flag
-    /// and the recovered values (GLARE: its recorders); per layer: BF's packed slabs before
-    /// t (with `--pre-convergence bf`), else at most the CSR bytes (XY's bound); fixed: the
-    /// samples' sums, the centroid list, BF's permutation, the census. A bound, not exact.
+    /// The batch's two activation buffers of the widest rows serve both spMMs (the
+    /// conversion exports the rows alive at layer t into the pre-convergence spMM's spare
+    /// buffer and frees the rest of its state), so a batch holds, per row: the two buffers,
+    /// the pre-convergence state's lists and flags ([`XyRun::bytes`] or
+    /// [`spdnn_bf::BfBatch::bytes`]) until the conversion, the post-convergence lists and
+    /// flags, the category flag, and per phase what it allocates for a while: the deletion's
+    /// list or the export ([`XyRun::export_bytes`]; BF's row list and permutation), then the
+    /// cluster arrays and the recovery's ids. The model is the largest phase, each count of
+    /// rows (alive at t, exported, centroids) at its bound. Per layer: XY's layout
+    /// ([`spdnn_xy::format::layer_device_bytes`]) or, before t with `--pre-convergence bf`,
+    /// BF's packed slabs, and the per-neuron biases. Fixed: the samples' sums and centroid
+    /// list (GLARE: the census).
     fn memory(chain: &LayerChain<'_>, options: &SnicitOptions) -> MemoryModel {
         let layers = chain.layers;
         let mut widths = vec![chain.neurons()];
         widths.extend(layers.iter().map(SparseMatrix::ncols));
         let t = options.threshold.min(layers.len());
-        let w_pre = widths[..=t].iter().copied().max().unwrap_or(0);
-        let w_post = widths[t..].iter().copied().max().unwrap_or(0);
-        let (w_t, w_l) = (widths[t], widths[widths.len() - 1]);
-        let pre_row = match options.pre_convergence {
-            // XyRun: buffers, lists, column flags, ids.
-            PreConvergence::Xy => 8 * w_pre + 8 + 1 + 4,
-            // BfBatch: buffers, lists, flags.
-            PreConvergence::Bf => 8 * w_pre + 8 + 1,
+        let widest = widths.iter().copied().max().unwrap_or(1);
+        let w_post = widths[t..].iter().copied().max().unwrap_or(1);
+        let samples = options.samples;
+        let pre = |rows: usize| match options.pre_convergence {
+            PreConvergence::Xy => XyRun::bytes(rows, widest),
+            PreConvergence::Bf => spdnn_bf::BfBatch::bytes(rows, widest),
         };
-        // Post buffer, row flags, lists; export (flags, rows, list); convert (centroid
-        // flags, live, dead, centroid of); recovery ids; category flags; recovered values.
-        let post_row = 4 * w_post + 1 + 8 + 1 + 4 * w_post.max(w_t) + 4 + 4 + 7 + 4 + 1;
-        let (glare_row, glare_fixed) = options.glare.map_or((0, 0), |g| {
-            let units = w_post.div_ceil(g.segment.max(1));
-            (
-                10 * units + w_post.div_ceil(spdnn_xy::gpu::ROW_THREADS as usize),
-                9 + spdnn_glare::Census::bytes(layers.len()),
-            )
-        });
+        let glare = |rows: usize| {
+            options.glare.map_or(0, |g| {
+                let units = w_post.div_ceil(g.segment.max(1));
+                let parts = w_post.div_ceil(spdnn_xy::gpu::ROW_THREADS as usize);
+                Recorder::bytes(rows.max(1) * units, rows.max(1) * parts)
+            })
+        };
+        // Post-convergence lists and flags, the category flags, GLARE's recorders.
+        let post = |rows: usize| rows.max(1) + 2 * RowList::bytes(rows) + rows.max(1) + glare(rows);
+        let buffers = |rows: usize| 2 * 4 * rows.max(1) * widest;
+        let phases: [&dyn Fn(usize) -> usize; 4] = [
+            // The pre-convergence layers: XY's deletion list.
+            &|rows| {
+                pre(rows)
+                    + post(rows)
+                    + match options.pre_convergence {
+                        PreConvergence::Xy => 4 * rows,
+                        PreConvergence::Bf => 0,
+                    }
+            },
+            // The export: XY's, or BF's row list and permutation of N_t.
+            &|rows| {
+                pre(rows)
+                    + post(rows)
+                    + match options.pre_convergence {
+                        PreConvergence::Xy => XyRun::export_bytes(rows, widest),
+                        PreConvergence::Bf => 4 * rows + 4 * widths[t],
+                    }
+            },
+            // The conversion: the samples' sums and centroids, the centroid flags, the
+            // live, dead and centroid arrays.
+            &|rows| buffers(rows) + post(rows) + 4 * samples * (options.bins + 1) + rows + 6 * rows,
+            // The recovery: the cluster arrays and the rows' ids.
+            &|rows| buffers(rows) + post(rows) + 6 * rows + 4 * rows,
+        ];
+        let (per_row, fixed) = phases
+            .iter()
+            .map(spdnn_cuda::memory::linear)
+            .fold((0, 0), |(r, f), (pr, pf)| (r.max(pr), f.max(pf)));
         let slab_width = spdnn_cuda::slab_weights::chosen_slab_width(&layers[..t], None);
         let slabs = spdnn_cuda::slab_weights::packed_layer_bytes(&layers[..t], slab_width);
         let layer_bytes = layers
-            .iter()
+            .par_iter()
             .enumerate()
             .map(|(l, w)| match options.pre_convergence {
                 PreConvergence::Bf if l < t => slabs[l],
-                _ => spdnn_cuda::memory::csr_bytes(w) + 8,
+                _ => spdnn_xy::format::layer_device_bytes(w),
             })
             .collect();
+        let census = options
+            .glare
+            .map_or(0, |_| spdnn_glare::Census::bytes(layers.len()));
         MemoryModel {
-            per_row: pre_row + post_row + 4 * w_l + glare_row,
+            per_row,
             layers: chain.with_bias_bytes(layer_bytes),
-            fixed: 4 * options.samples * (options.bins + 1) + 4 * w_t + 16 + glare_fixed,
+            fixed: fixed + census,
             streaming: false,
-            exact: false,
+            exact: options.glare.is_none(),
         }
     }
 

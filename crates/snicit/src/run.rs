@@ -222,8 +222,9 @@ fn post_widest(widths: &[usize], threshold: usize) -> usize {
 
 /// The post-convergence buffers of a batch, allocated with it (untimed) for its rows.
 struct PostBuffers {
-    /// The activations' other buffer.
-    y_other: DeviceBuffer<f32>,
+    /// The activations' other buffer: the pre-convergence spMM's spare activations, taken
+    /// over at the conversion (the exported rows are in its other buffer).
+    y_other: Option<DeviceBuffer<f32>>,
     /// Whether each row's last outputs had a nonzero.
     row_alive: DeviceBuffer<u8>,
     /// The non-empty rows and the next list.
@@ -256,7 +257,8 @@ struct Clustered {
 
 /// One batch in flight.
 pub(crate) struct BatchRun<'a> {
-    pre: PreRun<'a>,
+    /// The pre-convergence state, until the conversion takes its activation buffers.
+    pre: Option<PreRun<'a>>,
     clustered: Option<Clustered>,
     post: PostBuffers,
 }
@@ -277,14 +279,22 @@ impl<'a> Context<'a> {
         post_widest(&self.widths, self.threshold)
     }
 
+    /// The widest activations of the chain: what the two activation buffers of a batch
+    /// hold, before the threshold layer and after it.
+    fn widest(&self) -> usize {
+        self.widths.iter().copied().max().unwrap_or(1)
+    }
+
     /// Loads a batch (untimed).
     pub(crate) fn start(&self, input: &Csr) -> Result<BatchRun<'a>, CudaError> {
         let pre = match &self.pre {
             Pre::Xy { row_major, .. } => {
+                // Sized for the whole chain's widths: the post-convergence layers run on its
+                // two activation buffers.
                 let mut run = XyRun::new(
                     self.gpu,
                     &self.kernels.xy,
-                    &self.widths[..=self.threshold],
+                    &self.widths,
                     input.nrows(),
                     *row_major,
                     self.options.xy.delete_at,
@@ -293,7 +303,7 @@ impl<'a> Context<'a> {
                 run.load_input(input)?;
                 PreRun::Xy(run)
             }
-            Pre::Bf(bf) => PreRun::Bf(bf.start(self.gpu, input)?),
+            Pre::Bf(bf) => PreRun::Bf(bf.start(self.gpu, input, self.widest())?),
         };
         let rows_count = input.nrows().max(1);
         let widest = self.post_widest();
@@ -306,10 +316,10 @@ impl<'a> Context<'a> {
             None => None,
         };
         Ok(BatchRun {
-            pre,
+            pre: Some(pre),
             clustered: None,
             post: PostBuffers {
-                y_other: self.gpu.alloc_zeros(rows_count * widest)?,
+                y_other: None,
                 row_alive: self.gpu.alloc_zeros(rows_count)?,
                 lists: PingPong::new(
                     RowList::new(self.gpu, rows_count)?,
@@ -336,11 +346,11 @@ impl<'a> Context<'a> {
         // Pre-convergence: whatever the spMM marks belongs to this stage.
         probe.within(Some(pre_stage));
         let pre = match (&mut self.pre, &mut batch.pre) {
-            (Pre::Xy { layers, .. }, PreRun::Xy(run)) => layers
+            (Pre::Xy { layers, .. }, Some(PreRun::Xy(run))) => layers
                 .layers
                 .iter()
                 .try_for_each(|layer| run.layer(layer, probe)),
-            (Pre::Bf(bf), PreRun::Bf(run)) => bf.run(gpu, run, probe),
+            (Pre::Bf(bf), Some(PreRun::Bf(run))) => bf.run(gpu, run, probe),
             _ => Err(CudaError::InvalidArgument(
                 "SNICIT: the batch was loaded for another pre-convergence spMM".into(),
             )),
@@ -357,8 +367,11 @@ impl<'a> Context<'a> {
             return Ok(outcome);
         }
 
-        // Conversion at the threshold layer.
-        let exported = self.export(batch)?;
+        // Conversion at the threshold layer: the rows alive there go into the spare
+        // activation buffer, and the post-convergence layers take over both buffers.
+        let pre = batch.pre.take().ok_or_else(exported_twice)?;
+        let (exported, spare) = self.export(pre)?;
+        batch.post.y_other = Some(spare);
         let count = exported.ids.len();
         outcome.rows_at_threshold = count;
         if count == 0 {
@@ -373,6 +386,7 @@ impl<'a> Context<'a> {
         // Post-convergence: the load-reduced spMM on the non-empty rows, then the update.
         let mut clustered = clustered;
         let post = &mut batch.post;
+        let y_other = post.y_other.as_mut().ok_or_else(exported_twice)?;
         let count_u32 = count as u32;
         // The list only shrinks: its first length sizes every later grid.
         let listed = gpu.download(&*post.lists.current().count)?[0] as usize;
@@ -410,7 +424,7 @@ impl<'a> Context<'a> {
                 layer,
                 RowMajorStep {
                     y_in: &clustered.y,
-                    y_out: &mut post.y_other,
+                    y_out: y_other,
                     list: &list.rows,
                     count: &list.count,
                     row_alive: &mut post.row_alive,
@@ -419,7 +433,7 @@ impl<'a> Context<'a> {
                     recorder,
                 },
             )?;
-            std::mem::swap(&mut clustered.y, &mut post.y_other);
+            std::mem::swap(&mut clustered.y, y_other);
             let clear_flags = i32::from(absolute < layers_total);
             let glare = match (&self.glare, post.recorder.as_mut()) {
                 (Some(g), Some(r)) => {
@@ -494,7 +508,7 @@ impl<'a> Context<'a> {
         batch: &mut BatchRun<'a>,
         flags: &mut DeviceBuffer<u8>,
     ) -> Result<(), CudaError> {
-        match &mut batch.pre {
+        match batch.pre.as_mut().ok_or_else(exported_twice)? {
             PreRun::Xy(run) => run.mark_categories(flags),
             PreRun::Bf(run) => {
                 let live = run.live_rows(self.gpu)?;
@@ -514,20 +528,23 @@ impl<'a> Context<'a> {
 
     /// The rows alive at the threshold layer as a compact row-major block of `N_t` values
     /// a row, positions in the order of layer t's XY outputs (BF's original order is
-    /// permuted into it), in a buffer with room for rows of the widest later layer.
-    fn export(&self, batch: &mut BatchRun<'a>) -> Result<ExportedRows, CudaError> {
+    /// permuted into it), written into the spare activation buffer of the pre-convergence
+    /// state (which has room for rows of the widest later layer); returns them and the
+    /// other activation buffer. The rest of the state is freed.
+    fn export(&self, pre: PreRun<'a>) -> Result<(ExportedRows, DeviceBuffer<f32>), CudaError> {
         let room = self.post_widest();
         let width = self.threshold_width();
-        let exported = match &mut batch.pre {
-            PreRun::Xy(run) => run.export_rows(room)?,
+        let (exported, other) = match pre {
+            PreRun::Xy(mut run) => {
+                let (width, ids) = run.export_rows(room)?;
+                let (y, other) = run.into_activations();
+                (ExportedRows { y, width, ids }, other)
+            }
             PreRun::Bf(run) => {
                 // BF's activations after layer t are rows × N_t, original neuron order.
                 let ids = run.live_rows(self.gpu)?;
-                let count = ids.len();
-                let mut y = self
-                    .gpu
-                    .alloc_zeros::<f32>((count * room.max(width)).max(1))?;
-                if count > 0 {
+                let (current, mut y) = run.into_activations();
+                if !ids.is_empty() {
                     // Position p of layer t's XY order holds original neuron outputs[p].
                     let perm = self
                         .gpu
@@ -536,14 +553,14 @@ impl<'a> Context<'a> {
                     launch_gather_rows(
                         self.gpu,
                         &self.kernels.xy,
-                        run.y(),
+                        &current,
                         &mut y,
                         &list,
                         width,
                         &perm,
                     )?;
                 }
-                ExportedRows { y, width, ids }
+                (ExportedRows { y, width, ids }, current)
             }
         };
         if exported.width != width {
@@ -552,7 +569,7 @@ impl<'a> Context<'a> {
                 exported.width
             )));
         }
-        Ok(exported)
+        Ok((exported, other))
     }
 
     /// Sampling, sum downsampling, pruning (on the host: s × n sums), nearest centroids,
@@ -647,7 +664,9 @@ impl<'a> Context<'a> {
                     )?;
                 }
                 let count = clustered.ids.len();
-                let mut out = self.gpu.alloc_zeros::<f32>(count * n)?;
+                // The recovered values go into the spare activation buffer (count × n fits:
+                // it holds the batch's rows of the widest width).
+                let out = batch.post.y_other.as_mut().ok_or_else(exported_twice)?;
                 let (n_u32, count_u32) = (n as u32, count as u32);
                 let mut launch = self
                     .gpu
@@ -660,14 +679,24 @@ impl<'a> Context<'a> {
                     .arg(&*clustered.dead)
                     .arg(&*clustered.centroid_of)
                     .arg(&count_u32)
-                    .arg(&mut *out);
+                    .arg(&mut **out);
                 let config = self.kernels.recover_values.config(count_u32)?;
                 unsafe { launch.launch(config) }.context("launching snicit_recover_values")?;
-                (self.gpu.download(&*out)?, clustered.ids.clone())
+                (
+                    self.gpu.download(&out.slice(..count * n))?,
+                    clustered.ids.clone(),
+                )
             }
             None if self.post.layers.is_empty() => {
-                let exported = self.export(batch)?;
-                (self.gpu.download(&*exported.y)?, exported.ids)
+                let pre = batch.pre.take().ok_or_else(exported_twice)?;
+                let (exported, _) = self.export(pre)?;
+                let values = if exported.ids.is_empty() {
+                    Vec::new()
+                } else {
+                    let count = exported.ids.len();
+                    self.gpu.download(&exported.y.slice(..count * n))?
+                };
+                (values, exported.ids)
             }
             // Every row died before the threshold layer.
             None => return Ok(()),
@@ -679,6 +708,12 @@ impl<'a> Context<'a> {
         }
         Ok(())
     }
+}
+
+/// The error of a batch whose pre-convergence state was already exported (a batch runs
+/// once after it is loaded).
+fn exported_twice() -> CudaError {
+    CudaError::InvalidArgument("SNICIT: the batch was already converted; load it again".into())
 }
 
 /// Lists the live rows of `0..count` (centroids and non-empty residues), current in the

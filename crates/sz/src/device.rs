@@ -109,6 +109,56 @@ struct DeviceSzLayer {
     biases: Option<DeviceBuffer<f32>>,
 }
 
+/// Device bytes [`DeviceSzLayer::upload`] takes for `layer` (its per-neuron biases apart):
+/// each array, one element when empty, the fp32 blocks only `with_f32`.
+pub(crate) fn layer_bytes(layer: &SzLayer, with_f32: bool) -> usize {
+    use spdnn_cuda::memory::nonempty_bytes;
+    nonempty_bytes::<u32>(layer.tile_blocks().len())
+        + nonempty_bytes::<u32>(layer.block_chunks().len())
+        + nonempty_bytes::<u32>(layer.fuse.len())
+        + nonempty_bytes::<u32>(layer.frags.len())
+        + if with_f32 {
+            nonempty_bytes::<f32>(layer.dense.block_values().len())
+        } else {
+            4
+        }
+        + nonempty_bytes::<u32>(layer.rest.row_offsets().len())
+        + nonempty_bytes::<u32>(layer.rest.col_indices().len())
+        + nonempty_bytes::<f32>(layer.rest.values().len())
+}
+
+/// Device bytes of a run's buffers for batches of up to `rows` rows of at most `widest`
+/// values ([`SzRun::prepare`]): two activation buffers of `widest` positions × the row
+/// stride, two row lists, the `alive` flags, the row map and the category flags.
+pub(crate) fn batch_bytes(rows: usize, widest: usize) -> usize {
+    let capacity = rows.max(1);
+    2 * 4 * crate::row_stride(capacity) * widest + 2 * RowList::bytes(capacity) + 6 * capacity
+}
+
+/// The layers' bytes as `prepare` lays them out: the reordering (from the cache in
+/// `cache_dir` when there) and the layout, the fp32 blocks too `with_f32`; the per-neuron
+/// biases of `chain` added.
+pub(crate) fn layers_bytes(
+    chain: &LayerChain<'_>,
+    min_fill: f32,
+    cache_dir: Option<&std::path::Path>,
+    with_f32: bool,
+) -> Result<Vec<usize>, CudaError> {
+    let (reorderings, _) = cache::load_or_reorder(chain.layers, min_fill, cache_dir);
+    let mut bytes = Vec::with_capacity(chain.layers.len());
+    format::build_layers::<CudaError>(
+        chain.layers,
+        &reorderings,
+        |_| true,
+        BUILD_WINDOW,
+        |_, layer| {
+            bytes.push(layer_bytes(&layer, with_f32));
+            Ok(())
+        },
+    )?;
+    Ok(chain.with_bias_bytes(bytes))
+}
+
 impl DeviceSzLayer {
     /// Uploads `layer`, with `biases` (`biases[k]` for output neuron `k`, `N_l` values)
     /// put into its output order when given.
@@ -451,6 +501,7 @@ impl<'g> SzRun<'g> {
         let gather_resident = resident_blocks(gpu, &gather)?;
         let mark = gpu.kernel(&MARK_ROWS)?;
 
+        // What batch_bytes counts.
         let y = PingPong::new(gpu.alloc_zeros(ld * widest)?, gpu.alloc_zeros(ld * widest)?);
         let lists = PingPong::new(RowList::new(gpu, capacity)?, RowList::new(gpu, capacity)?);
         let alive = gpu.alloc_zeros::<u8>(capacity)?;

@@ -384,12 +384,12 @@ impl KernelMethod for Sz {
     type Options = SzOptions;
     const ACCEPTS_PER_NEURON_BIAS: bool = true;
 
-    /// Per row: two activation buffers of the widest layer, the row ids twice, the map and
-    /// the live flag; per layer: its nonzeros at 2 bytes per bf16 term in full blocks (the
-    /// terms its weights need, [`half::terms`]: 1 for the challenge's 1/16, up to 3) plus
-    /// 2 for the blocks' padding and the rest's 8 (an estimate: the blocks are found in
-    /// `prepare`), the fp32 blocks too in T4 mode; plus the per-neuron biases of a trained
-    /// network.
+    /// Without the layout, an estimate: per row two activation buffers of the widest layer,
+    /// the row ids twice, the map and the live flag; per layer its nonzeros at 2 bytes per
+    /// bf16 term in full blocks (the terms its weights need, [`half::terms`]: 1 for the
+    /// challenge's 1/16, up to 3) plus 2 for the blocks' padding and the rest's 8, the fp32
+    /// blocks too in T4 mode; plus the per-neuron biases of a trained network. The planner
+    /// uses [`Self::memory_on`].
     fn memory(chain: &LayerChain<'_>, options: &SzOptions) -> MemoryModel {
         let widest = spdnn_cuda::memory::widest(chain);
         let per_nonzero = |w: &Csr| {
@@ -416,6 +416,22 @@ impl KernelMethod for Sz {
         }
     }
 
+    /// Per row: the batch's buffers ([`device::batch_bytes`]: two activation buffers of the
+    /// widest layer at the row stride, a multiple of [`ROW_ALIGN`] rows, so fixed takes the
+    /// stride's rounding at its most); per layer: the layout `prepare` builds from the
+    /// reordering (read from the cache when `prepare` wrote it, else computed again) and the
+    /// per-neuron biases. Exact but for the stride's rounding, and in T4 mode with the
+    /// turning point profiled (not given), where the fp32 blocks are counted whether the
+    /// split uses them or not and the profile's buffers, allocated in `prepare` when not
+    /// cached, are not counted.
+    fn memory_on(
+        _gpu: &Gpu,
+        chain: &LayerChain<'_>,
+        options: &SzOptions,
+    ) -> Result<MemoryModel, CudaError> {
+        exact_model(chain, options)
+    }
+
     fn prepare<'g>(
         gpu: &'g Gpu,
         chain: &LayerChain<'_>,
@@ -428,6 +444,39 @@ impl KernelMethod for Sz {
     fn batch(options: &SzOptions) -> Option<usize> {
         options.batch
     }
+}
+
+/// [`Sz`]'s memory model on the device ([`KernelMethod::memory_on`]), which needs no
+/// device.
+pub fn exact_model(chain: &LayerChain<'_>, options: &SzOptions) -> Result<MemoryModel, CudaError> {
+    options
+        .validate()
+        .map_err(|e| CudaError::InvalidArgument(format!("sz: {e}")))?;
+    let widths = spdnn_cuda::rows::check_widths(chain.layers, chain.bias, chain.upper)?;
+    let widest = widths.iter().copied().max().unwrap_or(0);
+    let with_f32 = options.t4
+        && options
+            .t4_options
+            .ratio
+            .is_none_or(|r| t4::split_for(options.t4_options.group, r) < options.t4_options.group);
+    let layers = device::layers_bytes(
+        chain,
+        options.min_fill,
+        options.cache_dir.as_deref(),
+        with_f32,
+    )?;
+    // The rows' part at a multiple of ROW_ALIGN rows, the rest of a stride fixed.
+    let (per_row, fixed) =
+        spdnn_cuda::memory::linear(|blocks| device::batch_bytes(blocks * ROW_ALIGN, widest));
+    let per_row = per_row.div_ceil(ROW_ALIGN);
+    let fixed = fixed + 2 * 4 * (ROW_ALIGN - 1) * widest;
+    Ok(MemoryModel {
+        per_row,
+        layers,
+        fixed,
+        streaming: false,
+        exact: !options.t4 || options.t4_options.ratio.is_some(),
+    })
 }
 
 /// The options of the `sz+t4` row: S&Z's options (the flags that set [`SzOptions`] reach
@@ -499,6 +548,14 @@ impl KernelMethod for SzT4 {
         Sz::memory(chain, &options.effective())
     }
 
+    fn memory_on(
+        gpu: &Gpu,
+        chain: &LayerChain<'_>,
+        options: &SzT4Options,
+    ) -> Result<MemoryModel, CudaError> {
+        Sz::memory_on(gpu, chain, &options.effective())
+    }
+
     fn prepare<'g>(
         gpu: &'g Gpu,
         chain: &LayerChain<'_>,
@@ -567,6 +624,38 @@ pub fn nonzeros(layers: &[Csr]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use spdnn_cuda::memory::WeightPlacement;
+
+    #[test]
+    fn the_model_bounds_the_batch_by_at_most_a_stride_and_is_the_layout() {
+        let generated = spdnn_sdgc::generator::network(1024, 6, 3).unwrap();
+        let chain = LayerChain::new(generated.layers(), -0.3, 32.0);
+        let options = SzOptions::default();
+        let model = exact_model(&chain, &options).unwrap();
+        assert!(model.exact && !model.streaming);
+        let layers = device::layers_bytes(&chain, options.min_fill, None, false).unwrap();
+        assert_eq!(model.layers, layers);
+        let weights: usize = layers.iter().sum();
+        for rows in [1, 2, 127, 128, 129, 1000, 1024] {
+            let held = device::batch_bytes(rows, 1024) + weights;
+            let predicted = model.bytes(rows, &WeightPlacement::Resident);
+            assert!(predicted >= held, "{rows} rows");
+            assert!(
+                predicted - held <= 8 * 1024 * (ROW_ALIGN - 1),
+                "{rows} rows"
+            );
+            if rows.is_multiple_of(ROW_ALIGN) {
+                assert_eq!(predicted - held, 8 * 1024 * (ROW_ALIGN - 1), "{rows} rows");
+            }
+        }
+        // T4 with the turning point profiled: the fp32 blocks counted, a bound.
+        let t4 = SzOptions {
+            t4: true,
+            ..SzOptions::default()
+        };
+        let bound = exact_model(&chain, &t4).unwrap();
+        assert!(!bound.exact && bound.weight_bytes() > weights);
+    }
 
     #[test]
     fn defaults_validate_and_serialise() {

@@ -182,6 +182,12 @@ impl KernelMethod for TcChain {
         }
     }
 
+    /// `load` copies the rows into the batch's input buffer ([`Self::memory`]'s per-row
+    /// bytes) and allocates nothing.
+    fn upload_bytes(_rows: usize, _nnz: usize, _binary: bool) -> usize {
+        0
+    }
+
     fn prepare<'g>(
         gpu: &'g Gpu,
         chain: &LayerChain<'_>,

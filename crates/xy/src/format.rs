@@ -72,6 +72,12 @@ impl XyLayer {
             .unwrap_or(0)
     }
 
+    /// Device bytes of this layer's arrays as [`crate::gpu::DeviceXyLayer`] uploads them
+    /// (its per-neuron biases apart).
+    pub fn device_bytes(&self) -> usize {
+        layout_bytes(self.blocks(), self.inputs.len(), self.values.len())
+    }
+
     /// Whether this layer has blocks of [`GROUP`] outputs.
     pub fn is_grouped(&self) -> bool {
         self.group as usize == GROUP
@@ -563,6 +569,30 @@ fn order_layer(layer: &Csr) -> XyLayer {
         return general_layer(columns);
     }
     general_layer(Columns::of(layer))
+}
+
+/// Device bytes of a layer of `blocks` blocks, `inputs` input entries and `values` values:
+/// the offsets, and the inputs and values (one element each when empty, as
+/// `upload_nonempty` allocates), 32-bit each.
+pub fn layout_bytes(blocks: usize, inputs: usize, values: usize) -> usize {
+    4 * (blocks + 1) + 4 * inputs.max(1) + 4 * values.max(1)
+}
+
+/// The device bytes [`XyNetwork::prepare`] gives `layer` ([`XyLayer::device_bytes`]),
+/// without building it: its layout is grouped exactly when the outputs are a multiple of
+/// [`GROUP`] and the proposed classes of identical input lists ([`proposed_classes`], the
+/// first pass of [`order_layer`]) all have a multiple of [`GROUP`] members; a grouped layer
+/// stores each block's inputs once for its `GROUP` outputs (`nnz / GROUP` entries), a
+/// general one every entry. The proposal merges different lists only on a 64-bit hash
+/// collision (then the grouping comes from the exact classes, which can differ).
+pub fn layer_device_bytes(layer: &Csr) -> usize {
+    let (outputs, nnz) = (layer.ncols(), layer.nnz());
+    let grouped = outputs.is_multiple_of(GROUP) && sizes_are_groups(&proposed_classes(layer).2);
+    if grouped {
+        layout_bytes(outputs / GROUP, nnz / GROUP, nnz)
+    } else {
+        layout_bytes(outputs, nnz, nnz)
+    }
 }
 
 /// Whether every class size is a multiple of [`GROUP`].

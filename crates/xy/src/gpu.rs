@@ -1047,23 +1047,30 @@ impl<'a> XyRun<'a> {
 
     /// The rows alive after the layers run so far, as a compact row-major block of the
     /// current width (positions in the order of the last layer, or in the input's order
-    /// before any layer), with their original row ids ascending; the buffer has room for
-    /// rows of `room` values when that is more (a caller running wider layers on it).
-    /// Waits for the device once.
-    pub fn export_rows(&mut self, room: usize) -> Result<ExportedRows, CudaError> {
-        let mut flags = self.gpu.alloc_zeros::<u8>(self.capacity)?;
-        self.mark_categories(&mut flags)?;
-        let flags = self.gpu.download(&*flags)?;
+    /// before any layer) at the start of the activations' spare buffer ([`Self::spare`]),
+    /// with room for rows of `room` values when that is more (a caller running wider layers
+    /// on it; at most the widest width the run was sized for). Returns the width and the
+    /// original row ids, ascending. Allocates only a flag per row and the lists of the
+    /// gather; waits for the device once.
+    pub fn export_rows(&mut self, room: usize) -> Result<(usize, Vec<u32>), CudaError> {
+        if room > self.widest {
+            return Err(CudaError::InvalidArgument(format!(
+                "an XY run sized for rows of {} values cannot export rows with room for {room}",
+                self.widest
+            )));
+        }
+        let flags = {
+            let mut flags = self.gpu.alloc_zeros::<u8>(self.capacity)?;
+            self.mark_categories(&mut flags)?;
+            self.gpu.download(&*flags)?
+        };
         let ids: Vec<u32> = (0..self.rows_count as u32)
             .filter(|&r| flags[r as usize] != 0)
             .collect();
         let count = ids.len();
         let width = self.width;
-        let mut y = self
-            .gpu
-            .alloc_zeros::<f32>((count * width.max(room)).max(1))?;
         if count == 0 {
-            return Ok(ExportedRows { y, width, ids });
+            return Ok((width, ids));
         }
         let stream = self.gpu.stream().clone();
         let (n_u32, count_u32) = (width as u32, count as u32);
@@ -1072,15 +1079,8 @@ impl<'a> XyRun<'a> {
                 let identity: Vec<u32> = (0..width as u32).collect();
                 let perm = self.gpu.upload(&identity)?;
                 let list = self.gpu.upload(&ids)?;
-                launch_gather_rows(
-                    self.gpu,
-                    &self.kernels,
-                    self.y.current(),
-                    &mut y,
-                    &list,
-                    width,
-                    &perm,
-                )?;
+                let (y, spare) = self.y.split();
+                launch_gather_rows(self.gpu, &self.kernels, y, spare, &list, width, &perm)?;
             }
             Layout::NeuronMajor => {
                 self.fill_recorded_units()?;
@@ -1099,10 +1099,11 @@ impl<'a> XyRun<'a> {
                     .collect::<Result<_, _>>()?;
                 let list = self.gpu.upload(&columns)?;
                 let stride_u32 = self.stride as u32;
+                let (y, spare) = self.y.split();
                 let mut launch = stream.launch_builder(&self.kernels.columns_to_rows);
                 launch
-                    .arg(&**self.y.current())
-                    .arg(&mut *y)
+                    .arg(&**y)
+                    .arg(&mut **spare)
                     .arg(&*list)
                     .arg(&count_u32)
                     .arg(&n_u32)
@@ -1114,7 +1115,36 @@ impl<'a> XyRun<'a> {
                 unsafe { launch.launch(config) }.context("launching xy_columns_to_rows")?;
             }
         }
-        Ok(ExportedRows { y, width, ids })
+        Ok((width, ids))
+    }
+
+    /// The activations' buffer the layers do not hold now: where [`Self::export_rows`]
+    /// writes.
+    pub fn spare(&mut self) -> &DeviceBuffer<f32> {
+        self.y.split().1
+    }
+
+    /// The run's two activation buffers (`capacity × widest` floats each), the spare one
+    /// (holding what [`Self::export_rows`] wrote) first; the run's other buffers are freed.
+    pub fn into_activations(self) -> (DeviceBuffer<f32>, DeviceBuffer<f32>) {
+        let (current, spare) = self.y.into_parts();
+        (spare, current)
+    }
+
+    /// Device bytes of a run sized for `capacity` rows of at most `widest` values, as
+    /// [`Self::new`] allocates them: two activation buffers, two row lists, the flags and
+    /// the row ids (GLARE's recorder apart).
+    pub fn bytes(capacity: usize, widest: usize) -> usize {
+        let capacity = capacity.max(1);
+        2 * 4 * capacity * widest + 2 * RowList::bytes(capacity) + capacity + 4 * capacity
+    }
+
+    /// Device bytes [`Self::export_rows`] allocates for a run of `capacity` rows of at most
+    /// `widest` values, at most (every row exported): a flag per row, the list of rows (or
+    /// columns) and the identity permutation of a row.
+    pub fn export_bytes(capacity: usize, widest: usize) -> usize {
+        let capacity = capacity.max(1);
+        capacity + 4 * capacity + 4 * widest
     }
 }
 

@@ -34,12 +34,13 @@ pub mod gpu;
 
 use std::path::{Path, PathBuf};
 
-use spdnn_cuda::memory::{MemoryModel, csr_bytes};
+use rayon::prelude::*;
+use spdnn_cuda::memory::MemoryModel;
 use spdnn_cuda::method::{self, DeviceRun, KernelMethod, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::rows::{self, GpuInference, RunSpec};
 use spdnn_cuda::{CudaError, Gpu, KernelDecl};
 use spdnn_formats::{Csr, SparseMatrix};
-use spdnn_glare::{AccessCounts, Census, Glare, GlareKernel, model};
+use spdnn_glare::{AccessCounts, Census, Glare, GlareKernel, Recorder, model};
 
 use gpu::{DeviceXyNetwork, XyRun};
 
@@ -141,28 +142,40 @@ impl KernelMethod for Xy {
     type Options = XyOptions;
     const ACCEPTS_PER_NEURON_BIAS: bool = true;
 
-    /// Per row: two activation buffers of the widest rows, two row lists, the column flags,
-    /// the row ids, the category flag and the transient list of live columns (GLARE: its
-    /// recorders over tiles of 256 columns); per layer: at most its CSR bytes (a general
-    /// layer is its CSR; a grouped one stores its inputs once per 16 outputs) and its
-    /// per-neuron biases, so the model is a bound, not exact.
+    /// Per row: [`XyRun::bytes`] (two activation buffers of the widest rows, two row lists,
+    /// the column flags, the row ids), the category flag, and the larger of what a pass
+    /// allocates for a while: the deletion's list of live columns, or `output`'s export
+    /// ([`XyRun::export_bytes`], into the spare activation buffer); GLARE: its recorders over
+    /// tiles of 256 columns (a tile's bytes a row, rounded up, and one tile's fixed: a
+    /// bound). Per layer: [`format::layer_device_bytes`], the layout preprocessing gives it
+    /// (grouped or general, found by the same first pass), and its per-neuron biases. Exact
+    /// but for GLARE's tiles.
     fn memory(chain: &LayerChain<'_>, options: &XyOptions) -> MemoryModel {
         let widest = spdnn_cuda::memory::widest(chain);
         let (glare_row, glare_fixed) = options.glare.map_or((0, 0), |g| {
             let units = widest.div_ceil(g.segment.max(1));
             // Recorder::new(tiles · units, tiles · widest), tiles = ⌈rows / 256⌉.
-            let per_tile = 10 * units + widest;
+            let per_tile = Recorder::bytes(units, widest);
             (
-                per_tile.div_ceil(256),
+                per_tile.div_ceil(gpu::COLUMN_THREADS as usize),
                 per_tile + Census::bytes(chain.layers.len()),
             )
         });
+        let (per_row, fixed) = spdnn_cuda::memory::linear(|rows| {
+            let transient = (4 * rows).max(XyRun::export_bytes(rows, widest));
+            XyRun::bytes(rows, widest) + rows + transient
+        });
+        let layers = chain
+            .layers
+            .par_iter()
+            .map(format::layer_device_bytes)
+            .collect();
         MemoryModel {
-            per_row: 2 * 4 * widest + 2 * 4 + 1 + 4 + 1 + 4 + glare_row,
-            layers: chain.with_bias_bytes(chain.layers.iter().map(|w| csr_bytes(w) + 8).collect()),
-            fixed: 2 * 4 + glare_fixed,
+            per_row: per_row + glare_row,
+            layers: chain.with_bias_bytes(layers),
+            fixed: fixed + glare_fixed,
             streaming: false,
-            exact: false,
+            exact: options.glare.is_none(),
         }
     }
 
@@ -294,16 +307,20 @@ impl DeviceRun for XyDeviceRun<'_> {
     /// `rows × N_L`, the last layer's neurons in their original order.
     fn output(&mut self) -> Result<Vec<f32>, CudaError> {
         let n = self.network.output_width();
-        let exported = self.run.export_rows(0)?;
-        if exported.width != n {
+        let (width, ids) = self.run.export_rows(0)?;
+        if width != n {
             return Err(CudaError::InvalidArgument(format!(
-                "XY exported rows of {} values, the last layer has {n}",
-                exported.width
+                "XY exported rows of {width} values, the last layer has {n}"
             )));
         }
-        let values = self.gpu.download(&*exported.y)?;
+        let values = if ids.is_empty() {
+            Vec::new()
+        } else {
+            self.gpu
+                .download(&self.run.spare().slice(..ids.len() * n))?
+        };
         let mut dense = vec![0.0f32; self.loaded * n];
-        for (j, &row) in exported.ids.iter().enumerate() {
+        for (j, &row) in ids.iter().enumerate() {
             let original = self.network.to_original(&values[j * n..(j + 1) * n]);
             dense[row as usize * n..(row as usize + 1) * n].copy_from_slice(&original);
         }

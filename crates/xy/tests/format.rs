@@ -84,11 +84,19 @@ fn bits(values: &[f32]) -> Vec<u32> {
 }
 
 /// Checks that `network` stores exactly the entries of `layers`, each once, at the place
-/// the format says, and passes `validate`.
+/// the format says, and passes `validate`; and that the memory model's bytes of each layer
+/// (from the layer alone) are those of its prepared layout.
 fn assert_faithful(network: &XyNetwork, layers: &[Csr]) {
     network.validate().expect("a prepared network is valid");
     assert_eq!(network.layers.len(), layers.len());
     for (index, (xy, w)) in network.layers.iter().zip(layers).enumerate() {
+        assert_eq!(
+            spdnn_xy::format::layer_device_bytes(w),
+            xy.device_bytes(),
+            "layer {}: the model's bytes (grouped {})",
+            index + 1,
+            xy.is_grouped()
+        );
         let stored: HashMap<(u32, u32), f32> = w.triplets().map(|(r, c, v)| ((r, c), v)).collect();
         assert_eq!(xy.values.len(), w.nnz(), "layer {}", index + 1);
         let group = xy.group as usize;

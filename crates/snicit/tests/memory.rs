@@ -1,0 +1,65 @@
+//! SNICIT's memory model: a batch holds two activation buffers of the widest rows (both
+//! spMMs run on them) and a few bytes more a row, whichever pre-convergence spMM; the
+//! layers are XY's layouts (or BF's slabs before t).
+
+use spdnn_cuda::memory::WeightPlacement;
+use spdnn_cuda::method::{KernelMethod, LayerChain};
+use spdnn_cuda::slab_weights::{chosen_slab_width, packed_layer_bytes};
+use spdnn_snicit::{PreConvergence, Snicit, SnicitOptions};
+use spdnn_xy::XyNetwork;
+
+fn check(chain: &LayerChain<'_>, threshold: usize) {
+    let widest = spdnn_cuda::memory::widest(chain);
+    let network = XyNetwork::prepare(chain.layers).unwrap();
+    let biases: usize = (0..chain.layers.len()).map(|l| chain.bias_bytes(l)).sum();
+    let t = threshold.min(chain.layers.len());
+    for pre in [PreConvergence::Xy, PreConvergence::Bf] {
+        let options = SnicitOptions {
+            threshold,
+            pre_convergence: pre,
+            ..Default::default()
+        };
+        let model = Snicit::memory(chain, &options);
+        assert!(model.exact && !model.streaming);
+        // Two activation buffers and at most 40 bytes more a row (lists, flags, ids, the
+        // cluster arrays); fixed: the samples' sums and centroids, a row's permutation.
+        assert!(
+            (8 * widest..=8 * widest + 40).contains(&model.per_row),
+            "{pre:?}: {} bytes a row for rows of {widest}",
+            model.per_row
+        );
+        let sums = 4 * options.samples * (options.bins + 1);
+        assert!(model.fixed >= sums && model.fixed <= sums + 4 * widest + 64);
+        let slab = chosen_slab_width(&chain.layers[..t], None);
+        let slabs = packed_layer_bytes(&chain.layers[..t], slab);
+        let weights: usize = network
+            .layers
+            .iter()
+            .enumerate()
+            .map(|(l, layer)| match pre {
+                PreConvergence::Bf if l < t => slabs[l],
+                _ => layer.device_bytes(),
+            })
+            .sum();
+        assert_eq!(model.weight_bytes(), weights + biases, "{pre:?}");
+        assert_eq!(
+            model.bytes(1000, &WeightPlacement::Resident),
+            model.fixed + 1000 * model.per_row + weights + biases
+        );
+    }
+}
+
+#[test]
+fn a_batch_holds_two_activation_buffers_and_the_layouts() {
+    let challenge = spdnn_gputest::challenge_problem(1024, 24, 4, 5);
+    let chain = LayerChain::new(&challenge.layers, -0.3, 32.0);
+    check(&chain, 8);
+    check(&chain, 30);
+    let (compressed, _) = spdnn_gputest::compressed(&challenge);
+    check(&LayerChain::new(&compressed.layers, -0.3, 32.0), 8);
+    let trained = spdnn_gputest::biased::trained_shaped_problem(128, 3, 10, false, 1);
+    check(
+        &LayerChain::with_biases(&trained.layers, &trained.biases, trained.upper),
+        2,
+    );
+}
