@@ -53,7 +53,7 @@ pub const DENSE_SHARE: f64 = 0.2;
 pub const TRIAL_FACTOR: f64 = 4.0;
 /// Bumped when the model or the candidates change: cached choices of other versions are
 /// ignored.
-pub const MODEL_VERSION: u32 = 1;
+pub const MODEL_VERSION: u32 = 2;
 
 /// The dense-ish regime's candidates, in order of preference on a tie.
 pub const DENSE_CANDIDATES: [&str; 2] = ["tcchain", "dense"];
@@ -61,10 +61,12 @@ pub const DENSE_CANDIDATES: [&str; 2] = ["tcchain", "dense"];
 pub const SPARSE_CANDIDATES: [&str; 4] = ["blockdepend", "sz", "hp", "cusparse"];
 
 /// Multiply-adds a second of the fused tensor-core chain (three fp16 products each, fp32
-/// accumulation; the rate of whole products), calibrated on an H100 (docs/auto.md).
-pub const TCCHAIN_RATE: f64 = 6.0e13;
-/// Multiply-adds a second of cuBLAS's fp32 GEMM at the small sizes of trained networks.
-pub const DENSE_RATE: f64 = 2.0e13;
+/// accumulation; the rate of whole products): nets A–C on an H100, 1.7–3.0·10¹³
+/// (docs/auto.md, device call 4 of 2026-11-26).
+pub const TCCHAIN_RATE: f64 = 1.8e13;
+/// Multiply-adds a second of cuBLAS's fp32 GEMM at the small sizes of trained networks,
+/// its launches apart: 1.2–1.6·10¹³ on nets A–C (same call).
+pub const DENSE_RATE: f64 = 1.5e13;
 /// A kernel launch, s.
 pub const LAUNCH_S: f64 = 5.0e-6;
 
