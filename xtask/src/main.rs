@@ -10,8 +10,8 @@
 //! - `cargo xtask device-pack`: the CLI and the GPU test executables, in release, in
 //!   `.device/` with `run.sh`, ready to send to the GPU machine in one call.
 //! - `cargo xtask lint`: `cargo fmt --check` and `cargo clippy -D warnings`.
-//! - `cargo xtask train-nets`: trains the SNICIT paper's MNIST networks A, B and C on the
-//!   CPU (`spdnn-train`, release) into `data/nets/`.
+//! - `cargo xtask train-nets [ARGS]`: trains the SNICIT paper's MNIST networks A, B and C
+//!   on the CPU (`spdnn-train ARGS`, release; its defaults are the recipe) into `data/nets/`.
 
 mod device_pack;
 
@@ -78,17 +78,13 @@ enum Task {
         only: Vec<String>,
     },
     /// Train the SNICIT paper's sparse MNIST networks (Table 4: A 128-18, B 256-18,
-    /// C 256-12) on the CPU into data/nets/ (.safetensors and a .json report each).
+    /// C 256-12) on the CPU into data/nets/ (.safetensors and a .json report each), with
+    /// `spdnn-train`'s recipe (its defaults; arguments go to it, e.g. `--nets B --epochs 5`).
     TrainNets {
-        /// Networks to train.
-        #[arg(long, default_value = "A,B,C")]
-        nets: String,
-        /// Passes over the 60000 training images.
-        #[arg(long, default_value_t = 10)]
-        epochs: usize,
-        /// Seed of masks, initial weights and image order.
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
+        /// `spdnn-train` arguments (`--nets`, `--epochs`, `--seed`, `--learning-rate`,
+        /// `--schedule`, `--warmup`, `--clip-norm`, `--out`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
     },
 }
 
@@ -108,10 +104,9 @@ fn main() -> Result<()> {
         Task::Setup { no_mnist } => setup(&root, !no_mnist),
         Task::Lint => lint(),
         Task::DevicePack { only } => device_pack::run(&root, &only),
-        Task::TrainNets { nets, epochs, seed } => run(cargo()
+        Task::TrainNets { args } => run(cargo()
             .args(["run", "--release", "--quiet", "-p", "spdnn-train", "--"])
-            .args(["--nets", &nets, "--epochs", &epochs.to_string()])
-            .args(["--seed", &seed.to_string()])),
+            .args(args)),
     }
 }
 

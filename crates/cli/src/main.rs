@@ -4,6 +4,7 @@
 //! Exit status: 0 on success, 1 when a truth was given and the categories did not match it,
 //! 2 for any error (bad input, missing file, missing GPU…).
 
+mod biases;
 mod commands;
 mod figures;
 mod method_args;

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, anyhow};
 use spdnn_adaptive::MemorySettings;
 use spdnn_cuda::Gpu;
 use spdnn_cuda::census::AccessCounts;
-use spdnn_cuda::method::{KernelMethod, LayerChain, MethodOptions};
+use spdnn_cuda::method::{KernelMethod, LayerChain, MethodOptions, check_bias_support};
 use spdnn_cuda::rows::{GpuInference, RunSpec};
 
 use crate::method::{
@@ -48,8 +48,21 @@ impl<K: KernelMethod> Method for KernelRow<K> {
 
     fn run(&self, problem: &Problem<'_>, config: &RunConfig) -> Result<MethodOutput> {
         let options = checked_options::<K>(&config.options)?;
+        // Biases the method does not take are refused before a GPU is looked for (the
+        // harness checks again, for callers of the crates' own functions).
+        check_bias_support::<K>(&layer_chain(problem))?;
         let gpu = open_gpu(&config.options)?;
         run_kernel::<K>(&gpu, problem, config, &options)
+    }
+}
+
+/// `problem`'s network as the harness's chain: its per-neuron biases when it has them,
+/// else the one bias.
+fn layer_chain<'a>(problem: &Problem<'a>) -> LayerChain<'a> {
+    let layers = problem.network.layers();
+    match problem.network.biases() {
+        Some(biases) => LayerChain::with_biases(layers, biases, problem.upper_bound),
+        None => LayerChain::new(layers, problem.bias, problem.upper_bound),
     }
 }
 
@@ -95,11 +108,7 @@ pub(crate) fn run_kernel<K: KernelMethod>(
         keep_output: problem.network.biases().is_some(),
         batch: None,
     };
-    let layers = problem.network.layers();
-    let chain = match problem.network.biases() {
-        Some(biases) => LayerChain::with_biases(layers, biases, problem.upper_bound),
-        None => LayerChain::new(layers, problem.bias, problem.upper_bound),
-    };
+    let chain = layer_chain(problem);
     let settings: MemorySettings = config.options.get();
     let adaptive = spdnn_adaptive::run::<K>(
         gpu,

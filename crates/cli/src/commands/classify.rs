@@ -31,7 +31,7 @@ pub struct ClassifyArgs {
     #[arg(long)]
     layers: Option<usize>,
     /// Upper bound of the activations (default: the file's `upper_bound`, else 32).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     upper_bound: Option<f32>,
     /// Score on the 10000 MNIST test images (after `spdnn fetch --mnist`).
     #[arg(long, required = true)]
@@ -118,22 +118,12 @@ fn load(args: &ClassifyArgs) -> Result<(Network, f32)> {
         let layers = args.layers.context("a TSV network needs --layers L")?;
         let network =
             spdnn_sdgc::tsv::read_network(&args.network, args.neurons, layers, &mut |_| {})?;
-        let widths: Vec<usize> = network
-            .layers()
-            .iter()
-            .map(spdnn_formats::SparseMatrix::ncols)
-            .collect();
-        let biases = spdnn_sdgc::trained::read_biases(biases, &widths)?;
-        (network.with_biases(biases)?, None)
+        (crate::biases::with_bias_file(network, biases)?, None)
     };
-    let upper = args
-        .upper_bound
-        .or(file_bound)
-        .unwrap_or(spdnn_sdgc::UPPER_BOUND);
-    if !(upper.is_finite() && upper > 0.0) {
-        bail!("the upper bound must be positive and finite, got {upper}");
-    }
-    Ok((network, upper))
+    Ok((
+        network,
+        crate::biases::upper_bound(args.upper_bound, file_bound)?,
+    ))
 }
 
 /// Runs, compares, prints.
