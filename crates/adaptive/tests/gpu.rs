@@ -167,8 +167,8 @@ fn bf_streams_in_tuned_batches_of_layers() {
 #[ignore = "needs a CUDA GPU"]
 fn a_refused_allocation_gives_a_smaller_plan_or_a_clear_error() {
     // A budget a little under cuSPARSE's one-batch need (half its fixed bytes short; its
-    // SpMM workspace is taken as none): the run fits in two batches, or, should cuSPARSE ask
-    // for a workspace, retries with smaller ones or says what did not fit.
+    // SpMM workspace is an allowance): the run fits in two batches, or, should cuSPARSE ask
+    // for more, retries with smaller ones or says what did not fit.
     let problem = challenge_problem_mnist(1024, 12, 2000, 7);
     let model = model_of::<spdnn_cusparse::Cusparse>(&problem, &Default::default());
     let settings = MemorySettings {
@@ -258,10 +258,9 @@ fn two_handles_on_one_gpu_split_the_rows() {
 /// The plan's prediction against the measured peak: `K` on `problem` unconstrained (one
 /// batch) and under a budget that holds about a third of the rows (halved until it binds,
 /// for a method whose launches shrink with the budget); each time the predicted bytes are
-/// at least the measured peak (plus the SpMM workspace a cusparse run reports, which is
-/// known only once its descriptors exist) and at most 10 % above it, plus `slack`: the
-/// bytes the model declares as a bound (sz's row stride rounding), and the result matches
-/// the reference.
+/// at least the measured peak and at most 10 % above it, plus `slack`: the bytes the model
+/// declares as a bound (sz's row stride rounding, cusparse's SpMM workspace allowance), and
+/// the result matches the reference.
 fn the_model_is_the_peak<K: KernelMethod>(problem: &Problem, options: &K::Options, slack: usize) {
     let device = gpu();
     let chain = LayerChain::new(&problem.layers, problem.bias, problem.upper);
@@ -307,17 +306,8 @@ fn the_model_is_the_peak<K: KernelMethod>(problem: &Problem, options: &K::Option
             assert_eq!(plan.plan.batches, 1, "{}: {:?}", K::NAME, plan.plan);
         }
         let (predicted, measured) = (plan.plan.predicted_bytes, plan.measured_peak);
-        let workspace: usize = out
-            .result
-            .detail("spmm_workspace_bytes")
-            .and_then(|w| w.parse().ok())
-            .unwrap_or(0);
-        eprintln!(
-            "{} under {budget:?}: spmm workspace {workspace} bytes",
-            K::NAME
-        );
         assert!(
-            measured <= predicted + workspace,
+            measured <= predicted,
             "{} under {budget:?}: measured {measured} > predicted {predicted}",
             K::NAME
         );
@@ -389,7 +379,11 @@ fn snicit_peak_is_its_model() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn cusparse_peak_is_its_model() {
-    check_peak::<spdnn_cusparse::Cusparse>(&Default::default(), true);
+    // The model holds an allowance for SpMM's workspace (known only once the descriptors
+    // exist; 519 bytes measured).
+    check_peak_within::<spdnn_cusparse::Cusparse>(&Default::default(), true, |_| {
+        spdnn_cusparse::SPMM_WORKSPACE_ALLOWANCE
+    });
 }
 
 #[test]

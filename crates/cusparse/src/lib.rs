@@ -55,6 +55,10 @@ pub const EPILOGUES: [&KernelDecl; 3] = [&BIAS_CLIP, &BIAS_CLIP_NEURONS, &BIAS_C
 /// the kernel-table test.
 pub const KERNELS: &[KernelDecl] = &[BIAS_CLIP, BIAS_CLIP_NEURONS, BIAS_CLIP_STRUCTURAL];
 
+/// The bytes the memory model holds for SpMM's workspace, known only once the descriptors
+/// exist (measured: 519 bytes for 1024-wide layers on an H100).
+pub const SPMM_WORKSPACE_ALLOWANCE: usize = 64 << 10;
+
 /// Whether libcusparse can be loaded (never panics).
 pub fn cusparse_present() -> bool {
     // SAFETY: only tries to dlopen the library.
@@ -221,10 +225,9 @@ impl KernelMethod for Cusparse {
     /// a layer with a positive bias its pattern too ([`sparse_layer_bytes`]); fixed: the
     /// unused structural buffer's one float and SpMM's workspace. The workspace is what
     /// `cusparseSpMM_bufferSize` asks for once the descriptors exist (`prepare` queries it
-    /// and reports it as `spmm_workspace_bytes`); it is taken as its one-byte minimum here
-    /// (the CSR algorithm without a transpose asks for none, we expect), so the model is
-    /// exact only if the GPU confirms that (the peak test does). cuSPARSE's handle keeps
-    /// memory of its own outside the budget's accounting.
+    /// and reports it as `spmm_workspace_bytes`): 519 bytes on an H100 for 1024-wide layers
+    /// (2026-11-26), so the model holds [`SPMM_WORKSPACE_ALLOWANCE`] for it, a bound.
+    /// cuSPARSE's handle keeps memory of its own outside the budget's accounting.
     fn memory(chain: &LayerChain<'_>, _options: &NoOptions) -> MemoryModel {
         let widest = spdnn_cuda::memory::widest(chain);
         let any_positive = (0..chain.layers.len()).any(|l| positive_bias(chain, l));
@@ -241,7 +244,7 @@ impl KernelMethod for Cusparse {
                     matrix + chain.bias_bytes(l) + if positive_bias(chain, l) { matrix } else { 0 }
                 })
                 .collect(),
-            fixed: fixed + 1,
+            fixed: fixed + SPMM_WORKSPACE_ALLOWANCE,
             streaming: false,
             exact: false,
         }
