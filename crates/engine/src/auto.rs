@@ -161,6 +161,17 @@ pub fn model_ms(method: &str, features: &Features) -> Option<f64> {
     }
 }
 
+/// `share` as a percentage with two significant digits (0.049 %, 3.1 %, 62 %).
+fn percent(share: f64) -> String {
+    let p = 100.0 * share;
+    let decimals = if p >= 10.0 || p <= 0.0 {
+        0
+    } else {
+        (1.0 - p.log10().floor()).max(0.0) as usize
+    };
+    format!("{p:.decimals$}")
+}
+
 /// What `auto` chose and why (cached as JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Choice {
@@ -259,8 +270,8 @@ impl Auto {
             )
         } else {
             format!(
-                "{:.1} % of the dense products' weights stored (< {:.0} %): sparse",
-                100.0 * features.share,
+                "{} % of the dense products' weights stored (< {:.0} %): sparse",
+                percent(features.share),
                 100.0 * DENSE_SHARE
             )
         };
@@ -827,6 +838,14 @@ mod tests {
             hp.runs.lock().unwrap().is_empty(),
             "hp is not tried after sz ran"
         );
+    }
+
+    #[test]
+    fn shares_keep_two_significant_digits() {
+        assert_eq!(percent(0.62), "62");
+        assert_eq!(percent(0.031), "3.1");
+        assert_eq!(percent(0.00049), "0.049");
+        assert_eq!(percent(0.0), "0");
     }
 
     #[test]
