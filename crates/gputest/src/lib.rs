@@ -428,6 +428,64 @@ pub fn challenge_problem_mnist(neurons: usize, layers: usize, rows: usize, seed:
     generated_with_input(neurons, layers, seed, input.features)
 }
 
+/// The generated `neurons`-`layers` challenge network over MNIST-recipe rows as
+/// [`check_challenge`] runs it: [`challenge_problem_mnist`] with `rows` rows at full scale.
+/// At sanitize scale [`challenge_rows`] of those rows: the rows that reach the last layer
+/// (found by the CPU reference on all `rows`) fill up to half of them, the first rows that
+/// die the rest ([`live_rows_first`]). The first rows alone would all die early (none of
+/// 64 rows of 1024-120 lives past layer 10), leaving the deep layers' kernels no row.
+pub fn challenge_problem_scaled(neurons: usize, layers: usize, rows: usize, seed: u64) -> Problem {
+    let problem = challenge_problem_mnist(neurons, layers, rows, seed);
+    let keep = challenge_rows(neurons, rows);
+    if keep >= problem.input.nrows() {
+        return problem;
+    }
+    let live = reference(&problem).categories;
+    let chosen = live_rows_first(&live, problem.input.nrows(), keep);
+    let triplets: Vec<(u32, u32, f32)> = chosen
+        .iter()
+        .enumerate()
+        .flat_map(|(new, &old)| {
+            let (columns, values) = problem.input.row(old);
+            columns
+                .iter()
+                .zip(values)
+                .map(move |(&c, &v)| (new as u32, c, v))
+        })
+        .collect();
+    let input = Csr::from_triplets(chosen.len(), problem.input.ncols(), &triplets)
+        .expect("rows of a valid input");
+    Problem { input, ..problem }
+}
+
+/// `keep` of the rows `0..total` (0-based, ascending): the first of the rows in `live`
+/// (1-based, ascending, as categories are), at most half of `keep` rounded up, then the
+/// first rows not in `live` until there are `keep` (or every row is taken).
+pub fn live_rows_first(live: &[u32], total: usize, keep: usize) -> Vec<usize> {
+    let keep = keep.min(total);
+    let mut chosen: Vec<usize> = live
+        .iter()
+        .map(|&r| r as usize - 1)
+        .filter(|&r| r < total)
+        .take(keep.div_ceil(2))
+        .collect();
+    let is_live = |r: usize| live.binary_search(&(r as u32 + 1)).is_ok();
+    let dead = (0..total).filter(|&r| !is_live(r));
+    chosen.extend(dead.take(keep - chosen.len()));
+    if chosen.len() < keep {
+        // Fewer dead rows than asked for: more live ones.
+        let more: Vec<usize> = live
+            .iter()
+            .map(|&r| r as usize - 1)
+            .filter(|&r| r < total && !chosen.contains(&r))
+            .take(keep - chosen.len())
+            .collect();
+        chosen.extend(more);
+    }
+    chosen.sort_unstable();
+    chosen
+}
+
 /// The real N = 1024 network (120 layers) over the official first 1200 images, and the
 /// official 120-layer truth restricted to those rows; at sanitize scale over the
 /// [`scale::SANITIZE_OFFICIAL_ROWS`] consecutive images of those that hold the most truth
@@ -629,11 +687,11 @@ pub fn check_compressed(runner: Runner<'_>) {
 }
 
 /// The generated `neurons`-`layers` challenge network over `rows` MNIST-recipe rows
-/// ([`challenge_problem_mnist`]; fewer rows at sanitize scale, [`challenge_rows`]).
+/// ([`challenge_problem_scaled`]: fewer rows, live ones among them, at sanitize scale).
 pub fn check_challenge(runner: Runner<'_>, neurons: usize, layers: usize, rows: usize) {
     let gpu = gpu();
-    let rows = challenge_rows(neurons, rows);
-    let problem = challenge_problem_mnist(neurons, layers, rows, 7);
+    let problem = challenge_problem_scaled(neurons, layers, rows, 7);
+    let rows = problem.input.nrows();
     if let Err(e) = run_checked(&gpu, runner, &problem, Tolerance::Relative(1e-5)) {
         panic!("{neurons}-{layers}, {rows} rows: {e}");
     }
@@ -780,6 +838,20 @@ mod tests {
             assert_eq!(reference(&compressed).categories, reference(&p).categories);
         }
         assert!(shrunk_any, "no classed problem compressed");
+    }
+
+    #[test]
+    fn live_rows_fill_up_to_half_the_kept_rows() {
+        // Rows 3, 5, 9 and 10 (1-based) live: half of 4 kept rows live, then the first dead.
+        let live = [3, 5, 9, 10];
+        assert_eq!(live_rows_first(&live, 10, 4), vec![0, 1, 2, 4]);
+        assert_eq!(live_rows_first(&live, 10, 5), vec![0, 1, 2, 4, 8]);
+        assert_eq!(live_rows_first(&[], 10, 3), vec![0, 1, 2]);
+        // Every row kept when asked for more than there are.
+        assert_eq!(live_rows_first(&live, 10, 20), (0..10).collect::<Vec<_>>());
+        // Few dead rows: the live ones make up the count.
+        assert_eq!(live_rows_first(&[1, 2, 3, 4], 5, 5), vec![0, 1, 2, 3, 4]);
+        assert_eq!(live_rows_first(&[1, 2, 3, 4], 5, 4), vec![0, 1, 2, 4]);
     }
 
     #[test]
