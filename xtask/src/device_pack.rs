@@ -366,36 +366,36 @@ case "$mode" in
     logs="$out/sanitize"; rm -rf "$logs"; mkdir -p "$logs"
     # Expected seconds of a run under racecheck at the sanitize scale (first match of
     # executable and test name parts; * any executable); the other tools a share of it.
-    expected='blockdepend exact_and_predicated 150
-blockdepend spread_launches 90
-blockdepend tiles_straddle 90
-blockdepend trained_shaped_chains_other 60
-blockdepend random_wide 40
-blockdepend random 45
-blockdepend per_neuron_biases 45
-hp every_minibatch 60
-hp wider_than_a_block 40
-sz generated_challenge 60
-sz exact_random_networks 50
-sz per_neuron_biases 50
-sz trained_shaped 40
-tcchain trained_shaped 40
-adaptive bf_streams 40
-snicit glare_challenge 50
-* generated_challenge 35
-* glare_challenge 35
-* glare_rectangular 30
-* compressed 30
-* official 25
-* trained_shaped 25
-* per_neuron_biases 25
-* prune 25
-* random 20
-* challenge 20
-* footprints 20
-* trained_networks 15
-cuda * 4
-* * 10'
+    expected='blockdepend exact_and_predicated 120
+blockdepend spread_launches 60
+blockdepend tiles_straddle 60
+blockdepend trained_shaped_chains_other 30
+blockdepend random_wide 25
+blockdepend random 20
+blockdepend per_neuron_biases 20
+hp every_minibatch 40
+hp wider_than_a_block 20
+sz generated_challenge 40
+sz exact_random_networks 25
+sz per_neuron_biases 25
+sz trained_shaped 25
+tcchain trained_shaped 25
+adaptive bf_streams 30
+snicit glare_challenge 30
+* generated_challenge 20
+* glare_challenge 20
+* compressed 20
+* glare_rectangular 15
+* official 15
+* trained_shaped 15
+* prune 15
+* challenge 15
+* per_neuron_biases 10
+* footprints 10
+* trained_networks 10
+* random 8
+cuda * 3
+* * 6'
     queue="$logs/queue"; : > "$queue"
     for t in "$work"/tests/*${SPDNN_TESTS:-}*; do
       name=$(basename "$t")
