@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! bash .device/run.sh tests          # every test executable with --include-ignored
-//! bash .device/run.sh sanitize       # each under memcheck, racecheck, initcheck, synccheck
+//! bash .device/run.sh sanitize       # each test under racecheck, memcheck, initcheck, synccheck
 //! bash .device/run.sh examples       # each kernel crate's reuse example on a generated net
 //! bash .device/run.sh bench ARGS...  # spdnn bench ARGS (results under $OUT/$BENCH_TAG)
 //! bash .device/run.sh spdnn ARGS...  # any spdnn command
@@ -336,66 +336,151 @@ case "$mode" in
     echo "test executables: $passed passed, $failed failed"
     [ "$failed" -eq 0 ];;
   sanitize)
-    # Every GPU test executable under compute-sanitizer's memcheck, racecheck, initcheck and
-    # synccheck, SANITIZE_JOBS runs at a time, each within SANITIZE_TIMEOUT_S and all within
-    # SANITIZE_BUDGET_S (runs that would start later are "skipped"). A run is "clean", has
-    # "findings" (the tool's error count), "failed" (a test failed or the process died: the
-    # tool found nothing but the run is not a pass; its panic lines are shown), "timeout", or
-    # "no-tests" (the name filter matched none of the executable's tests: not a failure).
-    # Extra ARGS go to every test executable (e.g. a name filter); tests needing the whole GPU
-    # memory (names with "memory_exhausted") are skipped. Logs: $out/sanitize/.
+    # Every GPU test under compute-sanitizer's racecheck, memcheck, initcheck and synccheck
+    # (SANITIZE_TOOLS): one run per tool and test, at the sanitize scale (SPDNN_TEST_SCALE=
+    # sanitize, crates/gputest/src/scale.rs), SANITIZE_JOBS runs at a time (default: the
+    # cores; the GPU is shared), the longest expected first (the table below), each within
+    # SANITIZE_TIMEOUT_S and all within SANITIZE_BUDGET_S (runs that would start later are
+    # "skipped"). Tests matching SANITIZE_SKIP are not run, each listed with the reason. A run
+    # is "clean", has "findings" (the tool's error count), "failed" (a test failed or the
+    # process died: the tool found nothing but the run is not a pass; its panic lines are
+    # shown), "timeout" or "skipped"; an executable none of whose tests extra ARGS select
+    # (libtest filters, `--skip NAME`, given to `--list`) is "no-tests", not a failure. Per
+    # tool one line over the executables (each counted by its worst run), one over the tests;
+    # $out/sanitize-table.md has a row per executable. Logs: $out/sanitize/.
     san=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
     [ -x "$san" ] || { echo "compute-sanitizer not found at $san"; exit 2; }
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
     "$san" --version | tail -1
-    export PROPTEST_CASES=${SANITIZE_CASES:-2}
+    export SPDNN_TEST_SCALE=sanitize PROPTEST_CASES=${SANITIZE_CASES:-2}
     tools=${SANITIZE_TOOLS:-racecheck memcheck initcheck synccheck}
-    par=${SANITIZE_JOBS:-4}; per=${SANITIZE_TIMEOUT_S:-300}; budget=${SANITIZE_BUDGET_S:-500}
-    deadline=$(( $(date +%s) + budget ))
+    par=${SANITIZE_JOBS:-$(nproc)}; per=${SANITIZE_TIMEOUT_S:-300}; budget=${SANITIZE_BUDGET_S:-510}
+    flags=${SANITIZE_FLAGS:---launch-timeout 120}
+    # memory_exhausted (engine's two fault tests): they hold every free byte of the GPU, which
+    # the runs beside them need, and each of their refused allocations is a driver error on
+    # purpose (CUDA_ERROR_OUT_OF_MEMORY), which memcheck counts as a finding.
+    skip=${SANITIZE_SKIP:-memory_exhausted}
+    if [ -n "${SANITIZE_SKIP:-}" ]; then why="SANITIZE_SKIP"; else
+      why="holds the whole GPU memory; its refused allocations are driver errors on purpose"; fi
+    started=$(date +%s); deadline=$(( started + budget ))
     logs="$out/sanitize"; rm -rf "$logs"; mkdir -p "$logs"
+    # Expected seconds of a run under racecheck at the sanitize scale (first match of
+    # executable and test name parts; * any executable); the other tools a share of it.
+    expected='blockdepend exact_and_predicated 120
+blockdepend spread_launches 60
+blockdepend tiles_straddle 60
+blockdepend trained_shaped_chains_other 30
+blockdepend random_wide 25
+blockdepend random 20
+blockdepend per_neuron_biases 20
+hp every_minibatch 40
+hp wider_than_a_block 20
+sz generated_challenge 40
+sz exact_random_networks 25
+sz per_neuron_biases 25
+sz trained_shaped 25
+tcchain trained_shaped 25
+adaptive bf_streams 30
+snicit glare_challenge 30
+* generated_challenge 20
+* glare_challenge 20
+* compressed 20
+* glare_rectangular 15
+* official 15
+* trained_shaped 15
+* prune 15
+* challenge 15
+* per_neuron_biases 10
+* footprints 10
+* trained_networks 10
+* random 8
+cuda * 3
+* * 6'
+    queue="$logs/queue"; : > "$queue"
+    for t in "$work"/tests/*${SPDNN_TESTS:-}*; do
+      name=$(basename "$t")
+      listed=$("$t" --list --include-ignored "$@" 2>/dev/null | sed -n 's/: test$//p')
+      for test in $(grep -E "$skip" <<<"$listed"); do echo "excluded: $name $test ($why)"; done
+      selected=$(grep -Ev "$skip" <<<"$listed")
+      if [ -z "$selected" ]; then
+        for tool in $tools; do echo "$tool $name - no-tests - 0 0" >"$logs/$tool-$name.result"; done
+        continue
+      fi
+      for test in $selected; do for tool in $tools; do echo "$tool $t $test"; done; done >>"$queue"
+    done
+    awk -v table="$expected" '
+      BEGIN { n = split(table, lines, "\n")
+              for (i = 1; i <= n; i++) { split(lines[i], f, " "); re[i] = f[1]; rt[i] = f[2]; rs[i] = f[3] }
+              share["racecheck"] = 1; share["memcheck"] = 0.4; share["initcheck"] = 0.45; share["synccheck"] = 0.3 }
+      { exe = $2; sub(/.*\//, "", exe)
+        for (i = 1; i < n; i++)
+          if ((re[i] == "*" || index(exe, re[i])) && (rt[i] == "*" || index($3, rt[i]))) break
+        printf "%d %s\n", rs[i] * (($1 in share) ? share[$1] : 1) + 1, $0 }' "$queue" | sort -k1,1nr >"$queue.sorted"
+    echo "$(wc -l <"$queue.sorted") runs ($tools), $par at a time, each within ${per} s, all within ${budget} s"
     sanitize_one() {
-      local tool=$1 exe=$2 name; name=$(basename "$exe")
-      local log="$logs/$tool-$name.log" left=$(( deadline - $(date +%s) ))
-      if [ "$left" -lt 30 ]; then echo "$tool $name skipped - 0 -" >"$logs/$tool-$name.result"; return; fi
+      local tool=$1 exe=$2 test=$3 name; name=$(basename "$exe")
+      local id="$tool-$name-$test" left=$(( deadline - $(date +%s) ))
+      if [ "$left" -lt 20 ]; then echo "$tool $name $test skipped - 0 -" >"$logs/$id.result"; return; fi
       local limit=$(( left < per ? left : per )) start; start=$(date +%s)
-      timeout -k 10 "$limit" "$san" --tool "$tool" --error-exitcode 86 "$exe" \
-        --include-ignored --test-threads=1 --skip memory_exhausted "${@:3}" >"$log" 2>&1
+      # shellcheck disable=SC2086
+      timeout -k 10 "$limit" "$san" $flags --tool "$tool" --error-exitcode 86 "$exe" \
+        --include-ignored --exact "$test" --test-threads=1 >"$logs/$id.log" 2>&1
       local rc=$? secs=$(( $(date +%s) - start )) found status
-      found=$(grep -Eo '(ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard)' "$log" \
+      found=$(grep -Eo '(ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard)' "$logs/$id.log" \
         | grep -Eo '[0-9]+' | awk '{s += $1} END {print (NR ? s : "-")}')
       case "$rc" in
         0) status=clean;; 86) status=findings;; 124|137) status=timeout;; *) status=failed;;
       esac
       [ "$status" = clean ] && [ "$found" != 0 ] && [ "$found" != - ] && status=findings
-      # A name filter that matches no test of this executable: nothing ran on the GPU (the
-      # tool then reports that the target ended before any CUDA call). Not a finding.
-      [ "$status" = failed ] && grep -q '^running 0 tests' "$log" && status=no-tests
-      echo "$tool $name $status $found $secs $rc" >"$logs/$tool-$name.result"
+      echo "$tool $name $test $status $found $secs $rc" >"$logs/$id.result"
     }
-    for t in "$work"/tests/*${SPDNN_TESTS:-}*; do
-      for tool in $tools; do
-        while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do wait -n; done
-        sanitize_one "$tool" "$t" "$@" &
-      done
-    done
+    while read -r _ tool exe test; do
+      while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do wait -n; done
+      sanitize_one "$tool" "$exe" "$test" &
+    done <"$queue.sorted"
     wait
+    echo "wall time $(( $(date +%s) - started )) s"
     bad=0
     for tool in $tools; do
       cat "$logs/$tool"-*.result 2>/dev/null | awk -v tool="$tool" '
-        { n++; c[$3]++; if ($4 != "-") f += $4; s += $5 }
-        END { printf "%-10s %d findings  (%d executables: %d clean, %d with findings, %d failed, %d timed out, %d skipped, %d without a matching test; %d s)\n",
-              tool, f, n, c["clean"], c["findings"], c["failed"], c["timeout"], c["skipped"], c["no-tests"], s }'
-      while read -r _ name status found secs rc; do
+        BEGIN { rank["no-tests"] = 0; rank["clean"] = 1; rank["skipped"] = 2; rank["timeout"] = 3
+                rank["failed"] = 4; rank["findings"] = 5 }
+        { if ($5 != "-") f += $5; s += $6
+          if (!($2 in worst) || rank[$4] > rank[worst[$2]]) worst[$2] = $4
+          if ($4 != "no-tests") { n++; t[$4]++ } }
+        END { for (e in worst) { ne++; c[worst[e]]++ }
+              printf "%-10s %d findings  (%d executables: %d clean, %d with findings, %d failed, %d timed out, %d skipped, %d without a matching test; %d s)\n",
+                tool, f, ne, c["clean"], c["findings"], c["failed"], c["timeout"], c["skipped"], c["no-tests"], s
+              printf "%-10s %d tests: %d clean, %d with findings, %d failed, %d timed out, %d skipped\n",
+                "", n, t["clean"], t["findings"], t["failed"], t["timeout"], t["skipped"] }'
+      while read -r _ name test status found secs rc; do
         [ "$status" = clean ] || [ "$status" = no-tests ] && continue
         bad=1
-        echo "  $tool $name: $status (exit $rc, $secs s, findings $found)"
+        echo "  $tool $name $test: $status (exit $rc, $secs s, findings $found)"
+        log="$logs/$tool-$name-$test.log"
         if [ "$status" = findings ]; then
-          grep -E '^========= +(Invalid|Race|Uninitialized|Barrier|Error|Warning)' "$logs/$tool-$name.log" | sort | uniq -c | sort -rn | head -5 | sed 's/^/    /'
+          grep -E '^========= +(Invalid|Race|Uninitialized|Barrier|Error|Warning|Program hit)' "$log" | sort | uniq -c | sort -rn | head -5 | sed 's/^/    /'
         elif [ "$status" = failed ]; then
-          grep -E "panicked at|^test .* FAILED|CUDA_ERROR|Error:" "$logs/$tool-$name.log" | head -6 | cut -c1-300 | sed 's/^/    /'
+          grep -E "panicked at|^test .* FAILED|CUDA_ERROR|Error:" "$log" | head -6 | cut -c1-300 | sed 's/^/    /'
         fi
       done < <(cat "$logs/$tool"-*.result 2>/dev/null)
     done
+    # A row per executable: per tool its worst status, its tests, their seconds and the longest.
+    cat "$logs"/*.result 2>/dev/null | awk -v tools="$tools" '
+      BEGIN { nt = split(tools, tl, " "); rank["no-tests"] = 0; rank["clean"] = 1; rank["skipped"] = 2
+              rank["timeout"] = 3; rank["failed"] = 4; rank["findings"] = 5 }
+      { k = $2 SUBSEP $1; exes[$2] = 1
+        if (!(k in worst) || rank[$4] > rank[worst[k]]) worst[k] = $4
+        if ($4 != "no-tests") { n[k]++; s[k] += $6; if (!(k in m) || $6 > m[k]) { m[k] = $6; mt[k] = $3 } } }
+      END { printf "| executable |"; for (i = 1; i <= nt; i++) printf " %s |", tl[i]; printf "\n|---|"
+            for (i = 1; i <= nt; i++) printf "---|"; printf "\n"
+            for (e in exes) { printf "| %s |", e
+              for (i = 1; i <= nt; i++) { k = e SUBSEP tl[i]
+                if (!(k in worst)) printf " – |"
+                else if (worst[k] == "no-tests") printf " no test run (excluded or unmatched) |"
+                else printf " %s, %d tests, %d s (longest %d s, %s) |", worst[k], n[k], s[k], m[k], mt[k] }
+              printf "\n" } }' | { read -r h; read -r d; echo "$h"; echo "$d"; sort; } >"$out/sanitize-table.md"
+    cat "$out/sanitize-table.md"
     [ "$bad" -eq 0 ];;
   examples)
     # Each kernel crate's reuse example on a generated network (N = 1024, ${EXAMPLE_LAYERS:-120}
@@ -436,7 +521,31 @@ esac
 
 #[cfg(test)]
 mod tests {
-    use super::package_name;
+    use super::{RUN_SCRIPT, package_name};
+
+    #[test]
+    fn the_run_script_parses_and_sanitizes_at_the_sanitize_scale() {
+        use std::io::Write;
+        let mut bash = std::process::Command::new("bash")
+            .arg("-n")
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("bash");
+        bash.stdin
+            .take()
+            .expect("stdin")
+            .write_all(RUN_SCRIPT.as_bytes())
+            .expect("writing the script");
+        let out = bash.wait_with_output().expect("bash -n");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The knob spdnn-gputest reads (crates/gputest/src/scale.rs).
+        assert!(RUN_SCRIPT.contains("export SPDNN_TEST_SCALE=sanitize"));
+    }
 
     #[test]
     fn package_names_come_out_of_ids() {

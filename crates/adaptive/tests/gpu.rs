@@ -8,15 +8,10 @@ use spdnn_adaptive::{AdaptiveRun, MemorySettings};
 use spdnn_cuda::method::{KernelMethod, LayerChain};
 use spdnn_cuda::rows::RunSpec;
 use spdnn_formats::SparseMatrix;
-use spdnn_gputest::{Problem, Tolerance, challenge_problem_mnist, compare, gpu};
+use spdnn_gputest::{Problem, Tolerance, challenge_problem_scaled, compare, gpu};
 
 fn spec() -> RunSpec {
-    RunSpec {
-        warmup: 1,
-        repetitions: 1,
-        keep_output: true,
-        batch: None,
-    }
+    spdnn_gputest::run_spec(1, 1)
 }
 
 fn model_of<K: KernelMethod>(problem: &Problem, options: &K::Options) -> MemoryModel {
@@ -59,9 +54,9 @@ fn tight_budget<K: KernelMethod>(problem: &Problem, model: &MemoryModel, streame
 
 /// Runs `K` unconstrained and under a tight budget: both match the reference, the tight
 /// one in several batches, and (exact or bounding models) the measured peak is at most the
-/// prediction.
+/// prediction. 999 rows (fewer at sanitize scale).
 fn check_method<K: KernelMethod>(options: &K::Options, streamed: bool, neurons: usize) {
-    let problem = challenge_problem_mnist(neurons, 24, 999, 3);
+    let problem = challenge_problem_scaled(neurons, 24, 999, 3);
     let chain = LayerChain::new(&problem.layers, problem.bias, problem.upper);
     let model = K::memory_on(&gpu(), &chain, options).unwrap();
     for budget in [None, Some(tight_budget::<K>(&problem, &model, streamed))] {
@@ -138,12 +133,13 @@ fn blockdepend_batched_matches_the_reference() {
 fn bf_streams_in_tuned_batches_of_layers() {
     // Weights far larger than the budget leaves: BF must stream, and the probe and the
     // online rule run.
-    let problem = challenge_problem_mnist(4096, 120, 3000, 5);
+    let problem = challenge_problem_scaled(4096, 120, 3000, 5);
+    let rows = problem.input.nrows();
     let options = spdnn_bf::BfOptions::default();
     let model = model_of::<spdnn_bf::Bf>(&problem, &options);
-    let budget = model.fixed + 8 * model.largest_layer() + model.per_row * 3000 + (8 << 20);
+    let budget = model.fixed + 8 * model.largest_layer() + model.per_row * rows + (8 << 20);
     assert!(
-        budget < model.weight_bytes() + model.per_row * 3000,
+        budget < model.weight_bytes() + model.per_row * rows,
         "the problem must not fit the budget"
     );
     let out = run::<spdnn_bf::Bf>(
@@ -169,10 +165,11 @@ fn a_refused_allocation_gives_a_smaller_plan_or_a_clear_error() {
     // A budget a little under cuSPARSE's one-batch need (half its fixed bytes short; its
     // SpMM workspace is an allowance): the run fits in two batches, or, should cuSPARSE ask
     // for more, retries with smaller ones or says what did not fit.
-    let problem = challenge_problem_mnist(1024, 12, 2000, 7);
+    let problem = challenge_problem_scaled(1024, 12, 2000, 7);
+    let rows = problem.input.nrows();
     let model = model_of::<spdnn_cusparse::Cusparse>(&problem, &Default::default());
     let settings = MemorySettings {
-        gpu_memory: Some(model.fixed / 2 + model.weight_bytes() + model.per_row * 2000),
+        gpu_memory: Some(model.fixed / 2 + model.weight_bytes() + model.per_row * rows),
         gpus: Vec::new(),
     };
     let chain = LayerChain::new(&problem.layers, problem.bias, problem.upper);
@@ -239,7 +236,9 @@ fn a_refused_allocation_gives_a_smaller_plan_or_a_clear_error() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn two_handles_on_one_gpu_split_the_rows() {
-    let problem = challenge_problem_mnist(1024, 24, 1001, 9);
+    let problem = challenge_problem_scaled(1024, 24, 1001, 9);
+    // The second handle takes the rows after the first half, rounded up (501 of 1001).
+    let second = problem.input.nrows().div_ceil(2);
     for method in ["bf", "xy"] {
         let settings = MemorySettings {
             gpu_memory: None,
@@ -250,7 +249,7 @@ fn two_handles_on_one_gpu_split_the_rows() {
             _ => run::<spdnn_xy::Xy>(&problem, &Default::default(), &settings),
         };
         assert_eq!(out.report.gpus.len(), 2);
-        assert_eq!(out.report.gpus[1].first_row, 501);
+        assert_eq!(out.report.gpus[1].first_row, second);
         compare(&problem, &out.result, Tolerance::Relative(1e-5)).unwrap();
     }
 }
@@ -338,7 +337,7 @@ fn check_peak_within<K: KernelMethod>(
             .max()
             .unwrap_or(0)
     };
-    let problem = challenge_problem_mnist(1024, 24, 999, 3);
+    let problem = challenge_problem_scaled(1024, 24, 999, 3);
     the_model_is_the_peak::<K>(&problem, options, slack(widest(&problem)));
     if compressed {
         let (small, shrunk) = spdnn_gputest::compressed(&problem);

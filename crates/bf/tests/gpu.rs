@@ -16,17 +16,15 @@ use spdnn_gputest::{
     check_glare, check_official_1024, check_rectangular_random,
 };
 
-const SPEC: RunSpec = RunSpec {
-    warmup: 1,
-    repetitions: 2,
-    keep_output: true,
-    batch: None,
-};
+/// One warm-up and two timed runs (one at sanitize scale), the output kept.
+fn spec() -> RunSpec {
+    spdnn_gputest::run_spec(1, 2)
+}
 
 fn run_with(
     options: BfOptions,
 ) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
-    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &spec())
 }
 
 #[test]
@@ -173,7 +171,7 @@ fn run_glare(
             glare: Some(Glare::new(segment)),
             ..BfOptions::default()
         };
-        infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+        infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &spec())
     }
 }
 
@@ -216,7 +214,18 @@ fn glare_segments_bf_cannot_use_are_errors() {
             glare: Some(Glare::new(segment)),
             ..BfOptions::default()
         };
-        assert!(infer(&gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC).is_err());
+        assert!(
+            infer(
+                &gpu,
+                &p.layers,
+                &p.input,
+                p.bias,
+                p.upper,
+                &options,
+                &spec()
+            )
+            .is_err()
+        );
     }
 }
 
@@ -226,7 +235,7 @@ fn run_biased(gpu: &Gpu, p: &BiasedProblem) -> Result<GpuInference, spdnn_cuda::
         &LayerChain::with_biases(&p.layers, &p.biases, p.upper),
         &p.input,
         &BfOptions::default(),
-        &SPEC,
+        &spec(),
     )
 }
 

@@ -13,25 +13,24 @@ use spdnn_gputest::biased::{
     BiasedProblem, check_biased_random, check_trained_nets, check_trained_shaped,
     trained_shaped_problem,
 };
+use spdnn_gputest::scale::proptest_config;
 use spdnn_gputest::{
     Problem, Tolerance, check_challenge, check_compressed, check_exact_random,
     check_general_random, check_grouped_random, check_official_1024, check_rectangular_random,
-    compare,
+    compare, sized,
 };
 
 mod common;
 
-const SPEC: RunSpec = RunSpec {
-    warmup: 1,
-    repetitions: 2,
-    keep_output: true,
-    batch: None,
-};
+/// One warm-up and two timed runs (one at sanitize scale), the output kept.
+fn spec() -> RunSpec {
+    spdnn_gputest::run_spec(1, 2)
+}
 
 fn run_with(
     options: BlockDependOptions,
 ) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
-    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &spec())
 }
 
 fn options(f: impl FnOnce(&mut BlockDependOptions)) -> BlockDependOptions {
@@ -99,7 +98,7 @@ fn run_variant(
 ) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
     move |gpu, p| {
         let o = within(&options, p.layers.len());
-        infer(gpu, &p.layers, &p.input, p.bias, p.upper, &o, &SPEC)
+        infer(gpu, &p.layers, &p.input, p.bias, p.upper, &o, &spec())
     }
 }
 
@@ -151,7 +150,7 @@ fn compressed_networks() {
 #[ignore = "needs a CUDA GPU"]
 fn saturating_networks_retire_rows() {
     let gpu = spdnn_gputest::gpu();
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::default());
+    let mut runner = proptest::test_runner::TestRunner::new(proptest_config(None));
     let outcome = runner.run(&spdnn_gputest::saturating_problem(1, 90, 8, 200), |p| {
         for (name, o) in [
             ("retire", BlockDependOptions::default()),
@@ -167,7 +166,7 @@ fn saturating_networks_retire_rows() {
         panic!("{e}");
     }
     for (n, l, rows) in [(64, 6, 300), (96, 40, 70), (300, 30, 33)] {
-        let p = spdnn_gputest::all_saturating_problem(n, l, rows);
+        let p = spdnn_gputest::all_saturating_problem(n, l, sized(rows, 8));
         let result = run_with(BlockDependOptions::default())(&gpu, &p).unwrap();
         compare(&p, &result, Tolerance::Exact).unwrap();
     }
@@ -268,6 +267,8 @@ fn spread_launches_agree_with_tiles() {
     // launch after the first spreads while its rows fit grid × chunk (a chunk: the tile in
     // shared memory); 8000 random rows in chunks of 1 are more than that, so those launches
     // run their tiles. `auto` spreads only layers of 256 KiB or more (N = 65536), none here.
+    // Fewer rows at sanitize scale; 4500 random rows in chunks of 1 are still more than
+    // 132 SMs × 32 blocks (the most an SM holds) × 1.
     let gpu = spdnn_gputest::gpu();
     let random = |rows| {
         let network = spdnn_sdgc::generator::random_network(1024, 6, 32, 13).unwrap();
@@ -287,7 +288,7 @@ fn spread_launches_agree_with_tiles() {
         // (name, problem, tile, cuts, spread, expected (spread ran, tiles ran))
         (
             "challenge 16384-24",
-            challenge(16384, 24, 600),
+            challenge(16384, 24, sized(600, 200)),
             None,
             None,
             always,
@@ -295,7 +296,7 @@ fn spread_launches_agree_with_tiles() {
         ),
         (
             "challenge 1024-120",
-            challenge(1024, 120, 3000),
+            challenge(1024, 120, sized(3000, 500)),
             None,
             None,
             always,
@@ -303,7 +304,7 @@ fn spread_launches_agree_with_tiles() {
         ),
         (
             "challenge 1024-120, auto",
-            challenge(1024, 120, 3000),
+            challenge(1024, 120, sized(3000, 500)),
             None,
             None,
             auto,
@@ -311,7 +312,7 @@ fn spread_launches_agree_with_tiles() {
         ),
         (
             "random, 600 rows",
-            random(600),
+            random(sized(600, 200)),
             None,
             every_layer.clone(),
             always,
@@ -319,7 +320,7 @@ fn spread_launches_agree_with_tiles() {
         ),
         (
             "random, chunks of 1",
-            random(8000),
+            random(sized(8000, 4500)),
             Some(1),
             every_layer,
             always,
@@ -373,7 +374,9 @@ fn random_wide_networks_split_their_tiles() {
     // both buffers there); two buffers and global tiles must agree.
     let n = 4096;
     let network = spdnn_sdgc::generator::random_network(n, 4, 32, 7).unwrap();
-    let input = spdnn_sdgc::images::synthetic(300, n, 7).unwrap().features;
+    let input = spdnn_sdgc::images::synthetic(sized(300, 64), n, 7)
+        .unwrap()
+        .features;
     let p = Problem {
         layers: network.layers().to_vec(),
         input,
@@ -412,7 +415,8 @@ fn exact_and_predicated_items_agree() {
     // A launch's tiles hold ⌈rows / (blocks · 2)⌉ rows, at most the tile: with 132 blocks
     // (H200) 800 rows fill the 3-row split tiles of 16384-wide rows (items of 3 rows, the
     // last tiles fewer), 2400 rows at 4096 fill tiles of 1–9 rows (every row count 1–8
-    // and items of 8 + 1).
+    // and items of 8 + 1). The rows fill those tiles, so at sanitize scale the networks
+    // have two layers instead of four (layer 1's atomics, then the exact items of layer 2).
     let gpu = spdnn_gputest::gpu();
     let mut cases = vec![(16384, 800, PlacementChoice::Auto, None)];
     cases.extend((1..=9).map(|t| (4096, 2400, PlacementChoice::Split, Some(t))));
@@ -420,7 +424,7 @@ fn exact_and_predicated_items_agree() {
     for (n, rows, placement, tile_rows) in cases {
         let case = format!("{n} wide, {rows} rows, {placement:?}, tile {tile_rows:?}");
         eprintln!("exact and predicated items: {case}");
-        let network = spdnn_sdgc::generator::random_network(n, 4, 32, 11).unwrap();
+        let network = spdnn_sdgc::generator::random_network(n, sized(4, 2), 32, 11).unwrap();
         let input = spdnn_sdgc::images::synthetic(rows, n, 11).unwrap().features;
         let p = Problem {
             layers: network.layers().to_vec(),
@@ -526,12 +530,13 @@ fn wide_chains_run_in_global_memory() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn batches_reuse_the_prepared_run() {
-    // 2000 rows in batches of 700, 700 and 600: every batch reloads the same buffers.
+    // 2000 rows in batches of 700, 700 and 600 (300 in 120, 120 and 60 at sanitize scale):
+    // every batch reloads the same buffers.
     let gpu = spdnn_gputest::gpu();
-    let p = spdnn_gputest::challenge_problem(1024, 40, 2000, 4);
+    let p = spdnn_gputest::challenge_problem(1024, 40, sized(2000, 300), 4);
     let spec = RunSpec {
-        batch: Some(700),
-        ..SPEC
+        batch: Some(sized(700, 120)),
+        ..spec()
     };
     let o = BlockDependOptions::default();
     let result = infer(&gpu, &p.layers, &p.input, p.bias, p.upper, &o, &spec).unwrap();
@@ -542,7 +547,7 @@ fn batches_reuse_the_prepared_run() {
 #[ignore = "needs a CUDA GPU"]
 fn compression_on_and_off_agree() {
     let gpu = spdnn_gputest::gpu();
-    let p = spdnn_gputest::challenge_problem(1024, 60, 2000, 9);
+    let p = spdnn_gputest::challenge_problem(1024, 60, sized(2000, 200), 9);
     let on = run_with(BlockDependOptions::default())(&gpu, &p).unwrap();
     let off = run_with(options(|o| o.compress = false))(&gpu, &p).unwrap();
     assert_eq!(on.categories, off.categories);
@@ -559,7 +564,8 @@ fn compression_on_and_off_agree() {
 fn bad_options_and_problems_are_errors() {
     let gpu = spdnn_gputest::gpu();
     let p = spdnn_gputest::challenge_problem(1024, 3, 8, 1);
-    let run = |o: BlockDependOptions| infer(&gpu, &p.layers, &p.input, p.bias, p.upper, &o, &SPEC);
+    let run =
+        |o: BlockDependOptions| infer(&gpu, &p.layers, &p.input, p.bias, p.upper, &o, &spec());
     assert!(run(options(|o| o.tile_rows = Some(0))).is_err());
     assert!(run(options(|o| o.tile_rows = Some(129))).is_err());
     assert!(run(options(|o| o.cuts = Some(vec![3]))).is_err());
@@ -580,7 +586,7 @@ fn bad_options_and_problems_are_errors() {
         -0.3,
         32.0,
         &shared,
-        &SPEC,
+        &spec(),
     )
     .unwrap_err();
     assert!(e.to_string().contains("shared memory"), "{e}");
@@ -593,7 +599,7 @@ fn bad_options_and_problems_are_errors() {
             0.3,
             32.0,
             &BlockDependOptions::default(),
-            &SPEC
+            &spec()
         )
         .is_err()
     );
@@ -606,7 +612,7 @@ fn bad_options_and_problems_are_errors() {
             -0.3,
             32.0,
             &BlockDependOptions::default(),
-            &SPEC
+            &spec()
         )
         .is_err()
     );
@@ -618,7 +624,7 @@ fn run_biased(
 ) -> impl Fn(&Gpu, &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
     move |gpu, p| {
         let o = within(&options, p.layers.len());
-        infer_with_biases(gpu, &p.layers, &p.input, &p.biases, p.upper, &o, &SPEC)
+        infer_with_biases(gpu, &p.layers, &p.input, &p.biases, p.upper, &o, &spec())
     }
 }
 
@@ -629,7 +635,7 @@ fn check_biased_exact(
     runner: &dyn Fn(&Gpu, &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError>,
 ) {
     let gpu = spdnn_gputest::gpu();
-    let mut proptest = proptest::test_runner::TestRunner::new(ProptestConfig::default());
+    let mut proptest = proptest::test_runner::TestRunner::new(proptest_config(None));
     let outcome = proptest.run(&strategy, |p| {
         let result = runner(&gpu, &p).map_err(|e| TestCaseError::fail(e.to_string()))?;
         spdnn_gputest::biased::compare(&p, &result, Tolerance::Exact, 0.0)

@@ -252,6 +252,9 @@ fn a_kernel_missing_from_its_module_is_an_error_naming_both() {
     let Err(error) = gpu.kernel(&MISSING) else {
         panic!("a kernel that does not exist was found");
     };
+    // Refused by the source's text before any driver call (no failed cuModuleGetFunction
+    // for compute-sanitizer's memcheck to count as an API error).
+    assert!(matches!(error, CudaError::InvalidArgument(_)), "{error:?}");
     let message = error.to_string();
     assert!(
         message.contains("spdnn_no_such_kernel") && message.contains("selftest.cu"),

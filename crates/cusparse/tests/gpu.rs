@@ -14,15 +14,13 @@ use spdnn_gputest::{
     check_official_1024, check_rectangular_random,
 };
 
-const SPEC: RunSpec = RunSpec {
-    warmup: 1,
-    repetitions: 2,
-    keep_output: true,
-    batch: None,
-};
+/// One warm-up and two timed runs (one at sanitize scale), the output kept.
+fn spec() -> RunSpec {
+    spdnn_gputest::run_spec(1, 2)
+}
 
 fn run(gpu: &Gpu, p: &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
-    infer(gpu, &p.layers, &p.input, p.bias, p.upper, &SPEC)
+    infer(gpu, &p.layers, &p.input, p.bias, p.upper, &spec())
 }
 
 #[test]
@@ -68,7 +66,7 @@ fn run_biased(gpu: &Gpu, p: &BiasedProblem) -> Result<GpuInference, spdnn_cuda::
         &LayerChain::with_biases(&p.layers, &p.biases, p.upper),
         &p.input,
         &NoOptions,
-        &SPEC,
+        &spec(),
     )
 }
 

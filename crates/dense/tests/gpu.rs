@@ -17,19 +17,19 @@ use spdnn_gputest::{
     check_general_random, check_official_1024, check_rectangular_random,
 };
 
-const SPEC: RunSpec = RunSpec {
-    warmup: 1,
-    repetitions: 2,
-    keep_output: true,
-    batch: None,
-};
+/// One warm-up and two timed runs (one at sanitize scale), the output kept.
+fn spec() -> RunSpec {
+    spdnn_gputest::run_spec(1, 2)
+}
 
 /// Rows in batches of 37: every batch but the last is full, the last partial, so the
 /// products run over fewer rows than the buffers hold.
-const BATCHED: RunSpec = RunSpec {
-    batch: Some(37),
-    ..SPEC
-};
+fn batched() -> RunSpec {
+    RunSpec {
+        batch: Some(37),
+        ..spec()
+    }
+}
 
 fn run_with(
     options: DenseOptions,
@@ -39,7 +39,7 @@ fn run_with(
 }
 
 fn run(gpu: &Gpu, p: &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
-    run_with(DenseOptions::default(), SPEC)(gpu, p)
+    run_with(DenseOptions::default(), spec())(gpu, p)
 }
 
 #[test]
@@ -51,7 +51,7 @@ fn exact_random_networks() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn exact_random_networks_in_batches_of_rows() {
-    check_exact_random(&run_with(DenseOptions::default(), BATCHED));
+    check_exact_random(&run_with(DenseOptions::default(), batched()));
 }
 
 #[test]
@@ -95,11 +95,11 @@ fn bad_problems_are_refused_and_chains_of_widths_run() {
 #[ignore = "needs a CUDA GPU"]
 fn per_neuron_biases() {
     check_biased_random(
-        &method_runner::<Dense>(DenseOptions::default(), SPEC),
+        &method_runner::<Dense>(DenseOptions::default(), spec()),
         false,
     );
     check_biased_random(
-        &method_runner::<Dense>(DenseOptions::default(), BATCHED),
+        &method_runner::<Dense>(DenseOptions::default(), batched()),
         false,
     );
 }
@@ -108,11 +108,11 @@ fn per_neuron_biases() {
 #[ignore = "needs a CUDA GPU"]
 fn trained_shaped_chains() {
     check_trained_shaped(
-        &method_runner::<Dense>(DenseOptions::default(), SPEC),
+        &method_runner::<Dense>(DenseOptions::default(), spec()),
         false,
     );
     check_trained_shaped(
-        &method_runner::<Dense>(DenseOptions::default(), BATCHED),
+        &method_runner::<Dense>(DenseOptions::default(), batched()),
         false,
     );
 }
@@ -120,7 +120,7 @@ fn trained_shaped_chains() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn trained_networks_a_b_c() {
-    check_trained_nets(&method_runner::<Dense>(DenseOptions::default(), SPEC));
+    check_trained_nets(&method_runner::<Dense>(DenseOptions::default(), spec()));
 }
 
 #[test]
@@ -133,7 +133,7 @@ fn positive_biases_are_refused() {
         biases: vec![vec![-0.5, 0.25]],
         upper: 1.0,
     };
-    let error = method_runner::<Dense>(DenseOptions::default(), SPEC)(&gpu, &p)
+    let error = method_runner::<Dense>(DenseOptions::default(), spec())(&gpu, &p)
         .unwrap_err()
         .to_string();
     assert!(
@@ -147,8 +147,8 @@ fn positive_biases_are_refused() {
 #[ignore = "needs a CUDA GPU"]
 fn the_default_is_fp32_and_tf32_is_reported_lossy() {
     let gpu = spdnn_gputest::gpu();
-    let problem = trained_shaped_problem(128, 6, 1000, false, 3);
-    let exact = method_runner::<Dense>(DenseOptions::default(), SPEC)(&gpu, &problem).unwrap();
+    let problem = trained_shaped_problem(128, 6, spdnn_gputest::sized(1000, 64), false, 3);
+    let exact = method_runner::<Dense>(DenseOptions::default(), spec())(&gpu, &problem).unwrap();
     assert!(
         exact
             .detail("math")
@@ -159,7 +159,7 @@ fn the_default_is_fp32_and_tf32_is_reported_lossy() {
     assert_eq!(exact.detail("lossy"), None, "{:?}", exact.details);
     biased::compare(&problem, &exact, Tolerance::Relative(1e-4), 1e-5).unwrap();
 
-    let tf32 = method_runner::<Dense>(DenseOptions { tf32: true }, SPEC)(&gpu, &problem).unwrap();
+    let tf32 = method_runner::<Dense>(DenseOptions { tf32: true }, spec())(&gpu, &problem).unwrap();
     assert!(
         tf32.detail("math")
             .is_some_and(|m| m.contains("CUBLAS_TF32_TENSOR_OP_MATH")),
@@ -205,7 +205,8 @@ fn expected_peak(model: &spdnn_cuda::memory::MemoryModel, input: &Csr, batch: us
 #[ignore = "needs a CUDA GPU"]
 fn the_memory_model_is_what_the_run_allocates() {
     let gpu = spdnn_gputest::gpu();
-    let problem = trained_shaped_problem(256, 4, 2000, false, 4);
+    let rows = spdnn_gputest::sized(2000, 200);
+    let problem = trained_shaped_problem(256, 4, rows, false, 4);
     let chain = LayerChain::with_biases(&problem.layers, &problem.biases, problem.upper);
     let options = DenseOptions::default();
     let model = Dense::memory(&chain, &options);
@@ -216,7 +217,7 @@ fn the_memory_model_is_what_the_run_allocates() {
         batch: None,
     };
     // Unconstrained (one batch), then a budget for about a quarter of the rows.
-    let tight = model.fixed + model.weight_bytes() + (model.per_row + 4 + 8 * 784) * 500;
+    let tight = model.fixed + model.weight_bytes() + (model.per_row + 4 + 8 * 784) * (rows / 4);
     for budget in [None, Some(tight)] {
         let settings = MemorySettings {
             gpu_memory: budget,
@@ -258,7 +259,7 @@ fn a_65536_wide_challenge_network_is_refused_by_the_planner() {
         &chain,
         &input,
         &options,
-        &SPEC,
+        &spec(),
         &MemorySettings::default(),
     )
     .unwrap_err()

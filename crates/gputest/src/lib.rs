@@ -6,8 +6,14 @@
 //! sum is representable in f32, so any summation order gives the same bits and the GPU
 //! must equal the reference exactly. *General* ones use arbitrary floats and are
 //! compared within a relative tolerance.
+//!
+//! How large the problems are is the scale's ([`scale`], `SPDNN_TEST_SCALE`): full, or
+//! small enough for compute-sanitizer with every kernel path kept.
 
 pub mod biased;
+pub mod scale;
+
+pub use scale::{challenge_rows, run_spec, sanitizing, sized};
 
 use std::path::PathBuf;
 
@@ -422,10 +428,76 @@ pub fn challenge_problem_mnist(neurons: usize, layers: usize, rows: usize, seed:
     generated_with_input(neurons, layers, seed, input.features)
 }
 
+/// The generated `neurons`-`layers` challenge network over MNIST-recipe rows as
+/// [`check_challenge`] runs it: [`challenge_problem_mnist`] with `rows` rows at full scale.
+/// At sanitize scale [`challenge_rows`] of those rows: the rows that reach the last layer
+/// (found by the CPU reference on all `rows`) fill up to half of them, the first rows that
+/// die the rest ([`live_rows_first`]). The first rows alone would all die early (none of
+/// 64 rows of 1024-120 lives past layer 10), leaving the deep layers' kernels no row.
+pub fn challenge_problem_scaled(neurons: usize, layers: usize, rows: usize, seed: u64) -> Problem {
+    let problem = challenge_problem_mnist(neurons, layers, rows, seed);
+    let keep = challenge_rows(neurons, rows);
+    if keep >= problem.input.nrows() {
+        return problem;
+    }
+    let live = reference(&problem).categories;
+    let chosen = live_rows_first(&live, problem.input.nrows(), keep);
+    let triplets: Vec<(u32, u32, f32)> = chosen
+        .iter()
+        .enumerate()
+        .flat_map(|(new, &old)| {
+            let (columns, values) = problem.input.row(old);
+            columns
+                .iter()
+                .zip(values)
+                .map(move |(&c, &v)| (new as u32, c, v))
+        })
+        .collect();
+    let input = Csr::from_triplets(chosen.len(), problem.input.ncols(), &triplets)
+        .expect("rows of a valid input");
+    Problem { input, ..problem }
+}
+
+/// `keep` of the rows `0..total` (0-based, ascending): the first of the rows in `live`
+/// (1-based, ascending, as categories are), at most half of `keep` rounded up, then the
+/// first rows not in `live` until there are `keep` (or every row is taken).
+pub fn live_rows_first(live: &[u32], total: usize, keep: usize) -> Vec<usize> {
+    let keep = keep.min(total);
+    let mut chosen: Vec<usize> = live
+        .iter()
+        .map(|&r| r as usize - 1)
+        .filter(|&r| r < total)
+        .take(keep.div_ceil(2))
+        .collect();
+    let is_live = |r: usize| live.binary_search(&(r as u32 + 1)).is_ok();
+    let dead = (0..total).filter(|&r| !is_live(r));
+    chosen.extend(dead.take(keep - chosen.len()));
+    if chosen.len() < keep {
+        // Fewer dead rows than asked for: more live ones.
+        let more: Vec<usize> = live
+            .iter()
+            .map(|&r| r as usize - 1)
+            .filter(|&r| r < total && !chosen.contains(&r))
+            .take(keep - chosen.len())
+            .collect();
+        chosen.extend(more);
+    }
+    chosen.sort_unstable();
+    chosen
+}
+
 /// The real N = 1024 network (120 layers) over the official first 1200 images, and the
-/// official 120-layer truth restricted to those rows; `None` (with the reason printed)
-/// when the shared files are absent and CI is not set.
+/// official 120-layer truth restricted to those rows; at sanitize scale over the
+/// [`scale::SANITIZE_OFFICIAL_ROWS`] consecutive images of those that hold the most truth
+/// rows (images 1073–1200, 7 of the 19 rows that reach the last layer), the truth numbered
+/// from the window's first image. `None` (with the reason printed) when the shared files
+/// are absent and CI is not set.
 pub fn official_1024_subset() -> Option<(Problem, Vec<u32>)> {
+    official_1024_subset_at(scale::scale())
+}
+
+/// [`official_1024_subset`] at `scale`.
+fn official_1024_subset_at(scale: scale::Scale) -> Option<(Problem, Vec<u32>)> {
     let root = paths::workspace_root_from_manifest(env!("CARGO_MANIFEST_DIR"));
     let find = |name: &str| -> Option<PathBuf> { paths::find_official(&root, name) };
     let (Some(net), Some(images), Some(truth)) = (
@@ -451,6 +523,19 @@ pub fn official_1024_subset() -> Option<(Problem, Vec<u32>)> {
         .into_iter()
         .filter(|&r| r <= rows)
         .collect();
+    let (input, truth) = if scale == scale::Scale::Sanitize {
+        let total = input.nrows();
+        let start = scale::densest_window(&truth, total, scale::SANITIZE_OFFICIAL_ROWS);
+        let end = (start + scale::SANITIZE_OFFICIAL_ROWS).min(total);
+        let window: Vec<u32> = truth
+            .into_iter()
+            .filter(|&r| r as usize > start && r as usize <= end)
+            .map(|r| r - start as u32)
+            .collect();
+        (input.rows_slice(start..end), window)
+    } else {
+        (input, truth)
+    };
     let problem = Problem {
         layers: network.layers().to_vec(),
         input,
@@ -518,8 +603,7 @@ fn run_proptest<P: std::fmt::Debug>(
     strategy: impl Strategy<Value = P>,
     check: impl Fn(&P) -> Result<(), String>,
 ) {
-    let mut runner =
-        proptest::test_runner::TestRunner::new(proptest::test_runner::Config::default());
+    let mut runner = proptest::test_runner::TestRunner::new(scale::proptest_config(None));
     let outcome = runner.run(&strategy, |problem| {
         check(&problem).map_err(TestCaseError::fail)
     });
@@ -562,13 +646,14 @@ pub fn check_rectangular_random(runner: Runner<'_>) {
     });
 }
 
-/// Compressed networks: the generated 1024-120 (2000 rows) and 4096-24 (300 rows), the
-/// official 1024-120 and exact random problems with classes of identical outputs,
-/// compressed; the method on the compressed layers must
+/// Compressed networks: the generated 1024-120 (2000 rows) and 4096-24 (300 rows; fewer at
+/// sanitize scale, [`challenge_rows`]), the official 1024-120 and exact random problems
+/// with classes of identical outputs, compressed; the method on the compressed layers must
 /// match the reference on them (values) and on the original layers (categories).
 pub fn check_compressed(runner: Runner<'_>) {
     let gpu = gpu();
     for (neurons, layers, rows) in [(1024, 120, 2000), (4096, 24, 300)] {
+        let rows = challenge_rows(neurons, rows);
         let original = challenge_problem(neurons, layers, rows, 11);
         let (problem, shrunk) = compressed(&original);
         assert!(shrunk > 0, "{neurons}-{layers} did not compress");
@@ -602,10 +687,11 @@ pub fn check_compressed(runner: Runner<'_>) {
 }
 
 /// The generated `neurons`-`layers` challenge network over `rows` MNIST-recipe rows
-/// ([`challenge_problem_mnist`]).
+/// ([`challenge_problem_scaled`]: fewer rows, live ones among them, at sanitize scale).
 pub fn check_challenge(runner: Runner<'_>, neurons: usize, layers: usize, rows: usize) {
     let gpu = gpu();
-    let problem = challenge_problem_mnist(neurons, layers, rows, 7);
+    let problem = challenge_problem_scaled(neurons, layers, rows, 7);
+    let rows = problem.input.nrows();
     if let Err(e) = run_checked(&gpu, runner, &problem, Tolerance::Relative(1e-5)) {
         panic!("{neurons}-{layers}, {rows} rows: {e}");
     }
@@ -680,7 +766,8 @@ pub fn all_saturating_problem(neurons: usize, layers: usize, rows: usize) -> Pro
 /// Checks a GLARE variant: saturating random problems (narrow, and wide enough for
 /// units spanning several blocks) must equal the reference bit for bit, also with a
 /// bound no value reaches, whose census must show no skipped access and no write-back;
-/// all-saturating problems must equal it with some accesses skipped.
+/// all-saturating problems must equal it with some accesses skipped (8 rows each at
+/// sanitize scale).
 pub fn check_glare(runner: Runner<'_>) {
     let gpu = gpu();
     run_proptest(saturating_problem(1, 80, 8, 200), |p| {
@@ -713,7 +800,7 @@ pub fn check_glare(runner: Runner<'_>) {
         Ok(())
     });
     for (neurons, layers, rows) in [(64, 6, 300), (96, 40, 70), (300, 30, 33)] {
-        let problem = all_saturating_problem(neurons, layers, rows);
+        let problem = all_saturating_problem(neurons, layers, sized(rows, 8));
         if let Err(e) = run_checked(&gpu, runner, &problem, Tolerance::Exact) {
             panic!("all-saturating {neurons}-{layers}: {e}");
         }
@@ -751,6 +838,43 @@ mod tests {
             assert_eq!(reference(&compressed).categories, reference(&p).categories);
         }
         assert!(shrunk_any, "no classed problem compressed");
+    }
+
+    #[test]
+    fn live_rows_fill_up_to_half_the_kept_rows() {
+        // Rows 3, 5, 9 and 10 (1-based) live: half of 4 kept rows live, then the first dead.
+        let live = [3, 5, 9, 10];
+        assert_eq!(live_rows_first(&live, 10, 4), vec![0, 1, 2, 4]);
+        assert_eq!(live_rows_first(&live, 10, 5), vec![0, 1, 2, 4, 8]);
+        assert_eq!(live_rows_first(&[], 10, 3), vec![0, 1, 2]);
+        // Every row kept when asked for more than there are.
+        assert_eq!(live_rows_first(&live, 10, 20), (0..10).collect::<Vec<_>>());
+        // Few dead rows: the live ones make up the count.
+        assert_eq!(live_rows_first(&[1, 2, 3, 4], 5, 5), vec![0, 1, 2, 3, 4]);
+        assert_eq!(live_rows_first(&[1, 2, 3, 4], 5, 4), vec![0, 1, 2, 4]);
+    }
+
+    #[test]
+    fn the_sanitize_window_of_the_official_subset_keeps_its_truth() {
+        let Some((full, truth)) = official_1024_subset_at(scale::Scale::Full) else {
+            return;
+        };
+        let (window, window_truth) =
+            official_1024_subset_at(scale::Scale::Sanitize).expect("the same files");
+        assert_eq!(full.input.nrows(), 1200);
+        assert_eq!(window.input.nrows(), scale::SANITIZE_OFFICIAL_ROWS);
+        assert_eq!(window_truth.len(), 7, "{window_truth:?}");
+        // The window's rows are the full subset's rows 1073..=1200, renumbered from 1.
+        let start = 1072;
+        assert_eq!(window.input, full.input.rows_slice(start..1200));
+        let shifted: Vec<u32> = truth
+            .iter()
+            .filter(|&&r| r as usize > start)
+            .map(|&r| r - start as u32)
+            .collect();
+        assert_eq!(window_truth, shifted);
+        // The reference agrees with the renumbered truth on the window alone.
+        assert_eq!(reference(&window).categories, window_truth);
     }
 
     #[test]

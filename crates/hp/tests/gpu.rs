@@ -1,25 +1,24 @@
 //! H&P against the CPU reference. These need a CUDA GPU: run with `--include-ignored`
 //! on the GPU machine (`cargo xtask device-pack`).
 
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::{TestCaseError, TestRunner};
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::{GpuInference, RunSpec};
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_gputest::biased::{
     BiasedProblem, biased_problem, check_biased_random, check_trained_nets, check_trained_shaped,
 };
+use spdnn_gputest::scale::proptest_config;
 use spdnn_gputest::{
     Problem, Tolerance, check_bad_problems, check_challenge, check_compressed, check_exact_random,
     check_general_random, check_official_1024, check_rectangular_random, compare,
 };
 use spdnn_hp::{Hp, HpOptions, Layout, MINIBATCHES, infer};
 
-const SPEC: RunSpec = RunSpec {
-    warmup: 1,
-    repetitions: 2,
-    keep_output: true,
-    batch: None,
-};
+/// One warm-up and two timed runs (one at sanitize scale), the output kept.
+fn spec() -> RunSpec {
+    spdnn_gputest::run_spec(1, 2)
+}
 
 fn options(minibatch: usize, buffer: Option<usize>, layout: Layout) -> HpOptions {
     HpOptions {
@@ -33,7 +32,7 @@ fn options(minibatch: usize, buffer: Option<usize>, layout: Layout) -> HpOptions
 fn run_with(
     options: HpOptions,
 ) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
-    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &spec())
 }
 
 /// Runs `options` on `problem` and compares with the reference.
@@ -50,11 +49,11 @@ fn check(
     compare(problem, &result, tolerance)
 }
 
-/// `cases` exact random problems of N up to `max_n` (so several output blocks and a
-/// partial last one) through `options`.
+/// `cases` exact random problems (at most 2 at sanitize scale) of N up to `max_n` (so
+/// several output blocks and a partial last one) through `options`.
 fn check_exact_wide(options: &HpOptions, max_n: usize, cases: u32) {
     let gpu = spdnn_gputest::gpu();
-    let mut runner = TestRunner::new(Config::with_cases(cases));
+    let mut runner = TestRunner::new(proptest_config(Some(cases)));
     let outcome = runner.run(&spdnn_gputest::exact_problem(max_n, 64), |p| {
         check(&gpu, options, &p, Tolerance::Exact).map_err(TestCaseError::fail)
     });
@@ -96,7 +95,7 @@ fn exact_random_networks_wider_than_a_block() {
 #[ignore = "needs a CUDA GPU"]
 fn every_minibatch_is_exact_and_does_not_spill() {
     let gpu = spdnn_gputest::gpu();
-    let mut runner = TestRunner::new(Config::with_cases(6));
+    let mut runner = TestRunner::new(proptest_config(Some(6)));
     let strategy = spdnn_gputest::exact_problem(300, 100);
     for &mb in MINIBATCHES {
         for layout in [Layout::Grouped, Layout::Paper] {
@@ -189,8 +188,8 @@ fn empty_slices_and_empty_layers() {
 #[ignore = "needs a CUDA GPU"]
 fn footprints_over_many_buffers() {
     let gpu = spdnn_gputest::gpu();
-    // Dense layers: every block reads all 600 inputs.
-    let problem = spdnn_gputest::all_saturating_problem(600, 3, 20);
+    // Dense layers: every block reads all 600 inputs (20 rows, 4 at sanitize scale).
+    let problem = spdnn_gputest::all_saturating_problem(600, 3, spdnn_gputest::sized(20, 4));
     for o in [
         options(16, Some(64), Layout::Grouped),
         options(8, Some(64), Layout::Paper),
@@ -200,7 +199,7 @@ fn footprints_over_many_buffers() {
         check(&gpu, &o, &problem, Tolerance::Exact).unwrap_or_else(|e| panic!("{o:?}: {e}"));
     }
     // The generated 4096 network in the paper's order: every block reads all 4096 inputs.
-    let problem = spdnn_gputest::challenge_problem(4096, 3, 50, 2);
+    let problem = spdnn_gputest::challenge_problem(4096, 3, spdnn_gputest::sized(50, 8), 2);
     for o in [
         options(16, None, Layout::Paper),
         options(12, Some(1000), Layout::Paper),
@@ -359,7 +358,7 @@ fn bad_problems_and_options_are_errors() {
 fn run_biased(
     options: HpOptions,
 ) -> impl Fn(&Gpu, &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
-    spdnn_gputest::biased::method_runner::<Hp>(options, SPEC)
+    spdnn_gputest::biased::method_runner::<Hp>(options, spec())
 }
 
 #[test]
@@ -373,7 +372,7 @@ fn per_neuron_biases() {
     let gpu = spdnn_gputest::gpu();
     for options in [HpOptions::default(), options(12, Some(40), Layout::Grouped)] {
         let run = run_biased(options.clone());
-        let mut runner = TestRunner::new(Config::with_cases(24));
+        let mut runner = TestRunner::new(proptest_config(Some(24)));
         let outcome = runner.run(&biased_problem(700, 64, false), |p| {
             let result =
                 run(&gpu, &p).map_err(|e| TestCaseError::fail(format!("hp failed: {e}")))?;

@@ -15,12 +15,10 @@ use spdnn_gputest::{
 use spdnn_snicit::{PreConvergence, Snicit, SnicitOptions, infer};
 use spdnn_xy::XyOptions;
 
-const SPEC: RunSpec = RunSpec {
-    warmup: 1,
-    repetitions: 2,
-    keep_output: true,
-    batch: None,
-};
+/// One warm-up and two timed runs (one at sanitize scale), the output kept.
+fn spec() -> RunSpec {
+    spdnn_gputest::run_spec(1, 2)
+}
 
 fn options(threshold: usize) -> SnicitOptions {
     SnicitOptions {
@@ -36,7 +34,7 @@ fn options(threshold: usize) -> SnicitOptions {
 fn run_with(
     options: SnicitOptions,
 ) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
-    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &spec())
 }
 
 #[test]
@@ -269,7 +267,7 @@ fn run_glare(t: usize) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_
             refresh_interval: 2,
             ..options(t)
         };
-        infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+        infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &spec())
     }
 }
 
@@ -321,7 +319,7 @@ fn glare_challenge_networks() {
 fn run_biased(
     options: SnicitOptions,
 ) -> impl Fn(&Gpu, &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
-    spdnn_gputest::biased::method_runner::<Snicit>(options, SPEC)
+    spdnn_gputest::biased::method_runner::<Snicit>(options, spec())
 }
 
 #[test]
@@ -441,9 +439,10 @@ fn prune_zero_is_exact() {
 #[ignore = "needs a CUDA GPU"]
 fn small_prune_on_a_challenge_network() {
     let gpu = spdnn_gputest::gpu();
-    let rows = 3000;
     // MNIST-recipe rows: 138 of the 3000 are alive at layer 30 (the synthetic rows of
-    // `challenge_problem` all die within 10 layers, which left this test nothing to prune).
+    // `challenge_problem` all die within 10 layers, which left this test nothing to prune);
+    // 400 rows at sanitize scale.
+    let rows = spdnn_gputest::sized(3000, 400);
     let problem = spdnn_gputest::challenge_problem_mnist(1024, 120, rows, 7);
     let expected = spdnn_gputest::reference(&problem).categories;
     assert!(!expected.is_empty(), "the problem must keep rows alive");
@@ -486,8 +485,10 @@ fn small_prune_on_a_challenge_network() {
 fn huge_prune_leaves_only_the_centroids() {
     let gpu = spdnn_gputest::gpu();
     // MNIST-recipe rows: 71 of the 2000 are alive at layer 10 (on 2026-11-23 this test ran
-    // with synthetic rows, all dead by layer 10: no centroid, and it failed).
-    let problem = spdnn_gputest::challenge_problem_mnist(1024, 60, 2000, 7);
+    // with synthetic rows, all dead by layer 10: no centroid, and it failed); 300 rows at
+    // sanitize scale.
+    let problem =
+        spdnn_gputest::challenge_problem_mnist(1024, 60, spdnn_gputest::sized(2000, 300), 7);
     let result = run_with(SnicitOptions {
         prune: 1e30,
         ..options(10)

@@ -15,17 +15,15 @@ use spdnn_gputest::{
 };
 use spdnn_snig::{Snig, SnigOptions, infer};
 
-const SPEC: RunSpec = RunSpec {
-    warmup: 1,
-    repetitions: 2,
-    keep_output: true,
-    batch: None,
-};
+/// One warm-up and two timed runs (one at sanitize scale), the output kept.
+fn spec() -> RunSpec {
+    spdnn_gputest::run_spec(1, 2)
+}
 
 fn run_with(
     options: SnigOptions,
 ) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
-    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &spec())
 }
 
 #[test]
@@ -119,7 +117,7 @@ fn run_glare(
             graph,
             glare: Some(Glare::new(widths[(n + p.input.nrows()) % widths.len()])),
         };
-        infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+        infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &spec())
     }
 }
 
@@ -161,7 +159,18 @@ fn glare_section_conflicts_are_errors() {
         glare: Some(Glare::new(1024)),
         ..SnigOptions::default()
     };
-    assert!(infer(&gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC).is_err());
+    assert!(
+        infer(
+            &gpu,
+            &p.layers,
+            &p.input,
+            p.bias,
+            p.upper,
+            &options,
+            &spec()
+        )
+        .is_err()
+    );
 }
 
 fn run_biased(gpu: &Gpu, p: &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
@@ -170,7 +179,7 @@ fn run_biased(gpu: &Gpu, p: &BiasedProblem) -> Result<GpuInference, spdnn_cuda::
         &LayerChain::with_biases(&p.layers, &p.biases, p.upper),
         &p.input,
         &SnigOptions::default(),
-        &SPEC,
+        &spec(),
     )
 }
 
@@ -205,7 +214,7 @@ fn positive_biases_and_glare_are_refused() {
         ..SnigOptions::default()
     };
     let chain = LayerChain::with_biases(&p.layers, &p.biases, p.upper);
-    let error = method::run::<Snig>(&gpu, &chain, &p.input, &glare, &SPEC)
+    let error = method::run::<Snig>(&gpu, &chain, &p.input, &glare, &spec())
         .unwrap_err()
         .to_string();
     assert!(error.contains("snig+glare takes one bias"), "{error}");

@@ -14,17 +14,15 @@ use spdnn_gputest::{
 };
 use spdnn_tcchain::{TcChain, TcChainOptions, infer};
 
-const SPEC: RunSpec = RunSpec {
-    warmup: 1,
-    repetitions: 2,
-    keep_output: true,
-    batch: None,
-};
+/// One warm-up and two timed runs (one at sanitize scale), the output kept.
+fn spec() -> RunSpec {
+    spdnn_gputest::run_spec(1, 2)
+}
 
 fn run_with(
     options: TcChainOptions,
 ) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
-    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &spec())
 }
 
 fn tiles(rows: usize) -> TcChainOptions {
@@ -72,7 +70,7 @@ fn challenge_networks() {
 #[ignore = "needs a CUDA GPU"]
 fn per_neuron_biases() {
     check_biased_random(
-        &method_runner::<TcChain>(TcChainOptions::default(), SPEC),
+        &method_runner::<TcChain>(TcChainOptions::default(), spec()),
         false,
     );
 }
@@ -81,14 +79,14 @@ fn per_neuron_biases() {
 #[ignore = "needs a CUDA GPU"]
 fn trained_shaped_chains_every_tile_height() {
     for rows in [16, 32, 48, 64, 80] {
-        check_trained_shaped(&method_runner::<TcChain>(tiles(rows), SPEC), false);
+        check_trained_shaped(&method_runner::<TcChain>(tiles(rows), spec()), false);
     }
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn trained_networks_a_b_c() {
-    check_trained_nets(&method_runner::<TcChain>(TcChainOptions::default(), SPEC));
+    check_trained_nets(&method_runner::<TcChain>(TcChainOptions::default(), spec()));
 }
 
 /// A dense-ish `n_in × n_out` layer of pseudo-random weights in ±`scale` (about half the
@@ -119,7 +117,8 @@ fn layer(n_in: usize, n_out: usize, scale: f32, seed: u32) -> Csr {
 fn wide_layers_take_several_passes_and_chunks() {
     // Widths 1500 → 256 → 1024 → 10: the buffers are 1024 wide, so the 1500-wide input is
     // staged in two chunks; the 1024 outputs are 128 tiles, four passes of the eight warps;
-    // 1000 rows, the last tile partial.
+    // 1000 rows (100 at sanitize scale), the last tile partial.
+    let rows = spdnn_gputest::sized(1000, 100);
     let widths = [1500, 256, 1024, 10];
     let layers: Vec<Csr> = widths
         .windows(2)
@@ -127,9 +126,9 @@ fn wide_layers_take_several_passes_and_chunks() {
         .map(|(l, p)| layer(p[0], p[1], 2.0 / (p[0] as f32).sqrt(), l as u32 + 1))
         .collect();
     let biases = widths[1..].iter().map(|&n| vec![-0.01; n]).collect();
-    let full = layer(1000, 1500, 1.0, 99);
+    let full = layer(rows, 1500, 1.0, 99);
     let input = Csr::from_triplets(
-        1000,
+        rows,
         1500,
         &full
             .triplets()
@@ -145,13 +144,13 @@ fn wide_layers_take_several_passes_and_chunks() {
     };
     let gpu = spdnn_gputest::gpu();
     for options in [TcChainOptions::default(), tiles(16)] {
-        let result =
-            method_runner::<TcChain>(options.clone(), SPEC)(&gpu, &problem).expect("tcchain runs");
+        let result = method_runner::<TcChain>(options.clone(), spec())(&gpu, &problem)
+            .expect("tcchain runs");
         spdnn_gputest::biased::compare(&problem, &result, Tolerance::Relative(1e-4), 1e-5)
             .unwrap_or_else(|e| panic!("{options:?}: {e}"));
     }
     // 80 rows of 1024 columns need 660 KB of shared memory: refused, saying why.
-    let error = method_runner::<TcChain>(tiles(80), SPEC)(&gpu, &problem)
+    let error = method_runner::<TcChain>(tiles(80), spec())(&gpu, &problem)
         .expect_err("80-row tiles of 1024 columns do not fit");
     assert!(error.to_string().contains("too wide"), "{error}");
 }
@@ -160,7 +159,9 @@ fn wide_layers_take_several_passes_and_chunks() {
 #[ignore = "needs a CUDA GPU"]
 fn rows_in_several_batches_and_empty_layers() {
     let gpu = spdnn_gputest::gpu();
-    let mut problem = spdnn_gputest::challenge_problem(1024, 12, 500, 4);
+    // Batches of 77: 500 rows (160 at sanitize scale), the last batch partial.
+    let rows = spdnn_gputest::sized(500, 160);
+    let mut problem = spdnn_gputest::challenge_problem(1024, 12, rows, 4);
     let batched = SPEC_BATCHED;
     let result = infer(
         &gpu,
@@ -193,7 +194,7 @@ fn positive_biases_are_refused() {
     let gpu = spdnn_gputest::gpu();
     let mut problem = trained_shaped_problem(128, 1, 10, false, 3);
     problem.biases[1][5] = 0.25;
-    let error = method_runner::<TcChain>(TcChainOptions::default(), SPEC)(&gpu, &problem)
+    let error = method_runner::<TcChain>(TcChainOptions::default(), spec())(&gpu, &problem)
         .expect_err("a positive bias is refused");
     assert!(error.to_string().contains("layer 2"), "{error}");
 }

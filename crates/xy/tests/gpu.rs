@@ -14,12 +14,10 @@ use spdnn_gputest::{
 };
 use spdnn_xy::{Xy, XyOptions, infer};
 
-const SPEC: RunSpec = RunSpec {
-    warmup: 1,
-    repetitions: 2,
-    keep_output: true,
-    batch: None,
-};
+/// One warm-up and two timed runs (one at sanitize scale), the output kept.
+fn spec() -> RunSpec {
+    spdnn_gputest::run_spec(1, 2)
+}
 
 fn options(row_major_layers: Option<usize>, delete_at: Option<usize>) -> XyOptions {
     XyOptions {
@@ -33,7 +31,7 @@ fn options(row_major_layers: Option<usize>, delete_at: Option<usize>) -> XyOptio
 fn run_with(
     options: XyOptions,
 ) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
-    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &spec())
 }
 
 #[test]
@@ -154,7 +152,7 @@ fn run_glare(
             glare: Some(Glare::new(segment)),
             ..options(Some(1), delete_at)
         };
-        infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &SPEC)
+        infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &spec())
     }
 }
 
@@ -193,7 +191,7 @@ fn glare_challenge_networks() {
 fn run_biased(
     options: XyOptions,
 ) -> impl Fn(&Gpu, &BiasedProblem) -> Result<GpuInference, spdnn_cuda::CudaError> {
-    spdnn_gputest::biased::method_runner::<Xy>(options, SPEC)
+    spdnn_gputest::biased::method_runner::<Xy>(options, spec())
 }
 
 #[test]
