@@ -38,23 +38,12 @@ impl GroupArgs for DenseArgs {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
     use spdnn_engine::Registry;
 
     use super::*;
 
-    #[derive(Parser)]
-    struct Wrapper {
-        #[command(flatten)]
-        args: DenseArgs,
-    }
-
     fn options(flags: &[&str]) -> DenseOptions {
-        let argv = std::iter::once("test").chain(flags.iter().copied());
-        let args = Wrapper::try_parse_from(argv).unwrap().args;
-        let mut set = OptionSet::default();
-        args.apply(&mut set);
-        set.get()
+        super::super::parse_group::<DenseArgs>(flags).unwrap().get()
     }
 
     #[test]
@@ -62,7 +51,7 @@ mod tests {
         assert_eq!(DenseOptions::default(), DenseOptions { tf32: false });
         assert_eq!(options(&[]), DenseOptions { tf32: false });
         assert_eq!(options(&["--dense-tf32"]), DenseOptions { tf32: true });
-        assert!(Wrapper::try_parse_from(["test", "--dense-tf32=yes"]).is_err());
+        assert!(super::super::parse_group::<DenseArgs>(&["--dense-tf32=yes"]).is_err());
     }
 
     #[test]

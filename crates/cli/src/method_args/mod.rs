@@ -190,6 +190,29 @@ fn non_negative(s: &str) -> Result<f32, String> {
     Ok(value)
 }
 
+/// Test support: the option set `flags` give through one group's arguments `A` (parsed as a
+/// command line of their own, applied to the defaults, validated); the error of the parse
+/// or of the validation.
+#[cfg(test)]
+pub(crate) fn parse_group<A: clap::Args + GroupArgs>(flags: &[&str]) -> Result<OptionSet, String> {
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrapper<A: clap::Args> {
+        #[command(flatten)]
+        args: A,
+    }
+
+    let argv = std::iter::once("test").chain(flags.iter().copied());
+    let args = Wrapper::<A>::try_parse_from(argv)
+        .map_err(|e| e.to_string())?
+        .args;
+    let mut set = OptionSet::default();
+    args.apply(&mut set);
+    set.validate().map_err(|e| e.to_string())?;
+    Ok(set)
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;

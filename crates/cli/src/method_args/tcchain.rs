@@ -36,25 +36,10 @@ impl GroupArgs for TcChainArgs {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
-
     use super::*;
 
-    #[derive(Parser)]
-    struct Wrapper {
-        #[command(flatten)]
-        args: TcChainArgs,
-    }
-
     fn options(flags: &[&str]) -> Result<OptionSet, String> {
-        let argv = std::iter::once("test").chain(flags.iter().copied());
-        let args = Wrapper::try_parse_from(argv)
-            .map_err(|e| e.to_string())?
-            .args;
-        let mut set = OptionSet::default();
-        args.apply(&mut set);
-        set.validate().map_err(|e| e.to_string())?;
-        Ok(set)
+        super::super::parse_group::<TcChainArgs>(flags)
     }
 
     #[test]
