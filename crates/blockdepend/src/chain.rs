@@ -16,7 +16,7 @@ use std::borrow::Cow;
 use std::time::Instant;
 
 use serde::Serialize;
-use spdnn_compress::{Classes, Retirement, compress, compress_with_biases};
+use spdnn_compress::{Classes, Retirement, compress_shared, compress_with_biases_shared};
 use spdnn_formats::{Csr, SparseMatrix};
 
 /// The bias of a chain's neurons.
@@ -169,9 +169,11 @@ impl<'a> Chain<'a> {
         let started = Instant::now();
         let borrowed = || given.map(Cow::Borrowed);
         let (run_layers, run_biases, classes, compression) = if compress_network {
+            // Shared: every GPU's run, and the oracle of a benchmark on the same network,
+            // compress it once per process.
             let compressed = match given {
-                None => compress(layers),
-                Some(biases) => compress_with_biases(layers, biases),
+                None => compress_shared(layers),
+                Some(biases) => compress_with_biases_shared(layers, biases),
             };
             match compressed {
                 Ok(c) if c.is_identity() => (
@@ -196,7 +198,8 @@ impl<'a> Chain<'a> {
                         };
                         let classes = c.final_classes().clone();
                         let classes = (!classes.is_trivial()).then_some(classes);
-                        let (small, small_biases) = c.into_parts();
+                        let small = c.layers().to_vec();
+                        let small_biases = c.biases().map(<[Vec<f32>]>::to_vec);
                         (
                             Cow::Owned(small),
                             small_biases.map(Cow::Owned),

@@ -108,6 +108,8 @@ pub enum Outcome {
 }
 
 fn main() -> ExitCode {
+    // The phase lines of a log count from here.
+    progress::start_clock();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Generate(args) => commands::generate::run(&args),

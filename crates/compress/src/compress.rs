@@ -183,10 +183,10 @@ impl Compressor {
 /// for what "equivalent" means in floating point).
 #[derive(Debug, Clone)]
 pub struct Compressed {
-    layers: Vec<Csr>,
-    classes: Vec<Classes>,
-    biases: Option<Vec<Vec<f32>>>,
-    summary: Summary,
+    pub(crate) layers: Vec<Csr>,
+    pub(crate) classes: Vec<Classes>,
+    pub(crate) biases: Option<Vec<Vec<f32>>>,
+    pub(crate) summary: Summary,
 }
 
 /// Compresses a whole network (`layers[l]` is `N_l × N_{l+1}`, row = input neuron).
@@ -210,7 +210,7 @@ pub fn compress_with_biases(
     compress_network(layers, Some(biases))
 }
 
-fn compress_network(
+pub(crate) fn compress_network(
     layers: &[Csr],
     biases: Option<&[Vec<f32>]>,
 ) -> Result<Compressed, CompressError> {

@@ -75,6 +75,13 @@
 //! `U`. A row of zeros is finished too (not a category): no structural nonzero, no bias.
 //! Retiring a row therefore never changes any result, not even in the last bit.
 //!
+//! # Shared compressions ([`compress_shared`])
+//!
+//! [`compress_shared`] gives the compression of a network computed once per process: the
+//! network is recognised by a content [`fingerprint`] (128-bit XXH3 of every layer), the
+//! last one is remembered, and callers asking at once wait for one computation. A
+//! benchmark's oracle and every GPU's run of a method that compresses then share one.
+//!
 //! # Report ([`CompressReport`])
 //!
 //! Class counts and compressed widths per layer, the preserving layers and the suffix,
@@ -86,6 +93,7 @@ mod error;
 mod merge;
 mod report;
 mod retire;
+mod shared;
 
 pub use classes::Classes;
 pub use compress::{Compressed, Compressor, LayerSummary, Summary, compress, compress_with_biases};
@@ -94,4 +102,8 @@ pub use report::{CompressReport, LayerReport};
 pub use retire::{
     F32_UNIT_ROUNDOFF, LayerProof, PRODUCT_RELATIVE_ERROR, Retirement, RowState, prove_layer,
     prove_layer_per_neuron,
+};
+pub use shared::{
+    Fingerprint, SharedCompressions, compress_shared, compress_with_biases_shared, fingerprint,
+    forget_shared,
 };

@@ -47,17 +47,20 @@ impl Compression {
     /// and proves which of its compressed layers keep an all-at-bound row at the bound (for
     /// the report's retirement columns).
     pub fn of(network: &Network, bias: f32, upper_bound: f32) -> Result<Self> {
+        // Shared with every other caller in the process that compresses this network
+        // (BlockDepend's runs on each GPU), which then reuse it.
         let (compressed, retirement) = match network.biases() {
             Some(biases) => {
-                let compressed = spdnn_compress::compress_with_biases(network.layers(), biases)
-                    .context("compressing the network with its per-neuron biases")?;
+                let compressed =
+                    spdnn_compress::compress_with_biases_shared(network.layers(), biases)
+                        .context("compressing the network with its per-neuron biases")?;
                 let retirement = compressed
                     .retirement_per_neuron(upper_bound)
                     .context("proving which layers preserve rows at the bound")?;
                 (compressed, retirement)
             }
             None => {
-                let compressed = spdnn_compress::compress(network.layers())
+                let compressed = spdnn_compress::compress_shared(network.layers())
                     .context("compressing the network")?;
                 let retirement = compressed
                     .retirement(bias, upper_bound)
@@ -67,7 +70,7 @@ impl Compression {
         };
         let report = CompressReport::new(compressed.summary(), Some(&retirement));
         let final_classes = compressed.final_classes().clone();
-        let (layers, biases) = compressed.into_parts();
+        let (layers, biases) = std::sync::Arc::unwrap_or_clone(compressed).into_parts();
         let mut network = Network::chain(layers)?;
         if let Some(biases) = biases {
             network = network.with_biases(biases)?;

@@ -7,9 +7,11 @@
 //! run configuration, the [`Method`] trait, typed outputs) and [`options`] (the option
 //! groups of a run); [`cpu`], [`gpu`] (every kernel crate through one adapter), [`glare`]
 //! (the `+glare` modifier) and [`compress`] (the `+compress` modifier); [`auto`] (the method
-//! that picks one of the others); [`registry`]; [`report`] and [`run`]; [`data`].
+//! that picks one of the others); [`registry`]; [`report`] and [`run`]; [`data`]; [`cached`]
+//! (generated networks and truths kept on disk between runs).
 
 pub mod auto;
+pub mod cached;
 pub mod compress;
 pub mod cpu;
 pub mod data;
@@ -32,6 +34,15 @@ pub use {
     spdnn_adaptive, spdnn_blockdepend, spdnn_cuda, spdnn_dense, spdnn_glare, spdnn_hp,
     spdnn_snicit, spdnn_tcchain, spdnn_xy,
 };
+
+/// Frees what the runs of one network share in the process: its compression
+/// ([`spdnn_compress::compress_shared`], the oracle's and BlockDepend's) and its XY form
+/// ([`spdnn_xy::XyNetwork::load_or_prepare_shared`], XY's and SNICIT's). For a caller done
+/// with a network, before the next one (each is also replaced by the next network's).
+pub fn forget_shared_preparations() {
+    spdnn_compress::forget_shared();
+    spdnn_xy::forget_shared();
+}
 
 /// Whether a CUDA GPU can be used by this build on this machine (never panics).
 pub fn gpu_available() -> bool {

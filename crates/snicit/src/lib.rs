@@ -371,8 +371,10 @@ impl KernelMethod for Snicit {
         let variants = Kernels::variants(options, chain.biases.is_some());
         gpu.compile_ahead(plan_kernels(options, chain.biases.is_some()));
         let prepare = gpu.preparation_clock();
-        let (network, _) = XyNetwork::load_or_prepare(layers, options.xy.cache_dir.as_deref())
-            .map_err(|e| CudaError::InvalidArgument(format!("XY preprocessing: {e}")))?;
+        // Shared with every other run of this network in the process (each GPU, each count).
+        let (network, _) =
+            XyNetwork::load_or_prepare_shared(layers, options.xy.cache_dir.as_deref())
+                .map_err(|e| CudaError::InvalidArgument(format!("XY preprocessing: {e}")))?;
         let prepare_ms = prepare.elapsed_ms();
         let threshold = options.threshold.min(layers.len());
         let pre = match options.pre_convergence {

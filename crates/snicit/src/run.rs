@@ -161,7 +161,7 @@ impl Outcome {
 pub(crate) struct Context<'a> {
     pub gpu: &'a Gpu,
     pub kernels: Kernels,
-    pub network: XyNetwork,
+    pub network: std::sync::Arc<XyNetwork>,
     pub pre: Pre,
     pub post: DeviceXyNetwork,
     pub options: SnicitOptions,

@@ -27,6 +27,7 @@ use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytemuck::Pod;
 use rayon::prelude::*;
@@ -199,7 +200,12 @@ impl XyNetwork {
             return Ok((Self::prepare(layers)?, CacheUse::Disabled));
         };
         check_layers(layers)?;
-        let path = cache_path(dir, layers);
+        Self::load_or_prepare_at(layers, &cache_path(dir, layers))
+    }
+
+    /// [`XyNetwork::load_or_prepare`] with the cache file `path` (of `layers`, checked).
+    fn load_or_prepare_at(layers: &[Csr], path: &Path) -> Result<(XyNetwork, CacheUse), XyError> {
+        let path = path.to_path_buf();
         match read_cache_file(&path) {
             Ok(Some(network)) if network.describes(layers) => return Ok((network, CacheUse::Hit)),
             Ok(Some(_)) => eprintln!(
@@ -219,6 +225,17 @@ impl XyNetwork {
         Ok((network, CacheUse::Miss))
     }
 
+    /// [`XyNetwork::load_or_prepare`] through the process's [`SharedXyNetworks`] as well:
+    /// the network prepared (or read) last in this process, when `layers` have its
+    /// fingerprint, without reading the file again (a [`CacheUse::Hit`]). Without a cache
+    /// folder the network is prepared, as `load_or_prepare` does.
+    pub fn load_or_prepare_shared(
+        layers: &[Csr],
+        cache_dir: Option<&Path>,
+    ) -> Result<(Arc<XyNetwork>, CacheUse), XyError> {
+        SHARED.load_or_prepare(layers, cache_dir)
+    }
+
     /// Whether this network has the shape of `layers`: the layer count, every layer's
     /// rows and columns and its number of weights (a cheap guard against a misnamed cache
     /// file).
@@ -234,6 +251,78 @@ impl XyNetwork {
                         && xy.values.len() == layer.nnz()
                 })
     }
+}
+
+/// The XY network a process prepared last, by its cache file (whose name holds the
+/// layers' [`fingerprint`]): every GPU's run of a benchmark, at every GPU count, prepares
+/// the same network, and reading its file again costs seconds to minutes at N = 65536.
+/// Callers asking at once wait for one preparation. Only the last network is kept.
+#[derive(Default)]
+pub struct SharedXyNetworks {
+    last: Mutex<Option<(PathBuf, SharedCell)>>,
+}
+
+/// One shared preparation, filled by the first caller.
+type SharedCell = Arc<Mutex<Option<Arc<XyNetwork>>>>;
+
+impl SharedXyNetworks {
+    /// A store that holds nothing yet.
+    pub const fn new() -> Self {
+        Self {
+            last: Mutex::new(None),
+        }
+    }
+
+    /// See [`XyNetwork::load_or_prepare_shared`].
+    pub fn load_or_prepare(
+        &self,
+        layers: &[Csr],
+        cache_dir: Option<&Path>,
+    ) -> Result<(Arc<XyNetwork>, CacheUse), XyError> {
+        let Some(dir) = cache_dir else {
+            return Ok((Arc::new(XyNetwork::prepare(layers)?), CacheUse::Disabled));
+        };
+        check_layers(layers)?;
+        let path = cache_path(dir, layers);
+        let cell = {
+            let mut last = lock(&self.last);
+            match last.as_ref() {
+                Some((held, cell)) if *held == path => cell.clone(),
+                _ => {
+                    let cell = SharedCell::default();
+                    *last = Some((path.clone(), cell.clone()));
+                    cell
+                }
+            }
+        };
+        let mut value = lock(&cell);
+        if let Some(network) = value.as_ref()
+            && network.describes(layers)
+        {
+            return Ok((network.clone(), CacheUse::Hit));
+        }
+        let (network, used) = XyNetwork::load_or_prepare_at(layers, &path)?;
+        let network = Arc::new(network);
+        *value = Some(network.clone());
+        Ok((network, used))
+    }
+
+    /// Drops the network held (callers keep theirs).
+    pub fn forget(&self) {
+        *lock(&self.last) = None;
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The process's store.
+static SHARED: SharedXyNetworks = SharedXyNetworks::new();
+
+/// Frees the XY network the process holds ([`XyNetwork::load_or_prepare_shared`]).
+pub fn forget_shared() {
+    SHARED.forget();
 }
 
 /// Version, N and layer count as the 20 header bytes.
@@ -471,6 +560,47 @@ mod tests {
         let mut bytes = Vec::new();
         network.write_to(&mut bytes).unwrap();
         bytes
+    }
+
+    #[test]
+    fn a_shared_network_is_prepared_once_per_fingerprint() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SharedXyNetworks::new();
+        let layers = small_layers();
+        let (first, used) = store.load_or_prepare(&layers, Some(dir.path())).unwrap();
+        assert_eq!(used, CacheUse::Miss);
+        assert_eq!(*first, XyNetwork::prepare(&layers).unwrap());
+        // The same layers, another allocation: the network held, the file not read.
+        std::fs::remove_file(cache_path(dir.path(), &layers)).unwrap();
+        let (again, used) = store
+            .load_or_prepare(&layers.clone(), Some(dir.path()))
+            .unwrap();
+        assert_eq!(used, CacheUse::Hit);
+        assert!(Arc::ptr_eq(&first, &again));
+        // Other layers replace it; the first ones are then read from their file again.
+        let other = spdnn_sdgc::generator::network(64, 2, 1).unwrap();
+        let (second, _) = store
+            .load_or_prepare(other.layers(), Some(dir.path()))
+            .unwrap();
+        assert_eq!(*second, XyNetwork::prepare(other.layers()).unwrap());
+        let (back, used) = store.load_or_prepare(&layers, Some(dir.path())).unwrap();
+        assert_eq!(used, CacheUse::Miss);
+        assert!(!Arc::ptr_eq(&first, &back));
+        assert_eq!(*back, *first);
+        // No cache folder: prepared every time, nothing held.
+        store.forget();
+        let (plain, used) = store.load_or_prepare(&layers, None).unwrap();
+        assert_eq!(used, CacheUse::Disabled);
+        assert_eq!(*plain, *first);
+        assert!(lock(&store.last).is_none());
+        // Callers at once share one preparation.
+        let all: Vec<Arc<XyNetwork>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| store.load_or_prepare(&layers, Some(dir.path())).unwrap().0))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(all.iter().all(|n| Arc::ptr_eq(n, &all[0])));
     }
 
     #[test]

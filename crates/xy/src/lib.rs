@@ -44,7 +44,7 @@ use spdnn_glare::{AccessCounts, Census, Glare, GlareKernel, Recorder, model};
 
 use gpu::{DeviceXyNetwork, XyRun};
 
-pub use cache::{CacheUse, cache_path, fingerprint};
+pub use cache::{CacheUse, SharedXyNetworks, cache_path, fingerprint, forget_shared};
 pub use error::XyError;
 pub use format::{GROUP, XyLayer, XyNetwork};
 pub use gpu::{KERNELS, XyKernels, XyVariants};
@@ -200,8 +200,10 @@ impl KernelMethod for Xy {
         let variants = options.variants(chain.biases.is_some());
         gpu.compile_ahead(XyKernels::decls(variants));
         let prepare = gpu.preparation_clock();
-        let (network, cache_use) = XyNetwork::load_or_prepare(layers, options.cache_dir.as_deref())
-            .map_err(|e| CudaError::InvalidArgument(format!("XY preprocessing: {e}")))?;
+        // Shared with every other run of this network in the process (each GPU, each count).
+        let (network, cache_use) =
+            XyNetwork::load_or_prepare_shared(layers, options.cache_dir.as_deref())
+                .map_err(|e| CudaError::InvalidArgument(format!("XY preprocessing: {e}")))?;
         let prepare_ms = prepare.elapsed_ms();
         let row_major = options
             .row_major_layers
@@ -274,8 +276,9 @@ pub fn infer(
 /// Everything one XY run keeps.
 struct XyDeviceRun<'g> {
     gpu: &'g Gpu,
-    /// The preprocessed network (its neuron order maps values back).
-    network: XyNetwork,
+    /// The preprocessed network (its neuron order maps values back), shared with the other
+    /// runs of the same network in the process.
+    network: std::sync::Arc<XyNetwork>,
     device: DeviceXyNetwork,
     run: XyRun<'g>,
     row_flags: spdnn_cuda::DeviceBuffer<u8>,

@@ -1,10 +1,12 @@
 //! `spdnn bench`: every available method on the chosen benchmarks; a table, JSON and Markdown.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
+use spdnn_engine::cached::{self, TruthCache, TruthKey};
 use spdnn_engine::compress::Compression;
 use spdnn_engine::data::{InputSpec, WeightsSpec, load_network, load_truth, official_files};
 use spdnn_engine::report::{markdown_table, terminal_table};
@@ -77,6 +79,17 @@ pub struct BenchArgs {
     /// scaling line gives each method's speed-up over the smallest K. Not with --gpus.
     #[arg(long, value_delimiter = ',', value_name = "K,…")]
     gpu_counts: Vec<usize>,
+    /// Keep generated networks in the binary cache under the data folder
+    /// (`cache/networks/`) and read them back on the next bench: `auto` for random networks
+    /// only (reading one back is faster than generating it; a RadiX-Net network is generated
+    /// faster than it is read), `on` for both, `off` for neither.
+    #[arg(long, value_enum, default_value_t = NetworkCacheArg::Auto)]
+    network_cache: NetworkCacheArg,
+    /// Compute the truth of generated networks again instead of reading the one an earlier
+    /// bench stored for the same network, input and oracle (`cache/truth/`; the oracle's
+    /// truth is always shared by every method and GPU count of one bench).
+    #[arg(long)]
+    no_truth_cache: bool,
     /// Folder for <date>-<host>.json and .md.
     #[arg(long, default_value = "results")]
     out: PathBuf,
@@ -94,6 +107,17 @@ pub enum NetworkArg {
     Radix,
     /// Random unstructured (`spdnn generate --random`).
     Random,
+}
+
+/// When `spdnn bench` keeps generated networks in the binary cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum NetworkCacheArg {
+    /// Random networks only.
+    Auto,
+    /// Every generated network.
+    On,
+    /// Never.
+    Off,
 }
 
 impl BenchArgs {
@@ -124,10 +148,10 @@ struct ResultsFile {
 }
 
 /// One benchmark to run: its network, input and truth, and the work its methods share.
-struct Case {
+pub(crate) struct Case {
     benchmark: Benchmark,
     network: Network,
-    input: Input,
+    input: Arc<Input>,
     truth: Truth,
     shared: SharedWork,
 }
@@ -181,23 +205,14 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
         any_gpu_method,
         spdnn_engine::gpu_count,
     )?;
-    let show = progress::enabled(args.json);
-    let data_dir = paths::data_dir();
+    let log = progress::Log::stderr(args.json);
+    let mut preparer = Preparer::new(args, &log);
     let mut notes = Vec::new();
     let mut reports = Vec::new();
 
     for &neurons in &args.neurons {
         for &layers in &args.layers {
-            let mut cases = vec![generated_case(
-                args, &weights, neurons, layers, &data_dir, show, &mut notes,
-            )?];
-            if !args.no_official
-                && args.network == NetworkArg::Radix
-                && let Some(case) =
-                    official_case(args, neurons, layers, &data_dir, show, &mut notes)?
-            {
-                cases.push(case);
-            }
+            let cases = preparer.cases(&weights, neurons, layers, &mut notes)?;
             for case in &cases {
                 for (&method, gpus) in methods.iter().flat_map(|m| {
                     let sets: &[Option<Vec<usize>>] =
@@ -205,8 +220,8 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
                     sets.iter().map(move |set| (m, set))
                 }) {
                     let options = with_gpus(&method_options, gpus.as_deref());
-                    let mut report =
-                        run_case(method, case, args, &options, show).with_context(|| {
+                    let mut report = run_case(method, case, args, &options, &log, gpus.as_deref())
+                        .with_context(|| {
                             format!("{} on {}", method.name(), case.benchmark.name())
                         })?;
                     if let Some(set) = gpus {
@@ -238,6 +253,9 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
                     reports.push(report);
                 }
             }
+            // What the oracle and the methods shared for this network is not needed any more.
+            drop(cases);
+            spdnn_engine::forget_shared_preparations();
         }
     }
 
@@ -251,7 +269,13 @@ pub fn run(args: &BenchArgs) -> Result<Outcome> {
         reports,
         notes,
     };
+    let phase = log.phase("write results");
     let (json_path, md_path) = write_results(&args.out, &results)?;
+    phase.done_with(&format!(
+        "{} and {}",
+        json_path.display(),
+        md_path.display()
+    ));
     // The results are on disk before the figures: a figure that fails costs no results.
     let figures = crate::figures::write_beside(&json_path, &results.reports)
         .map_err(|e| eprintln!("warning: figures not written: {e:#}"))
@@ -293,136 +317,311 @@ fn cpu_rows(args: &BenchArgs, neurons: usize, layers: usize) -> usize {
     args.cpu_rows.unwrap_or(affordable).min(args.rows)
 }
 
-/// The generated N-L network with the MNIST (or synthetic) input; truth from the CPU in f64.
-fn generated_case(
-    args: &BenchArgs,
-    weights: &WeightsSpec,
-    neurons: usize,
-    layers: usize,
-    data_dir: &Path,
-    show: bool,
-    notes: &mut Vec<String>,
-) -> Result<Case> {
-    let spinner = progress::spinner(show, &format!("generating {neurons}-{layers}"));
-    let (network, weights) = load_network(weights, Some(neurons), layers, &mut |_| {})?;
-    spinner.finish_and_clear();
-    let input = super::load_input_shown(
-        &InputSpec::MnistOrSynthetic,
-        neurons,
-        Some(args.rows),
-        data_dir,
-        show,
-    )?;
-    if let InputOrigin::Synthetic { seed } = input.origin {
-        notes.push(format!(
-            "{neurons}-{layers}: MNIST not fetched, SYNTHETIC input (seed {seed}); run `spdnn fetch --mnist`"
-        ));
-    }
-    let benchmark = Benchmark::new(
-        neurons,
-        layers,
-        input.rows(),
-        None,
-        weights,
-        input.origin.clone(),
-    )?;
-    let check_rows = cpu_rows(args, neurons, layers);
-    let shared = SharedWork::default();
-    let spinner = progress::spinner(show, &format!("truth {neurons}-{layers}"));
-    let slice = reference_truth(&network, &input, &benchmark, check_rows)?;
-    let mut truth = slice.clone();
-    if check_rows < input.rows() && !args.no_compressed_truth {
-        let problem = Problem {
-            network: &network,
-            input: &input,
-            bias: benchmark.bias,
-            upper_bound: benchmark.upper_bound,
-        };
-        let compression = Compression::shared(&problem, &shared)?;
-        if !compression.report.identity {
-            let full = reference_truth(&compression.network, &input, &benchmark, input.rows())?;
-            if full.restricted(check_rows).categories != slice.categories {
-                anyhow::bail!(
-                    "{neurons}-{layers}: the oracle on the compressed network disagrees with the \
-                     uncompressed one on the first {check_rows} rows"
-                );
-            }
-            truth = Truth {
-                source: format!(
-                    "cpu reference f64 on the compressed network (agrees with the original on \
-                     the first {check_rows} rows)"
-                ),
-                ..full
-            };
-        }
-    }
-    spinner.finish_and_clear();
-    if truth.rows < input.rows() {
-        notes.push(format!(
-            "{neurons}-{layers}: truth from the CPU reference (f64) on the first {} rows only",
-            truth.rows
-        ));
-    } else if check_rows < input.rows() {
-        notes.push(format!(
-            "{neurons}-{layers}: truth on all {} rows from the CPU reference (f64) on the \
-             compressed network; it agrees with the original network on the first {check_rows}",
-            input.rows()
-        ));
-    }
-    Ok(Case {
-        benchmark,
-        network,
-        input,
-        truth,
-        shared,
-    })
+/// What the cases of a bench share as they are prepared: the flags, the data folder, the
+/// log, and the input of the last N (one input serves every L of an N).
+pub(crate) struct Preparer<'a> {
+    args: &'a BenchArgs,
+    data_dir: PathBuf,
+    log: &'a progress::Log,
+    input: Option<(usize, Arc<Input>)>,
 }
 
-/// The official N-L network with its official truth, when the files and MNIST are at hand.
-fn official_case(
-    args: &BenchArgs,
-    neurons: usize,
-    layers: usize,
-    data_dir: &Path,
-    show: bool,
-    notes: &mut Vec<String>,
-) -> Result<Option<Case>> {
-    let root = std::env::current_dir().context("reading the current directory")?;
-    let Some((weights_path, truth_path)) = official_files(&root, neurons, layers) else {
-        return Ok(None);
-    };
-    if spdnn_sdgc::images::load_mnist_train(data_dir).is_err() {
-        notes.push(format!(
-            "official {neurons}-{layers} skipped: its truth needs the MNIST input (`spdnn fetch --mnist`)"
-        ));
-        return Ok(None);
+impl<'a> Preparer<'a> {
+    pub(crate) fn new(args: &'a BenchArgs, log: &'a progress::Log) -> Self {
+        Self {
+            args,
+            data_dir: paths::data_dir(),
+            log,
+            input: None,
+        }
     }
-    let bar = progress::bar(show, layers as u64, "official net");
-    let (network, weights) = load_network(
-        &WeightsSpec::Path(weights_path),
-        Some(neurons),
-        layers,
-        &mut |done| bar.set_position(done as u64),
-    )?;
-    bar.finish_and_clear();
-    let input =
-        super::load_input_shown(&InputSpec::Mnist, neurons, Some(args.rows), data_dir, show)?;
-    let benchmark = Benchmark::new(
-        neurons,
-        layers,
-        input.rows(),
-        None,
-        weights,
-        input.origin.clone(),
-    )?;
-    let truth = load_truth(&truth_path, input.rows())?;
-    Ok(Some(Case {
-        benchmark,
+
+    /// The benchmarks of one N-L: the generated network, and the official one when its
+    /// files are at hand (RadiX-Net networks only).
+    pub(crate) fn cases(
+        &mut self,
+        weights: &WeightsSpec,
+        neurons: usize,
+        layers: usize,
+        notes: &mut Vec<String>,
+    ) -> Result<Vec<Case>> {
+        let mut cases = vec![self.generated_case(weights, neurons, layers, notes)?];
+        if !self.args.no_official
+            && self.args.network == NetworkArg::Radix
+            && let Some(case) = self.official_case(neurons, layers, notes)?
+        {
+            cases.push(case);
+        }
+        Ok(cases)
+    }
+
+    /// The input of `neurons` features (MNIST when fetched, else synthetic; `mnist_only`:
+    /// MNIST or an error), loaded once per N.
+    fn input(&mut self, neurons: usize, mnist_only: bool) -> Result<Arc<Input>> {
+        if let Some((n, input)) = &self.input
+            && *n == neurons
+            && (!mnist_only || input.origin == InputOrigin::Mnist)
+        {
+            return Ok(input.clone());
+        }
+        let spec = if mnist_only {
+            InputSpec::Mnist
+        } else {
+            InputSpec::MnistOrSynthetic
+        };
+        let phase = self.log.phase(&format!("input {neurons}"));
+        let input = Arc::new(super::load_input_shown(
+            &spec,
+            neurons,
+            Some(self.args.rows),
+            &self.data_dir,
+            self.log.bars(),
+        )?);
+        phase.done_with(&format!("{} rows, {}", input.rows(), input.origin.label()));
+        self.input = Some((neurons, input.clone()));
+        Ok(input)
+    }
+
+    /// The network cache's folder for `weights`, when the bench uses it.
+    fn network_cache(&self, weights: &WeightsSpec) -> Option<PathBuf> {
+        let used = match self.args.network_cache {
+            NetworkCacheArg::On => true,
+            NetworkCacheArg::Off => false,
+            NetworkCacheArg::Auto => matches!(weights, WeightsSpec::Random { .. }),
+        };
+        used.then(|| cached::network_dir(&self.data_dir))
+    }
+
+    /// The generated N-L network with the MNIST (or synthetic) input; truth from the CPU in
+    /// f64 (or from the truth cache).
+    fn generated_case(
+        &mut self,
+        weights: &WeightsSpec,
+        neurons: usize,
+        layers: usize,
+        notes: &mut Vec<String>,
+    ) -> Result<Case> {
+        let (args, log) = (self.args, self.log);
+        let phase = log.phase_with_bar(
+            &format!("generate {neurons}-{layers}"),
+            layers as u64,
+            "generating",
+        );
+        let generated = cached::generated_network(
+            weights,
+            neurons,
+            layers,
+            self.network_cache(weights).as_deref(),
+            &|done| phase.bar().set_position(done as u64),
+        )?;
+        phase.done_with(&generated.source.text());
+        if let Some(warning) = &generated.warning {
+            eprintln!("warning: {warning}");
+        }
+        let network = generated.network;
+        let input = self.input(neurons, false)?;
+        if let InputOrigin::Synthetic { seed } = input.origin {
+            notes.push(format!(
+                "{neurons}-{layers}: MNIST not fetched, SYNTHETIC input (seed {seed}); run `spdnn fetch --mnist`"
+            ));
+        }
+        let benchmark = Benchmark::new(
+            neurons,
+            layers,
+            input.rows(),
+            None,
+            generated.origin,
+            input.origin.clone(),
+        )?;
+        let check_rows = cpu_rows(args, neurons, layers);
+        let compressed_oracle = check_rows < input.rows() && !args.no_compressed_truth;
+        let shared = SharedWork::default();
+        let phase = log.phase(&format!("truth {neurons}-{layers}"));
+        let store =
+            (!args.no_truth_cache).then(|| TruthCache::new(cached::truth_dir(&self.data_dir)));
+        let key = store.as_ref().map(|_| {
+            TruthKey::new(
+                &network,
+                &input,
+                benchmark.bias,
+                benchmark.upper_bound,
+                check_rows,
+                compressed_oracle,
+            )
+        });
+        let stored = match (&store, &key) {
+            (Some(store), Some(key)) => store.read(key).unwrap_or_else(|e| {
+                eprintln!("warning: computing the truth again: {e:#}");
+                None
+            }),
+            _ => None,
+        };
+        let truth = match stored {
+            Some(truth) => {
+                let path = store.as_ref().zip(key.as_ref()).map(|(s, k)| s.path(k));
+                let shown = path.map(|p| p.display().to_string()).unwrap_or_default();
+                phase.done_with(&format!("read from the cache {shown}"));
+                notes.push(format!(
+                    "{neurons}-{layers}: truth read from {shown} (the oracle's, from an earlier run)"
+                ));
+                truth
+            }
+            None => {
+                let truth = oracle_truth(
+                    &network,
+                    &input,
+                    &benchmark,
+                    check_rows,
+                    compressed_oracle,
+                    &shared,
+                    log,
+                )?;
+                let written = match (&store, &key) {
+                    (Some(store), Some(key)) => match store.write(key, &truth) {
+                        Ok(path) => format!("written to the cache {}", path.display()),
+                        Err(e) => {
+                            eprintln!("warning: the truth was not cached: {e:#}");
+                            "not cached".into()
+                        }
+                    },
+                    _ => "truth cache off".into(),
+                };
+                phase.done_with(&format!(
+                    "{} categories over {} rows; {written}",
+                    truth.categories.len(),
+                    truth.rows.min(input.rows())
+                ));
+                truth
+            }
+        };
+        if truth.rows < input.rows() {
+            notes.push(format!(
+                "{neurons}-{layers}: truth from the CPU reference (f64) on the first {} rows only",
+                truth.rows
+            ));
+        } else if check_rows < input.rows() {
+            notes.push(format!(
+                "{neurons}-{layers}: truth on all {} rows from the CPU reference (f64) on the \
+                 compressed network; it agrees with the original network on the first {check_rows}",
+                input.rows()
+            ));
+        }
+        Ok(Case {
+            benchmark,
+            network,
+            input,
+            truth,
+            shared,
+        })
+    }
+
+    /// The official N-L network with its official truth, when the files and MNIST are at
+    /// hand.
+    fn official_case(
+        &mut self,
+        neurons: usize,
+        layers: usize,
+        notes: &mut Vec<String>,
+    ) -> Result<Option<Case>> {
+        let root = std::env::current_dir().context("reading the current directory")?;
+        let Some((weights_path, truth_path)) = official_files(&root, neurons, layers) else {
+            return Ok(None);
+        };
+        if spdnn_sdgc::images::load_mnist_train(&self.data_dir).is_err() {
+            notes.push(format!(
+                "official {neurons}-{layers} skipped: its truth needs the MNIST input (`spdnn fetch --mnist`)"
+            ));
+            return Ok(None);
+        }
+        let phase = self.log.phase_with_bar(
+            &format!("load official {neurons}-{layers}"),
+            layers as u64,
+            "official net",
+        );
+        let (network, weights) = load_network(
+            &WeightsSpec::Path(weights_path.clone()),
+            Some(neurons),
+            layers,
+            &mut |done| phase.bar().set_position(done as u64),
+        )?;
+        phase.done_with(&weights_path.display().to_string());
+        let input = self.input(neurons, true)?;
+        let benchmark = Benchmark::new(
+            neurons,
+            layers,
+            input.rows(),
+            None,
+            weights,
+            input.origin.clone(),
+        )?;
+        let truth = load_truth(&truth_path, input.rows())?;
+        Ok(Some(Case {
+            benchmark,
+            network,
+            input,
+            truth,
+            shared: SharedWork::default(),
+        }))
+    }
+}
+
+/// The truth of a generated network by the CPU reference in f64: the first `check_rows`
+/// rows on the network as it is and, when `compressed_oracle`, every row on the exactly
+/// compressed network (cross-checked on those rows). The compression is `shared`'s, and the
+/// process's ([`spdnn_compress::compress_shared`]): the methods that compress reuse it.
+fn oracle_truth(
+    network: &Network,
+    input: &Input,
+    benchmark: &Benchmark,
+    check_rows: usize,
+    compressed_oracle: bool,
+    shared: &SharedWork,
+    log: &progress::Log,
+) -> Result<Truth> {
+    let name = benchmark.name();
+    let phase = log.phase(&format!("oracle {name}: first {check_rows} rows, f64"));
+    let slice = reference_truth(network, input, benchmark, check_rows)?;
+    phase.done_with(&format!("{} categories", slice.categories.len()));
+    if !compressed_oracle {
+        return Ok(slice);
+    }
+    let problem = Problem {
         network,
         input,
-        truth,
-        shared: SharedWork::default(),
-    }))
+        bias: benchmark.bias,
+        upper_bound: benchmark.upper_bound,
+    };
+    let phase = log.phase(&format!("compress {name}"));
+    let compression = Compression::shared(&problem, shared)?;
+    let report = &compression.report;
+    if report.identity {
+        phase.done_with("nothing merged: the oracle's slice is the truth");
+        return Ok(slice);
+    }
+    phase.done_with(&format!(
+        "{} entries of {} kept",
+        compression.network.nnz(),
+        network.nnz()
+    ));
+    let phase = log.phase(&format!(
+        "oracle {name}: all {} rows on the compressed network, f64",
+        input.rows()
+    ));
+    let full = reference_truth(&compression.network, input, benchmark, input.rows())?;
+    phase.done_with(&format!("{} categories", full.categories.len()));
+    if full.restricted(check_rows).categories != slice.categories {
+        anyhow::bail!(
+            "{name}: the oracle on the compressed network disagrees with the uncompressed one on \
+             the first {check_rows} rows"
+        );
+    }
+    Ok(Truth {
+        source: format!(
+            "cpu reference f64 on the compressed network (agrees with the original on the \
+             first {check_rows} rows)"
+        ),
+        ..full
+    })
 }
 
 /// Categories of the first `rows` rows by the CPU reference in f64.
@@ -599,18 +798,22 @@ fn scaling_lines(reports: &[RunReport]) -> Vec<String> {
         .collect()
 }
 
-/// Runs one method on one case (the CPU on its affordable slice of rows).
+/// Runs one method on one case (the CPU on its affordable slice of rows; `gpus`: the GPUs
+/// of a `--gpu-counts` run, named `METHOD×K`).
 fn run_case(
     method: &dyn spdnn_engine::Method,
     case: &Case,
     args: &BenchArgs,
     method_options: &OptionSet,
-    show: bool,
+    log: &progress::Log,
+    gpus: Option<&[usize]>,
 ) -> Result<RunReport> {
-    let spinner = progress::spinner(
-        show,
-        &format!("{} {}", method.name(), case.benchmark.name()),
-    );
+    let name = match gpus {
+        Some(set) => format!("{}×{}", method.name(), set.len()),
+        None => method.name().to_string(),
+    };
+    let phase = log.phase(&format!("run {name} {}", case.benchmark.name()));
+    let head;
     let (input, config) = if method.needs_gpu() {
         let config = RunConfig {
             warmup: args.warmup,
@@ -621,7 +824,7 @@ fn run_case(
             // statistics).
             shared: case.shared.clone(),
         };
-        (case.input.clone(), config)
+        (&*case.input, config)
     } else {
         let rows = cpu_rows(args, case.benchmark.neurons, case.benchmark.layers);
         let config = RunConfig {
@@ -631,7 +834,8 @@ fn run_case(
             options: method_options.clone(),
             shared: SharedWork::default(),
         };
-        (case.input.head(rows), config)
+        head = case.input.head(rows);
+        (&head, config)
     };
     let benchmark = Benchmark {
         rows: input.rows(),
@@ -639,13 +843,35 @@ fn run_case(
     };
     let problem = Problem {
         network: &case.network,
-        input: &input,
+        input,
         bias: benchmark.bias,
         upper_bound: benchmark.upper_bound,
     };
     let execution = execute(method, &benchmark, &problem, &config, Some(&case.truth))?;
-    spinner.finish_and_clear();
+    phase.done_with(&run_summary(&execution.report));
     Ok(execution.report)
+}
+
+/// Where a run's time went, for its log line: the median timed pass, the whole run, and of
+/// that the kernel compiles and the method's own preprocessing when it reports them (the
+/// rest is uploads, untimed and profiled passes).
+fn run_summary(report: &RunReport) -> String {
+    let mut parts = vec![
+        format!("infer {:.2} ms", report.infer_ms),
+        format!("total {:.1} s", report.total_ms / 1e3),
+    ];
+    if let Some(ms) = report.compile_ms {
+        parts.push(format!("compile {:.1} s", ms / 1e3));
+    }
+    let preprocessing = ["preprocessing_ms", "preprocess_ms"]
+        .iter()
+        .find_map(|key| report.details.found.get(*key))
+        .and_then(|v| v.as_f64().or_else(|| v.as_str()?.parse().ok()));
+    if let Some(ms) = preprocessing {
+        parts.push(format!("preprocessing {:.1} s", ms / 1e3));
+    }
+    parts.push(format!("matched {}", report.matched_label()));
+    parts.join(", ")
 }
 
 fn host_name() -> String {

@@ -143,17 +143,25 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
         eprintln!("{warning}");
     }
     let upper_bound = crate::biases::upper_bound(args.upper_bound, None)?;
-    let show = progress::enabled(args.json);
+    let log = progress::Log::stderr(args.json);
     let total_start = std::time::Instant::now();
 
-    let bar = progress::bar(show, args.layers as u64, "weights");
+    let phase = log.phase_with_bar(
+        &format!("load {} layers", args.layers),
+        args.layers as u64,
+        "weights",
+    );
     let (network, weights_origin) = load_network(
         &args.weights.spec()?,
         args.neurons,
         args.layers,
-        &mut |done| bar.set_position(done as u64),
+        &mut |done| phase.bar().set_position(done as u64),
     )?;
-    bar.finish_and_clear();
+    phase.done_with(&format!(
+        "N = {}, {}",
+        network.neurons(),
+        weights_origin.label()
+    ));
     let network = match &args.biases {
         Some(path) => crate::biases::with_bias_file(network, path)?,
         None => network,
@@ -169,7 +177,9 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
     };
     let skip = args.skip_rows.unwrap_or(0);
     let keep = args.rows.map(|r| r.saturating_add(skip));
-    let mut input = super::load_input_shown(&spec, neurons, keep, &paths::data_dir(), show)?;
+    let phase = log.phase(&format!("input {neurons}"));
+    let mut input = super::load_input_shown(&spec, neurons, keep, &paths::data_dir(), log.bars())?;
+    phase.done_with(&format!("{} rows, {}", input.rows(), input.origin.label()));
     if skip > 0 {
         let rows = input.rows();
         anyhow::ensure!(
@@ -214,14 +224,21 @@ pub fn run(args: &InferArgs) -> Result<Outcome> {
         shared: SharedWork::default(),
     };
 
-    let spinner = progress::spinner(show, &format!("running {}", method.name()));
+    let phase = log.phase(&format!("run {} {}", method.name(), benchmark.name()));
     let execution = match ranked(args, method, &benchmark, &problem, &config, truth.as_ref())? {
         Ranked::Root(execution) => *execution,
-        Ranked::Other => return Ok(Outcome::Success),
+        Ranked::Other => {
+            phase.done_with("this rank's rows; rank 0 reports");
+            return Ok(Outcome::Success);
+        }
         Ranked::Alone => run::execute(method, &benchmark, &problem, &config, truth.as_ref())?,
     };
-    spinner.finish_and_clear();
     let report = &execution.report;
+    phase.done_with(&format!(
+        "infer {:.2} ms, total {:.1} s",
+        report.infer_ms,
+        report.total_ms / 1e3
+    ));
     let wall_ms = total_start.elapsed().as_secs_f64() * 1e3;
 
     if let Some(path) = &args.categories_out {

@@ -134,15 +134,16 @@ pub fn run(args: &SweepArgs, argv: &[OsString]) -> Result<Outcome> {
         points.push((value.clone(), options));
     }
 
-    let show = progress::enabled(bench.json());
+    let log = progress::Log::stderr(bench.json());
+    let mut cases = reuse::Cases::new(bench, &log);
     let mut notes = Vec::new();
     let mut reports: Vec<RunReport> = Vec::new();
     let mut labels: Vec<String> = Vec::new();
     for &n in neurons {
         for &l in layers {
-            for case in reuse::cases(bench, n, l, show, &mut notes)? {
+            for case in cases.of(bench, n, l, &mut notes)? {
                 for (value, options) in &points {
-                    let report = reuse::run(method, &case, bench, options, show)?;
+                    let report = reuse::run(method, &case, bench, options, &log)?;
                     if !bench.json() {
                         eprintln!(
                             "{:<14} {:<9} {flag} {value:<6} {:>10.2} ms  matched {}",
@@ -156,6 +157,7 @@ pub fn run(args: &SweepArgs, argv: &[OsString]) -> Result<Outcome> {
                     labels.push(value.clone());
                 }
             }
+            spdnn_engine::forget_shared_preparations();
         }
     }
 

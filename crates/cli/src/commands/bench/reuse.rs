@@ -6,10 +6,11 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use spdnn_engine::data::WeightsSpec;
 use spdnn_engine::{OptionSet, RunReport};
-use spdnn_sdgc::{generator, paths};
+use spdnn_sdgc::generator;
 
-use super::{BenchArgs, Case, NetworkArg, generated_case, official_case, run_case};
+use super::{BenchArgs, Case, Preparer, run_case};
 use crate::method_args::MethodArgs;
+use crate::progress;
 
 /// One benchmark as `spdnn bench` prepares it.
 pub struct Prepared(Case);
@@ -41,30 +42,31 @@ impl BenchArgs {
     }
 }
 
-/// The benchmarks of one N-L as `spdnn bench` runs them: the generated network, and the
-/// official one when its files are at hand (RadiX-Net networks only).
-pub fn cases(
-    args: &BenchArgs,
-    neurons: usize,
-    layers: usize,
-    show: bool,
-    notes: &mut Vec<String>,
-) -> Result<Vec<Prepared>> {
-    let weights = args.weights_spec()?;
-    if let WeightsSpec::Random { fan_in, .. } = weights {
-        generator::check_random(neurons, fan_in)?;
+/// Prepares the benchmarks of each N-L as `spdnn bench` does (one input per N).
+pub struct Cases<'a>(Preparer<'a>);
+
+impl<'a> Cases<'a> {
+    /// Cases of `args`, with progress on `log`.
+    pub fn new(args: &'a BenchArgs, log: &'a progress::Log) -> Self {
+        Self(Preparer::new(args, log))
     }
-    let data_dir = paths::data_dir();
-    let mut cases = vec![Prepared(generated_case(
-        args, &weights, neurons, layers, &data_dir, show, notes,
-    )?)];
-    if !args.no_official
-        && args.network == NetworkArg::Radix
-        && let Some(case) = official_case(args, neurons, layers, &data_dir, show, notes)?
-    {
-        cases.push(Prepared(case));
+
+    /// The benchmarks of one N-L: the generated network, and the official one when its
+    /// files are at hand (RadiX-Net networks only).
+    pub fn of(
+        &mut self,
+        args: &BenchArgs,
+        neurons: usize,
+        layers: usize,
+        notes: &mut Vec<String>,
+    ) -> Result<Vec<Prepared>> {
+        let weights = args.weights_spec()?;
+        if let WeightsSpec::Random { fan_in, .. } = weights {
+            generator::check_random(neurons, fan_in)?;
+        }
+        let cases = self.0.cases(&weights, neurons, layers, notes)?;
+        Ok(cases.into_iter().map(Prepared).collect())
     }
-    Ok(cases)
 }
 
 /// Runs `method` with `options` on `case` as `spdnn bench` does.
@@ -73,8 +75,8 @@ pub fn run(
     case: &Prepared,
     args: &BenchArgs,
     options: &OptionSet,
-    show: bool,
+    log: &progress::Log,
 ) -> Result<RunReport> {
-    run_case(method, &case.0, args, options, show)
+    run_case(method, &case.0, args, options, log, None)
         .with_context(|| format!("{} on {}", method.name(), case.0.benchmark.name()))
 }
