@@ -94,12 +94,36 @@ fn classify(methods: &str) -> Option<(std::process::Output, String, String)> {
 }
 
 #[test]
-fn without_methods_classify_runs_the_default_run_with_the_dense_yardstick() {
+fn without_methods_classify_runs_auto_and_says_what_it_chose() {
     let Some((run, stdout, stderr)) = classify_with(None) else {
         return;
     };
+    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("auto ") || l.starts_with("cpu "))
+        .collect();
+    assert_eq!(rows.len(), 1, "only auto runs: {stdout}");
+    assert!(rows[0].starts_with("auto "), "{stdout}");
+    // Without a GPU auto runs the CPU reference; either way it says what it chose and why.
+    let said = format!("{stdout}{stderr}");
+    if spdnn_engine::gpu_available() {
+        assert!(
+            said.contains("chose ") && !said.contains("chose cpu"),
+            "{said}"
+        );
+    } else {
+        assert!(said.contains("chose cpu: no CUDA GPU"), "{said}");
+    }
+}
+
+#[test]
+fn all_methods_is_the_default_run_with_the_dense_yardstick_then_auto() {
+    let Some((run, stdout, stderr)) = classify("all") else {
+        return;
+    };
     let row = |method: &str| stdout.lines().any(|l| l.starts_with(&format!("{method} ")));
-    assert!(row("cpu"), "{stdout}");
+    assert!(row("cpu") && row("auto"), "{stdout}");
     if spdnn_engine::gpu_available() {
         // Every GPU method of the default run, the cuBLAS yardstick among them.
         for method in ["dense", "cusparse", "hp", "sz", "xy", "bf"] {

@@ -14,6 +14,12 @@ use spdnn_sdgc::{Input, InputOrigin, Network, paths};
 use crate::method_args::MethodArgs;
 use crate::{Outcome, PrecisionArg};
 
+/// The method `classify` runs without `--methods`.
+const AUTO: &str = "auto";
+
+/// `--methods all`: the comparison `spdnn bench` runs by default, then [`AUTO`].
+const ALL_METHODS: &str = "all";
+
 /// Arguments of `spdnn classify`.
 #[derive(Args)]
 pub struct ClassifyArgs {
@@ -40,9 +46,10 @@ pub struct ClassifyArgs {
     #[arg(long)]
     rows: Option<usize>,
     /// Methods to run, comma-separated, each compared with the CPU reference (the oracle,
-    /// which runs first in any case) [default: every method this machine can run, as `spdnn bench` chooses them: the CPU
-    /// reference and, with a GPU, every GPU method but the `+` variants, `dense` (the cuBLAS
-    /// yardstick) included].
+    /// which runs first in any case) [default: `auto`, which picks the method for the network
+    /// and says why]. `all`: every method this machine can run, as `spdnn bench` chooses them
+    /// (the CPU reference and, with a GPU, every GPU method but the `+` variants, `dense`, the
+    /// cuBLAS yardstick, included), then `auto`.
     #[arg(long, value_delimiter = ',')]
     methods: Vec<String>,
     /// Untimed runs before the timed ones.
@@ -178,13 +185,16 @@ pub fn run(args: &ClassifyArgs) -> Result<Outcome> {
 
     let registry = Registry::default();
     let names: Vec<&str> = if args.methods.is_empty() {
-        let (names, left_out) = super::default_methods(&registry);
+        vec![AUTO]
+    } else if args.methods.len() == 1 && args.methods[0].trim() == ALL_METHODS {
+        let (mut names, left_out) = super::default_methods(&registry);
         if !left_out.is_empty() {
             eprintln!(
-                "note: no CUDA GPU here, so the default run leaves out {}",
+                "note: no CUDA GPU here, so `--methods {ALL_METHODS}` leaves out {}",
                 left_out.join(", ")
             );
         }
+        names.push(AUTO);
         names
     } else {
         args.methods.iter().map(|n| n.trim()).collect()

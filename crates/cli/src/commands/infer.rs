@@ -16,8 +16,10 @@ use crate::{Outcome, PrecisionArg, WeightsArgs, progress};
 /// Arguments of `spdnn infer`.
 #[derive(Args)]
 pub struct InferArgs {
-    /// Method name (`spdnn methods` lists them; with --glare, its GLARE variant runs).
-    #[arg(long, default_value = "cpu")]
+    /// Method name (`spdnn methods` lists them; with --glare, its GLARE variant runs). The
+    /// default, `auto`, picks the method for the network and says why (the CPU reference
+    /// where there is no GPU).
+    #[arg(long, default_value = "auto")]
     method: String,
     /// N (inferred from the weights' file names when omitted).
     #[arg(long)]
