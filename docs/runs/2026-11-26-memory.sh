@@ -19,18 +19,23 @@
 #   END=470 bash .device/2026-11-26-memory.sh
 # (what it leaves under $OUT: r/*.json, r/*.log, r/table.md). About 8 minutes on one H100:
 # the generation ~1 min, each blockdepend run ~40 s (its compression), bf streamed ~1 min.
+# LAYERS (default 480) picks the network, RUNS the runs (tags method-budget, "none" for no
+# budget; default the list below), PEAK=0 leaves out step 1.
 . .device/preamble.sh
+L=${LAYERS:-480}
+RUNS=${RUNS:-"blockdepend-none blockdepend-4GiB blockdepend-1GiB snicit-none snicit-8GiB bf-4GiB xy-none hp-none"}
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader > $R/gpus.txt 2>&1
 T=$W/tests/spdnn-adaptive--gpu
-( timeout 200 $T --include-ignored --test-threads=1 --nocapture peak_is_its_model \
+[ "${PEAK:-1}" = 1 ] && ( timeout 200 $T --include-ignored --test-threads=1 --nocapture peak_is_its_model \
     > $R/peak-tests.log 2>&1; echo "rc=$?" >> $R/peak-tests.log ) &
 tests=$!
-timeout 200 $W/bin/spdnn generate --neurons 65536 --layers 480 --seed 0 --cache $W/n.bin \
+timeout 300 $W/bin/spdnn generate --neurons 65536 --layers $L --seed 0 --cache $W/n.bin \
   > $R/generate.log 2>&1
 el "generate rc=$? $(ls -l $W/n.bin 2>/dev/null | awk '{print $5}') bytes"
-wait $tests
+if [ "${PEAK:-1}" = 1 ]; then wait $tests
 el "peak tests $(tail -1 $R/peak-tests.log) $(grep -E '^test result' $R/peak-tests.log)"
 grep -E '^test .*(ok|FAILED)$|panicked|predicted' $R/peak-tests.log | cut -c1-300 | head -40
+fi
 
 run() {  # tag method budget(- for none) warmup reps [args...]
   local tag=$1 method=$2 budget=$3 warmup=$4 reps=$5; shift 5
@@ -38,22 +43,20 @@ run() {  # tag method budget(- for none) warmup reps [args...]
   [ $left -lt 45 ] && { el "no time for $tag ($left s)"; return; }
   local memory=(); [ "$budget" != - ] && memory=(--gpu-memory "$budget")
   timeout $(( left - 10 )) $W/bin/spdnn infer --method $method --weights $W/n.bin \
-    --neurons 65536 --layers 480 --mnist "${memory[@]}" --warmup $warmup --repetitions $reps \
+    --neurons 65536 --layers $L --mnist "${memory[@]}" --warmup $warmup --repetitions $reps \
     --json --categories-out $R/$tag.tsv "$@" > $R/$tag.json 2> $R/$tag.err
   el "$tag rc=$? $(grep -E '^  "(infer_ms|categories|total_ms)"' $R/$tag.json | tr -d ' \n')"
   grep -iE 'error|refused' $R/$tag.err | head -3
 }
-run blockdepend-none blockdepend - 1 3
-run blockdepend-4GiB blockdepend 4GiB 1 3
-run blockdepend-1GiB blockdepend 1GiB 1 3
-run snicit-none snicit - 1 3
-run snicit-8GiB snicit 8GiB 1 3
-run bf-4GiB bf 4GiB 0 1
-run xy-none xy - 1 3
-run hp-none hp - 1 3
+for tag in $RUNS; do
+  method=${tag%-*} budget=${tag##*-}; [ "$budget" = none ] && budget=-
+  # bf streams its weights in a budget: one pass, no warm-up.
+  if [ "$method" = bf ] && [ "$budget" != - ]; then run $tag $method $budget 0 1
+  else run $tag $method $budget 1 3; fi
+done
 
 # One table from the JSON: each run against its method's unconstrained run.
-python3 - "$R" > $R/table.md <<'PY'
+python3 - "$R" $RUNS > $R/table.md <<'PY'
 import json, os, subprocess, sys
 r = sys.argv[1]
 mib = lambda b: f"{b / 2**20:,.0f}".replace(",", " ")
@@ -61,8 +64,7 @@ rows = ["| method | budget | infer ms | × unconstrained | batches × rows | pre
         "measured peak MiB | predicted / measured | exact | categories | same as unconstrained |",
         "|---|---|---|---|---|---|---|---|---|---|---|"]
 base = {}
-for tag in ["blockdepend-none", "blockdepend-4GiB", "blockdepend-1GiB", "snicit-none",
-            "snicit-8GiB", "bf-4GiB", "xy-none", "hp-none"]:
+for tag in sys.argv[2:]:
     path = os.path.join(r, tag + ".json")
     method, budget = tag.rsplit("-", 1)
     try:

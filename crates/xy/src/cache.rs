@@ -46,6 +46,13 @@ pub const FORMAT_VERSION: u32 = 1;
 /// Elements read per step: arrays grow with the data actually present.
 const READ_CHUNK: usize = 1 << 16;
 
+/// The largest cache file read or written, in bytes; a larger network is prepared in
+/// memory every run (and still shared within the process). The file only pays where
+/// reading it beats preparing: on the GPU machine (16 cores, 2026-11-26) 65536-120's
+/// 1.1 GB file was read in 1.2 s, as long as preparing and writing it took, while
+/// 65536-1920's 17 GB file, prepared and written in 19 s, was not read back in 440 s.
+pub const MAX_CACHE_FILE_BYTES: u64 = 2 << 30;
+
 /// What [`XyNetwork::load_or_prepare`] did with the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheUse {
@@ -200,13 +207,23 @@ impl XyNetwork {
             return Ok((Self::prepare(layers)?, CacheUse::Disabled));
         };
         check_layers(layers)?;
-        Self::load_or_prepare_at(layers, &cache_path(dir, layers))
+        Self::load_or_prepare_at(layers, &cache_path(dir, layers), MAX_CACHE_FILE_BYTES)
     }
 
-    /// [`XyNetwork::load_or_prepare`] with the cache file `path` (of `layers`, checked).
-    fn load_or_prepare_at(layers: &[Csr], path: &Path) -> Result<(XyNetwork, CacheUse), XyError> {
+    /// [`XyNetwork::load_or_prepare`] with the cache file `path` (of `layers`, checked),
+    /// reading and writing only files of at most `max_file_bytes`.
+    fn load_or_prepare_at(
+        layers: &[Csr],
+        path: &Path,
+        max_file_bytes: u64,
+    ) -> Result<(XyNetwork, CacheUse), XyError> {
         let path = path.to_path_buf();
-        match read_cache_file(&path) {
+        let too_large = fs::metadata(&path).is_ok_and(|m| m.len() > max_file_bytes);
+        match if too_large {
+            Ok(None)
+        } else {
+            read_cache_file(&path)
+        } {
             Ok(Some(network)) if network.describes(layers) => return Ok((network, CacheUse::Hit)),
             Ok(Some(_)) => eprintln!(
                 "spdnn-xy: warning: {} does not match the layers; preparing again",
@@ -219,10 +236,29 @@ impl XyNetwork {
             ),
         }
         let network = Self::prepare(layers)?;
-        if let Err(error) = write_cache_file(&path, &network) {
+        if network.serialized_bytes() <= max_file_bytes
+            && let Err(error) = write_cache_file(&path, &network)
+        {
             eprintln!("spdnn-xy: warning: could not write the XY cache: {error}");
         }
         Ok((network, CacheUse::Miss))
+    }
+
+    /// The size of this network's cache file, in bytes (what [`XyNetwork::write_to`]
+    /// writes).
+    pub fn serialized_bytes(&self) -> u64 {
+        let head = (MAGIC.len() + 20 + 8) as u64;
+        let words: u64 = self
+            .layers
+            .iter()
+            .map(|layer| {
+                (4 + layer.block_offsets.len()
+                    + layer.inputs.len()
+                    + layer.values.len()
+                    + layer.outputs.len()) as u64
+            })
+            .sum();
+        head + 4 * words + 8 * self.layers.len() as u64
     }
 
     /// [`XyNetwork::load_or_prepare`] through the process's [`SharedXyNetworks`] as well:
@@ -301,7 +337,7 @@ impl SharedXyNetworks {
         {
             return Ok((network.clone(), CacheUse::Hit));
         }
-        let (network, used) = XyNetwork::load_or_prepare_at(layers, &path)?;
+        let (network, used) = XyNetwork::load_or_prepare_at(layers, &path, MAX_CACHE_FILE_BYTES)?;
         let network = Arc::new(network);
         *value = Some(network.clone());
         Ok((network, used))
@@ -726,6 +762,30 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap(), serialized(&prepared), "rewritten");
         let (_, used) = XyNetwork::load_or_prepare(&layers, Some(dir.path())).unwrap();
         assert_eq!(used, CacheUse::Hit);
+    }
+
+    #[test]
+    fn files_over_the_limit_are_neither_written_nor_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let layers = small_layers();
+        let prepared = XyNetwork::prepare(&layers).unwrap();
+        let size = prepared.serialized_bytes();
+        assert_eq!(size, serialized(&prepared).len() as u64);
+        let path = cache_path(dir.path(), &layers);
+        // One byte under the file's size: prepared, not written.
+        let (network, used) = XyNetwork::load_or_prepare_at(&layers, &path, size - 1).unwrap();
+        assert_eq!((network == prepared, used), (true, CacheUse::Miss));
+        assert!(!path.exists());
+        // At the limit: written, then read.
+        let (_, used) = XyNetwork::load_or_prepare_at(&layers, &path, size).unwrap();
+        assert_eq!(used, CacheUse::Miss);
+        assert_eq!(fs::read(&path).unwrap(), serialized(&prepared));
+        let (_, used) = XyNetwork::load_or_prepare_at(&layers, &path, size).unwrap();
+        assert_eq!(used, CacheUse::Hit);
+        // A file over a smaller limit is not read (and left as it is).
+        let (network, used) = XyNetwork::load_or_prepare_at(&layers, &path, size - 1).unwrap();
+        assert_eq!((network == prepared, used), (true, CacheUse::Miss));
+        assert!(path.exists());
     }
 
     #[test]
