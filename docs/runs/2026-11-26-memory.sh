@@ -29,9 +29,13 @@ T=$W/tests/spdnn-adaptive--gpu
 [ "${PEAK:-1}" = 1 ] && ( timeout 200 $T --include-ignored --test-threads=1 --nocapture peak_is_its_model \
     > $R/peak-tests.log 2>&1; echo "rc=$?" >> $R/peak-tests.log ) &
 tests=$!
-timeout 300 $W/bin/spdnn generate --neurons 65536 --layers $L --seed 0 --cache $W/n.bin \
-  > $R/generate.log 2>&1
-el "generate rc=$? $(ls -l $W/n.bin 2>/dev/null | awk '{print $5}') bytes"
+# The network: generated unless a caller left it at $W/n$L.bin.
+NET=$W/n$L.bin
+if [ ! -s $NET ]; then
+  timeout 300 $W/bin/spdnn generate --neurons 65536 --layers $L --seed 0 --cache $NET \
+    > $R/generate.log 2>&1
+  el "generate rc=$? $(ls -l $NET 2>/dev/null | awk '{print $5}') bytes"
+fi
 if [ "${PEAK:-1}" = 1 ]; then wait $tests
 el "peak tests $(tail -1 $R/peak-tests.log) $(grep -E '^test result' $R/peak-tests.log)"
 grep -E '^test .*(ok|FAILED)$|panicked|predicted' $R/peak-tests.log | cut -c1-300 | head -40
@@ -42,7 +46,7 @@ run() {  # tag method budget(- for none) warmup reps [args...]
   local left=$(( ${END:-470} - ($(date +%s) - T0) ))
   [ $left -lt 45 ] && { el "no time for $tag ($left s)"; return; }
   local memory=(); [ "$budget" != - ] && memory=(--gpu-memory "$budget")
-  timeout $(( left - 10 )) $W/bin/spdnn infer --method $method --weights $W/n.bin \
+  timeout $(( left - 10 )) $W/bin/spdnn infer --method $method --weights $NET \
     --neurons 65536 --layers $L --mnist "${memory[@]}" --warmup $warmup --repetitions $reps \
     --json --categories-out $R/$tag.tsv "$@" > $R/$tag.json 2> $R/$tag.err
   el "$tag rc=$? $(grep -E '^  "(infer_ms|categories|total_ms)"' $R/$tag.json | tr -d ' \n')"
