@@ -7,26 +7,9 @@ use std::path::Path;
 
 use common::spdnn;
 
-/// `spdnn bench` of the generated 1024-2 over 300 synthetic rows, the CPU on 50 (so the
-/// compressed oracle runs), and `extra`; its stderr and JSON.
+/// [`common::SMALL_BENCH`] and `extra`; its stderr and JSON.
 fn bench(dir: &Path, extra: &[&str]) -> (String, serde_json::Value) {
-    let mut args = vec![
-        "bench",
-        "--neurons",
-        "1024",
-        "--layers",
-        "2",
-        "--rows",
-        "300",
-        "--cpu-rows",
-        "50",
-        "--methods",
-        "cpu",
-        "--no-official",
-        "--json",
-        "--out",
-        "results",
-    ];
+    let mut args = common::SMALL_BENCH.to_vec();
     args.extend_from_slice(extra);
     let run = spdnn(dir, &args);
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();

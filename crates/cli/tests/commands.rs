@@ -142,26 +142,7 @@ fn bench_checks_the_cpu_slice_against_the_truth_of_those_rows() {
     // The truth covers all 300 rows (the compressed oracle); the CPU runs the first 50. Two
     // layers leave categories in the synthetic rows on both sides of row 50.
     let dir = tempfile::tempdir().unwrap();
-    let run = spdnn(
-        dir.path(),
-        &[
-            "bench",
-            "--neurons",
-            "1024",
-            "--layers",
-            "2",
-            "--rows",
-            "300",
-            "--cpu-rows",
-            "50",
-            "--methods",
-            "cpu",
-            "--no-official",
-            "--json",
-            "--out",
-            "results",
-        ],
-    );
+    let run = spdnn(dir.path(), common::SMALL_BENCH);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
     let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();

@@ -121,26 +121,12 @@ impl GroupArgs for SzArgs {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
     use spdnn_sz::{SzT4Options, T4Options};
 
     use super::*;
 
-    #[derive(Parser)]
-    struct Wrapper {
-        #[command(flatten)]
-        args: SzArgs,
-    }
-
     fn options(flags: &[&str]) -> Result<OptionSet, String> {
-        let argv = std::iter::once("test").chain(flags.iter().copied());
-        let args = Wrapper::try_parse_from(argv)
-            .map_err(|e| e.to_string())?
-            .args;
-        let mut set = OptionSet::default();
-        args.apply(&mut set);
-        set.validate().map_err(|e| e.to_string())?;
-        Ok(set)
+        crate::method_args::parse_group::<SzArgs>(flags)
     }
 
     #[test]

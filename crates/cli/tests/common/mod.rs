@@ -26,3 +26,25 @@ pub fn spdnn(dir: &Path, args: &[&str]) -> std::process::Output {
         .output()
         .expect("running spdnn")
 }
+
+/// `spdnn bench` of the generated 1024-2 over 300 synthetic rows, the CPU reference on the
+/// first 50 (so the compressed oracle gives the truth of all 300), the JSON on stdout and the
+/// files under `results`.
+#[allow(dead_code)] // not every test file benches
+pub const SMALL_BENCH: &[&str] = &[
+    "bench",
+    "--neurons",
+    "1024",
+    "--layers",
+    "2",
+    "--rows",
+    "300",
+    "--cpu-rows",
+    "50",
+    "--methods",
+    "cpu",
+    "--no-official",
+    "--json",
+    "--out",
+    "results",
+];
