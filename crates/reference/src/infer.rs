@@ -158,6 +158,14 @@ enum Biases<'a> {
 }
 
 impl Biases<'_> {
+    /// Whether some bias of layer `l` is positive.
+    fn positive(&self, l: usize) -> bool {
+        match self {
+            Self::One(b) => *b > 0.0,
+            Self::PerNeuron(all) => all[l].iter().any(|&b| b > 0.0),
+        }
+    }
+
     /// Layer `l`'s bias of each of its `outputs` neurons.
     fn of_layer<T: Element>(&self, l: usize, outputs: usize) -> Vec<T> {
         match self {
@@ -184,11 +192,22 @@ fn run_layers<T: Element>(
     };
     let mut pieces = vec![SparseRows::from_input(input)];
     let mut stats = Vec::new();
+    // The pull kernel reads the weights by output neuron; it serves only biases ≤ 0. Each
+    // transpose is sequential, so the next layers' are made together, in parallel.
+    let ahead = rayon::current_num_threads().clamp(1, TRANSPOSE_AHEAD);
+    let mut transposes: std::collections::VecDeque<Option<Csr>> = Default::default();
     for (l, weights) in layers.iter().enumerate() {
         let bias: Vec<T> = biases.of_layer(l, weights.ncols());
-        let positive = bias.iter().any(|&b| b > T::ZERO);
-        // The pull kernel reads the weights by output neuron; it serves only biases ≤ 0.
-        let transposed = (!positive && !pieces.is_empty()).then(|| weights.transpose());
+        let positive = biases.positive(l);
+        if transposes.is_empty() && !pieces.is_empty() {
+            let end = (l + ahead).min(layers.len());
+            transposes = (l..end)
+                .into_par_iter()
+                .map(|k| (!biases.positive(k)).then(|| layers[k].transpose()))
+                .collect::<Vec<_>>()
+                .into();
+        }
+        let transposed = transposes.pop_front().flatten();
         let step = Step {
             weights,
             transposed: transposed.as_ref(),
@@ -323,6 +342,10 @@ fn check_arguments(
     }
     Ok(())
 }
+
+/// Most layers transposed ahead of their steps, in parallel (at N = 65536 a layer's
+/// transpose is about 25 MB).
+const TRANSPOSE_AHEAD: usize = 16;
 
 /// Rows processed together by the grouped kernel: one weight entry updates all of them.
 const GROUP: usize = 8;
