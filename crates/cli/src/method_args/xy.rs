@@ -20,8 +20,8 @@ pub struct XyArgs {
     /// [default: detected from the data: the first layer and the stride layers].
     #[arg(long, value_name = "K", allow_hyphen_values = true)]
     pub row_major_layers: Option<usize>,
-    /// Folder caching preprocessed networks [default: $SPDNN_DATA/cache/xy, or
-    /// data/cache/xy].
+    /// Folder caching preprocessed networks (files over 2 GiB are not kept: a larger
+    /// network is prepared every run) [default: $SPDNN_DATA/cache/xy, or data/cache/xy].
     #[arg(long, value_name = "DIR", conflicts_with = "no_xy_cache")]
     pub xy_cache: Option<PathBuf>,
     /// Preprocess the network every run, cache nothing.
