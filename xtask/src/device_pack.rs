@@ -338,8 +338,11 @@ case "$mode" in
   sanitize)
     # Every GPU test under compute-sanitizer's racecheck, memcheck, initcheck and synccheck
     # (SANITIZE_TOOLS): one run per tool and test, at the sanitize scale (SPDNN_TEST_SCALE=
-    # sanitize, crates/gputest/src/scale.rs), SANITIZE_JOBS runs at a time (default: the
-    # cores; the GPU is shared), the longest expected first (the table below), each within
+    # sanitize, crates/gputest/src/scale.rs), SANITIZE_JOBS runs at a time (default: six a
+    # GPU, at most the cores: on 2026-11-26 sixteen racecheck runs on one H100 ran no faster
+    # than fewer would, the GPU being time-shared, and five were killed, most likely for host
+    # memory), spread over the machine's GPUs (SANITIZE_GPUS, default all: run k on GPU
+    # k mod GPUs, by CUDA_VISIBLE_DEVICES), the longest expected first (the table below), each within
     # SANITIZE_TIMEOUT_S and all within SANITIZE_BUDGET_S (runs that would start later are
     # "skipped"). Tests matching SANITIZE_SKIP are not run, each listed with the reason. A run
     # is "clean", has "findings" (the tool's error count), "failed" (a test failed or the
@@ -348,13 +351,18 @@ case "$mode" in
     # (libtest filters, `--skip NAME`, given to `--list`) is "no-tests", not a failure. Per
     # tool one line over the executables (each counted by its worst run), one over the tests;
     # $out/sanitize-table.md has a row per executable. Logs: $out/sanitize/.
+    # SANITIZE_UNIT=executable runs each executable's selected tests in one process per tool
+    # (its modules instrumented once, the expected times summed; the test column says "all").
     san=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
     [ -x "$san" ] || { echo "compute-sanitizer not found at $san"; exit 2; }
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
     "$san" --version | tail -1
     export SPDNN_TEST_SCALE=sanitize PROPTEST_CASES=${SANITIZE_CASES:-2}
     tools=${SANITIZE_TOOLS:-racecheck memcheck initcheck synccheck}
-    par=${SANITIZE_JOBS:-$(nproc)}; per=${SANITIZE_TIMEOUT_S:-300}; budget=${SANITIZE_BUDGET_S:-510}
+    gpus=${SANITIZE_GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}; [ "${gpus:-0}" -ge 1 ] || gpus=1
+    cores=$(nproc); par=${SANITIZE_JOBS:-$(( 6 * gpus < cores ? 6 * gpus : cores ))}
+    per=${SANITIZE_TIMEOUT_S:-300}; budget=${SANITIZE_BUDGET_S:-510}; unit=${SANITIZE_UNIT:-test}
+    case "$unit" in test|executable) ;; *) echo "SANITIZE_UNIT=$unit: expected test or executable"; exit 2;; esac
     flags=${SANITIZE_FLAGS:---launch-timeout 120}
     # memory_exhausted (engine's two fault tests): they hold every free byte of the GPU, which
     # the runs beside them need, and each of their refused allocations is a driver error on
@@ -415,16 +423,25 @@ cuda * 3
       { exe = $2; sub(/.*\//, "", exe)
         for (i = 1; i < n; i++)
           if ((re[i] == "*" || index(exe, re[i])) && (rt[i] == "*" || index($3, rt[i]))) break
-        printf "%d %s\n", rs[i] * (($1 in share) ? share[$1] : 1) + 1, $0 }' "$queue" | sort -k1,1nr >"$queue.sorted"
-    echo "$(wc -l <"$queue.sorted") runs ($tools), $par at a time, each within ${per} s, all within ${budget} s"
+        printf "%d %s\n", rs[i] * (($1 in share) ? share[$1] : 1) + 1, $0 }' "$queue" \
+      | if [ "$unit" = executable ]; then
+          awk '{ k = $2 " " $3; s[k] += $1 } END { for (k in s) printf "%d %s all\n", s[k], k }'
+        else cat; fi | sort -k1,1nr >"$queue.sorted"
+    echo "$(wc -l <"$queue.sorted") runs ($tools; one process per $unit), $par at a time on $gpus GPU(s), each within ${per} s, all within ${budget} s"
+    # The tests the skip pattern names, as libtest --skip filters (an executable run whole).
+    skip_args=(); IFS='|' read -r -a skip_parts <<<"$skip"
+    for part in "${skip_parts[@]}"; do [ -n "$part" ] && skip_args+=(--skip "$part"); done
     sanitize_one() {
-      local tool=$1 exe=$2 test=$3 name; name=$(basename "$exe")
+      local tool=$1 exe=$2 test=$3 gpu=$4 name; name=$(basename "$exe"); shift 4
       local id="$tool-$name-$test" left=$(( deadline - $(date +%s) ))
       if [ "$left" -lt 20 ]; then echo "$tool $name $test skipped - 0 -" >"$logs/$id.result"; return; fi
       local limit=$(( left < per ? left : per )) start; start=$(date +%s)
+      local select=(--exact "$test")
+      [ "$test" = all ] && select=("$@" "${skip_args[@]}")
+      local device=(); [ "$gpus" -gt 1 ] && device=(env CUDA_VISIBLE_DEVICES="$gpu")
       # shellcheck disable=SC2086
-      timeout -k 10 "$limit" "$san" $flags --tool "$tool" --error-exitcode 86 "$exe" \
-        --include-ignored --exact "$test" --test-threads=1 >"$logs/$id.log" 2>&1
+      timeout -k 10 "$limit" "${device[@]}" "$san" $flags --tool "$tool" --error-exitcode 86 "$exe" \
+        --include-ignored "${select[@]}" --test-threads=1 >"$logs/$id.log" 2>&1
       local rc=$? secs=$(( $(date +%s) - start )) found status
       found=$(grep -Eo '(ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard)' "$logs/$id.log" \
         | grep -Eo '[0-9]+' | awk '{s += $1} END {print (NR ? s : "-")}')
@@ -434,9 +451,11 @@ cuda * 3
       [ "$status" = clean ] && [ "$found" != 0 ] && [ "$found" != - ] && status=findings
       echo "$tool $name $test $status $found $secs $rc" >"$logs/$id.result"
     }
+    run_index=0
     while read -r _ tool exe test; do
       while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do wait -n; done
-      sanitize_one "$tool" "$exe" "$test" &
+      sanitize_one "$tool" "$exe" "$test" $(( run_index % gpus )) "$@" &
+      run_index=$(( run_index + 1 ))
     done <"$queue.sorted"
     wait
     echo "wall time $(( $(date +%s) - started )) s"
@@ -545,6 +564,102 @@ mod tests {
         );
         // The knob spdnn-gputest reads (crates/gputest/src/scale.rs).
         assert!(RUN_SCRIPT.contains("export SPDNN_TEST_SCALE=sanitize"));
+    }
+
+    /// `run.sh sanitize` with a stand-in compute-sanitizer (runs the test executable) and a
+    /// stand-in test executable (lists three tests, prints its arguments and GPU): the
+    /// arguments each run gets, per unit, and the runs spread over two GPUs.
+    #[test]
+    fn the_sanitize_run_spreads_over_gpus_and_runs_executables_whole() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let write = |path: &std::path::Path, text: &str| {
+            std::fs::write(path, text).unwrap();
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        std::fs::create_dir_all(root.join("work/tests")).unwrap();
+        std::fs::write(root.join("work/.unpacked"), "").unwrap();
+        write(&root.join("run.sh"), RUN_SCRIPT);
+        write(
+            &root.join("work/tests/spdnn-demo--gpu"),
+            "#!/usr/bin/env bash\n\
+             if [[ \" $* \" == *\" --list \"* ]]; then\n\
+             printf 'alpha: test\\nbeta_memory_exhausted: test\\ngamma: test\\n'; exit 0; fi\n\
+             echo \"args: $* gpu=${CUDA_VISIBLE_DEVICES:-none} scale=$SPDNN_TEST_SCALE\"\n",
+        );
+        write(
+            &root.join("sanitizer"),
+            "#!/usr/bin/env bash\n\
+             [ \"$1\" = --version ] && { echo stand-in; exit 0; }\n\
+             while [ \"$1\" != --error-exitcode ]; do shift; done; shift 2\n\
+             \"$@\"; echo '========= ERROR SUMMARY: 0 errors'\n",
+        );
+        let run = |unit: &str, gpus: &str| {
+            let out = root.join(format!("out-{unit}-{gpus}"));
+            let status = std::process::Command::new("bash")
+                .arg(root.join("run.sh"))
+                .arg("sanitize")
+                .env("SPDNN_DEVICE_WORK", root.join("work"))
+                .env("OUT", &out)
+                .env("COMPUTE_SANITIZER", root.join("sanitizer"))
+                .env("SANITIZE_TOOLS", "memcheck racecheck")
+                .env("SANITIZE_UNIT", unit)
+                .env("SANITIZE_GPUS", gpus)
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&status.stdout).into_owned();
+            assert!(status.status.success(), "{stdout}");
+            let mut logs: Vec<String> = std::fs::read_dir(out.join("sanitize"))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "log"))
+                .map(|p| std::fs::read_to_string(p).unwrap())
+                .collect();
+            logs.sort();
+            (stdout, logs)
+        };
+        // A run per tool and test on one GPU: no device chosen, the excluded test named.
+        let (stdout, logs) = run("test", "1");
+        assert!(
+            stdout.contains("excluded: spdnn-demo--gpu beta_memory_exhausted"),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains("4 runs (memcheck racecheck; one process per test)"),
+            "{stdout}"
+        );
+        assert!(stdout.contains(" on 1 GPU(s)"), "{stdout}");
+        assert_eq!(logs.len(), 4, "{logs:?}");
+        assert!(
+            logs.iter().all(|l| l.contains("gpu=none scale=sanitize")),
+            "{logs:?}"
+        );
+        assert_eq!(
+            logs.iter().filter(|l| l.contains("--exact alpha ")).count(),
+            2
+        );
+        // A run per tool and executable on two GPUs: the whole executable less the
+        // excluded test, one run on each GPU.
+        let (stdout, logs) = run("executable", "2");
+        assert!(
+            stdout.contains("2 runs (memcheck racecheck; one process per executable)"),
+            "{stdout}"
+        );
+        assert!(stdout.contains(" on 2 GPU(s)"), "{stdout}");
+        assert_eq!(logs.len(), 2, "{logs:?}");
+        for log in &logs {
+            assert!(
+                log.contains("--skip memory_exhausted --test-threads=1"),
+                "{log}"
+            );
+            assert!(!log.contains("--exact"), "{log}");
+        }
+        assert!(
+            logs.iter().any(|l| l.contains("gpu=0")) && logs.iter().any(|l| l.contains("gpu=1")),
+            "{logs:?}"
+        );
+        assert!(stdout.contains("memcheck   0 findings"), "{stdout}");
     }
 
     #[test]
