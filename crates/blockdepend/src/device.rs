@@ -424,20 +424,7 @@ impl HostKey {
             }
             sum.digest()
         };
-        let layers = chain
-            .layers
-            .par_iter()
-            .map(|w| {
-                let mut sum = Xxh3::new();
-                for size in [w.nrows(), w.ncols(), w.nnz()] {
-                    sum.update(&(size as u64).to_le_bytes());
-                }
-                sum.update(bytemuck::cast_slice(w.row_offsets()));
-                sum.update(bytemuck::cast_slice(w.col_indices()));
-                sum.update(bytemuck::cast_slice(w.values()));
-                sum.digest()
-            })
-            .collect();
+        let layers = chain.layers.par_iter().map(|w| w.content_hash()).collect();
         let biases = chain.biases.map_or(Vec::new(), |b| {
             b.par_iter()
                 .map(|v| xxhash_rust::xxh3::xxh3_64(bytemuck::cast_slice(v)))

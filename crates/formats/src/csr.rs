@@ -322,6 +322,20 @@ impl Csr {
         }
     }
 
+    /// xxh3-64 of the shape (rows, columns, stored entries, each as 8 little-endian bytes)
+    /// and of the offsets, columns and value bits: the content key of the caches that
+    /// recognise a network (XY's and S&Z's files, BlockDepend's preparation).
+    pub fn content_hash(&self) -> u64 {
+        let mut sum = xxhash_rust::xxh3::Xxh3::new();
+        for size in [self.nrows, self.ncols, self.nnz()] {
+            sum.update(&(size as u64).to_le_bytes());
+        }
+        sum.update(bytemuck::cast_slice(&self.row_offsets));
+        sum.update(bytemuck::cast_slice(&self.col_indices));
+        sum.update(bytemuck::cast_slice(&self.values));
+        sum.digest()
+    }
+
     /// Adds `scale · row(row)` into the dense accumulator `acc` (length `ncols`).
     #[inline]
     pub fn axpy_row(&self, row: usize, scale: f32, acc: &mut [f32]) {

@@ -65,19 +65,7 @@ impl CacheUse {
 /// A content hash of `layers`: xxh3-64 over every layer's shape and arrays (one layer per
 /// task), combined in layer order with the layer count.
 pub fn fingerprint(layers: &[Csr]) -> u64 {
-    let per_layer: Vec<u64> = layers
-        .par_iter()
-        .map(|w| {
-            let mut sum = Xxh3::new();
-            for size in [w.nrows(), w.ncols(), w.nnz()] {
-                sum.update(&(size as u64).to_le_bytes());
-            }
-            sum.update(bytemuck::cast_slice(w.row_offsets()));
-            sum.update(bytemuck::cast_slice(w.col_indices()));
-            sum.update(bytemuck::cast_slice(w.values()));
-            sum.digest()
-        })
-        .collect();
+    let per_layer: Vec<u64> = layers.par_iter().map(Csr::content_hash).collect();
     let mut sum = Xxh3::new();
     sum.update(&(layers.len() as u64).to_le_bytes());
     for digest in per_layer {

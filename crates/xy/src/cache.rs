@@ -68,19 +68,7 @@ pub enum CacheUse {
 /// A content hash of `layers`: xxh3-64 over every layer's shape and arrays (hashed in
 /// parallel, one layer per task), combined in layer order with the layer count.
 pub fn fingerprint(layers: &[Csr]) -> u64 {
-    let per_layer: Vec<u64> = layers
-        .par_iter()
-        .map(|layer| {
-            let mut sum = Xxh3::new();
-            for size in [layer.nrows(), layer.ncols(), layer.nnz()] {
-                sum.update(&(size as u64).to_le_bytes());
-            }
-            hash_array(&mut sum, layer.row_offsets());
-            hash_array(&mut sum, layer.col_indices());
-            hash_array(&mut sum, layer.values());
-            sum.digest()
-        })
-        .collect();
+    let per_layer: Vec<u64> = layers.par_iter().map(Csr::content_hash).collect();
     let mut sum = Xxh3::new();
     sum.update(&(layers.len() as u64).to_le_bytes());
     for digest in per_layer {
@@ -500,11 +488,6 @@ impl LeWord for f32 {
     fn swap_le(self) -> Self {
         f32::from_bits(self.to_bits().to_le())
     }
-}
-
-/// Feeds an array's native bytes to `sum`.
-fn hash_array<T: Pod>(sum: &mut Xxh3, data: &[T]) {
-    sum.update(bytemuck::cast_slice(data));
 }
 
 /// Writes `data` little-endian, adding the bytes written to `sum`.
