@@ -4,12 +4,13 @@
 //! - `sanitize`: sizes compute-sanitizer finishes in seconds (`bash .device/run.sh
 //!   sanitize` sets it; racecheck runs a kernel hundreds of times slower). What shrinks:
 //!   proptest cases (at most [`SANITIZE_CASES`] a suite, no shrinking of a failure), timed
-//!   runs (one after the warm-up, see [`run_spec`]), and the rows of the large problems
+//!   runs (one after the warm-up, see [`run_spec`]), the rows of the large problems
 //!   ([`challenge_rows`], the official subset's window, the trained networks' test
-//!   images, the tests' own sizes through [`sized`]). What stays: every option set a
-//!   suite loops over, every network shape (N, depth, widths), and so every kernel
-//!   instance, tile kind and phase the full suite reaches (docs/reliability.md, "The
-//!   sanitize scale", says how each suite keeps them).
+//!   images, the tests' own sizes through [`sized`]), and the depth of the generated
+//!   challenge networks ([`challenge_layers`]: at most [`SANITIZE_MAX_LAYERS`]). What
+//!   stays: every option set a suite loops over, every width, every phase that depth
+//!   selects, and so every kernel instance, tile kind and phase the full suite reaches
+//!   (docs/reliability.md, "The sanitize scale", says how each suite keeps them).
 
 use std::sync::OnceLock;
 
@@ -28,6 +29,18 @@ pub const SANITIZE_ROW_FLOATS: usize = 64 * 1024;
 
 /// Fewest rows a challenge problem keeps at sanitize scale.
 pub const SANITIZE_MIN_ROWS: usize = 16;
+
+/// Most layers a generated challenge network keeps at sanitize scale. Every launch under a
+/// sanitizer costs far more than its kernel (the tool checks each one), and the per-layer
+/// methods launch once a layer or more, so depth multiplies a run's time. 40 keeps every
+/// phase that depth selects in the suites: XY's deletion of dead rows after layer 22 and
+/// its neuron-major layers, GLARE's layers from 22, SNICIT's threshold at layer 30 with
+/// ten layers after it, blockdepend's launches after 2, 4, 8, 16 and 32 layers (six of
+/// the seven of a 120-layer network, the seventh an instance the sixth already runs), and
+/// several whole cycles of the generator's permutations (6 layers a cycle at N = 1024).
+/// The official 1024-120 network is real and keeps its 120 layers (its truth is layer
+/// 120's).
+pub const SANITIZE_MAX_LAYERS: usize = 40;
 
 /// Rows of the official N = 1024 subset kept at sanitize scale: the window of this many
 /// consecutive images that holds the most rows of the truth (see [`densest_window`]).
@@ -81,6 +94,14 @@ impl Scale {
             }
         }
     }
+
+    /// Layers of a generated challenge network asked with `layers` layers.
+    pub fn challenge_layers(self, layers: usize) -> usize {
+        match self {
+            Scale::Full => layers,
+            Scale::Sanitize => layers.min(SANITIZE_MAX_LAYERS),
+        }
+    }
 }
 
 /// The scale of this process, read once from `SPDNN_TEST_SCALE`; panics naming the
@@ -107,6 +128,11 @@ pub fn sized<T>(full: T, sanitize: T) -> T {
 /// Rows of the challenge problem `neurons` wide asked with `rows` rows at this scale.
 pub fn challenge_rows(neurons: usize, rows: usize) -> usize {
     scale().challenge_rows(neurons, rows)
+}
+
+/// Layers of the generated challenge network asked with `layers` layers at this scale.
+pub fn challenge_layers(layers: usize) -> usize {
+    scale().challenge_layers(layers)
 }
 
 /// The proptest configuration of a suite: `cases` cases (`None`: proptest's default,
@@ -191,6 +217,19 @@ mod tests {
         assert_eq!(s.challenge_rows(65536, 8), 8);
         assert_eq!(s.challenge_rows(1024, 40), 40);
         assert_eq!(Scale::Full.challenge_rows(65536, 24), 24);
+    }
+
+    #[test]
+    fn sanitize_caps_the_depth_of_deep_networks_only() {
+        let s = Scale::Sanitize;
+        assert_eq!(s.challenge_layers(120), SANITIZE_MAX_LAYERS);
+        assert_eq!(s.challenge_layers(1920), SANITIZE_MAX_LAYERS);
+        assert_eq!(s.challenge_layers(24), 24);
+        assert_eq!(s.challenge_layers(SANITIZE_MAX_LAYERS), SANITIZE_MAX_LAYERS);
+        assert_eq!(Scale::Full.challenge_layers(120), 120);
+        // The phases depth selects stay: XY's deletion and GLARE after layer 22, SNICIT's
+        // threshold at 30 with layers after it, blockdepend's cut after 32 layers.
+        assert!(SANITIZE_MAX_LAYERS > 32);
     }
 
     #[test]

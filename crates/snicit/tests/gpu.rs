@@ -441,9 +441,10 @@ fn small_prune_on_a_challenge_network() {
     let gpu = spdnn_gputest::gpu();
     // MNIST-recipe rows: 138 of the 3000 are alive at layer 30 (the synthetic rows of
     // `challenge_problem` all die within 10 layers, which left this test nothing to prune);
-    // 400 rows at sanitize scale.
+    // 400 rows and 40 layers at sanitize scale (the threshold's 30 layers kept).
     let rows = spdnn_gputest::sized(3000, 400);
-    let problem = spdnn_gputest::challenge_problem_mnist(1024, 120, rows, 7);
+    let layers = spdnn_gputest::challenge_layers(120);
+    let problem = spdnn_gputest::challenge_problem_mnist(1024, layers, rows, 7);
     let expected = spdnn_gputest::reference(&problem).categories;
     assert!(!expected.is_empty(), "the problem must keep rows alive");
     let exact = run_with(options(30))(&gpu, &problem).expect("the exact run");
@@ -486,9 +487,12 @@ fn huge_prune_leaves_only_the_centroids() {
     let gpu = spdnn_gputest::gpu();
     // MNIST-recipe rows: 71 of the 2000 are alive at layer 10 (on 2026-11-23 this test ran
     // with synthetic rows, all dead by layer 10: no centroid, and it failed); 300 rows at
-    // sanitize scale.
-    let problem =
-        spdnn_gputest::challenge_problem_mnist(1024, 60, spdnn_gputest::sized(2000, 300), 7);
+    // sanitize scale, over 40 layers.
+    let (layers, rows) = (
+        spdnn_gputest::challenge_layers(60),
+        spdnn_gputest::sized(2000, 300),
+    );
+    let problem = spdnn_gputest::challenge_problem_mnist(1024, layers, rows, 7);
     let result = run_with(SnicitOptions {
         prune: 1e30,
         ..options(10)
