@@ -42,6 +42,10 @@ pub const SANITIZE_MIN_ROWS: usize = 16;
 /// 120's).
 pub const SANITIZE_MAX_LAYERS: usize = 40;
 
+// The phases depth selects stay: XY's deletion and GLARE after layer 22, SNICIT's threshold
+// at 30 with layers after it, blockdepend's cut after 32 layers.
+const _: () = assert!(SANITIZE_MAX_LAYERS > 32);
+
 /// Rows of the official N = 1024 subset kept at sanitize scale: the window of this many
 /// consecutive images that holds the most rows of the truth (see [`densest_window`]).
 pub const SANITIZE_OFFICIAL_ROWS: usize = 128;
@@ -227,9 +231,6 @@ mod tests {
         assert_eq!(s.challenge_layers(24), 24);
         assert_eq!(s.challenge_layers(SANITIZE_MAX_LAYERS), SANITIZE_MAX_LAYERS);
         assert_eq!(Scale::Full.challenge_layers(120), 120);
-        // The phases depth selects stay: XY's deletion and GLARE after layer 22, SNICIT's
-        // threshold at 30 with layers after it, blockdepend's cut after 32 layers.
-        assert!(SANITIZE_MAX_LAYERS > 32);
     }
 
     #[test]
