@@ -461,7 +461,11 @@ cuda * 3
       local limit=$(( left < per ? left : per )) start; start=$(date +%s)
       local select=(--exact "$test")
       [ "$test" = all ] && select=("$@" "${skip_args[@]}")
-      local device=(); [ "$gpus" -gt 1 ] && device=(env CUDA_VISIBLE_DEVICES="$gpu")
+      # racecheck, the slowest tool by far, runs one proptest case a suite (its random cases
+      # are the same kernels as the other tools' two).
+      local device=(env PROPTEST_CASES="$PROPTEST_CASES")
+      [ "$tool" = racecheck ] && device=(env PROPTEST_CASES="${SANITIZE_RACECHECK_CASES:-1}")
+      [ "$gpus" -gt 1 ] && device+=(CUDA_VISIBLE_DEVICES="$gpu")
       # shellcheck disable=SC2086
       timeout -k 10 "$limit" "${device[@]}" "$san" $flags --tool "$tool" --error-exitcode 86 "$exe" \
         --include-ignored "${select[@]}" --test-threads=1 >"$logs/$id.log" 2>&1
@@ -619,7 +623,8 @@ mod tests {
             "#!/usr/bin/env bash\n\
              if [[ \" $* \" == *\" --list \"* ]]; then\n\
              printf 'alpha: test\\nbeta_memory_exhausted: test\\ngamma: test\\n'; exit 0; fi\n\
-             echo \"args: $* gpu=${CUDA_VISIBLE_DEVICES:-none} scale=$SPDNN_TEST_SCALE\"\n",
+             echo \"args: $* gpu=${CUDA_VISIBLE_DEVICES:-none} scale=$SPDNN_TEST_SCALE \
+             cases=$PROPTEST_CASES\"\n",
         );
         write(
             &root.join("sanitizer"),
@@ -672,6 +677,9 @@ mod tests {
             logs.iter().filter(|l| l.contains("--exact alpha ")).count(),
             2
         );
+        // racecheck one proptest case, the other tools two.
+        assert_eq!(logs.iter().filter(|l| l.contains("cases=1")).count(), 2);
+        assert_eq!(logs.iter().filter(|l| l.contains("cases=2")).count(), 2);
         // A run per tool and executable on two GPUs: the whole executable less the
         // excluded test, one run on each GPU.
         let (stdout, logs) = run("executable", "2");

@@ -35,7 +35,8 @@ pub const DEFAULT_RESERVE: usize = 512 << 20;
 /// Rows of the probe batch, `N_0` (fewer when the input or the budget is smaller).
 pub const PROBE_ROWS: usize = 1024;
 
-/// Layers the probe runs (the first ones: every row is live there, the heaviest layers).
+/// Layers the probe runs (the first ones: every row is live there, the heaviest layers; fewer
+/// when their weights and one row do not fit half the budget).
 pub const PROBE_LAYERS: usize = 4;
 
 /// What a run may use: the budget, the GPUs.
@@ -424,22 +425,30 @@ pub fn probe<K: KernelMethod>(
         }
         best / (bytes as f64 / (1u64 << 20) as f64)
     };
-    let layers = chain.layers.len().clamp(1, PROBE_LAYERS);
-    let head = LayerChain::new(&chain.layers[..layers], chain.bias, chain.upper);
-    let head_model: MemoryModel = K::memory_on(gpu, &head, options)?;
-    let mut rows = input.nrows().clamp(1, PROBE_ROWS);
     let upload = |rows: usize| {
         let nnz = input.row_offsets()[rows] as usize;
         K::upload_bytes(rows, nnz, false)
     };
-    while rows > 1
-        && head_model
-            .bytes(rows, &WeightPlacement::Resident)
-            .saturating_add(upload(rows))
-            > budget / 2
-    {
-        rows /= 2;
-    }
+    // The head's layers resident and its rows must fit half the budget; in a budget that
+    // holds little more than the streaming buffers (two of the largest layer), fewer layers.
+    let mut layers = chain.layers.len().clamp(1, PROBE_LAYERS);
+    let (head, rows) = loop {
+        let head = LayerChain::new(&chain.layers[..layers], chain.bias, chain.upper);
+        let head_model: MemoryModel = K::memory_on(gpu, &head, options)?;
+        let bytes = |rows: usize| {
+            head_model
+                .bytes(rows, &WeightPlacement::Resident)
+                .saturating_add(upload(rows))
+        };
+        let mut rows = input.nrows().clamp(1, PROBE_ROWS);
+        while rows > 1 && bytes(rows) > budget / 2 {
+            rows /= 2;
+        }
+        if layers == 1 || bytes(rows) <= budget / 2 {
+            break (head, rows);
+        }
+        layers -= 1;
+    };
     let resident =
         K::place_weights(options, &WeightPlacement::Resident).unwrap_or_else(|| options.clone());
     let spec = RunSpec {

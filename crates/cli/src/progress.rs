@@ -99,6 +99,12 @@ impl Log {
         self.start(label, spinner(self.bars(), label))
     }
 
+    /// [`Log::phase`] without a spinner: for a phase that runs beside another one that
+    /// shows its own (its lines are written all the same).
+    pub fn phase_without_spinner(&self, label: &str) -> Phase {
+        self.start(label, ProgressBar::hidden())
+    }
+
     /// Starts a phase with a bar of `len` steps (`len` 0: set later) named `message`
     /// ([`Phase::bar`] moves it), or its "started" line.
     pub fn phase_with_bar(&self, label: &str, len: u64, message: &str) -> Phase {
