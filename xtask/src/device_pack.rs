@@ -343,7 +343,7 @@ case "$mode" in
     # than fewer would, the GPU being time-shared, and five were killed, most likely for host
     # memory), spread over the machine's GPUs (SANITIZE_GPUS, default all: each run on the
     # GPU with the fewest runs, by CUDA_VISIBLE_DEVICES), the longest expected first (the table below), each within
-    # SANITIZE_TIMEOUT_S and all within SANITIZE_BUDGET_S (runs that would start later are
+    # SANITIZE_TIMEOUT_S (default: the budget) and all within SANITIZE_BUDGET_S (runs that would start later are
     # "skipped"). Tests matching SANITIZE_SKIP are not run, each listed with the reason. A run
     # is "clean", has "findings" (the tool's error count), "failed" (a test failed or the
     # process died: the tool found nothing but the run is not a pass; its panic lines are
@@ -351,8 +351,13 @@ case "$mode" in
     # (libtest filters, `--skip NAME`, given to `--list`) is "no-tests", not a failure. Per
     # tool one line over the executables (each counted by its worst run), one over the tests;
     # $out/sanitize-table.md has a row per executable. Logs: $out/sanitize/.
-    # SANITIZE_UNIT=executable runs each executable's selected tests in one process per tool
-    # (its modules instrumented once, the expected times summed; the test column says "all").
+    # SANITIZE_UNIT says what one process runs: `mixed` (the default) a racecheck run per test
+    # and, for the other tools, each executable's selected tests in one process (its modules
+    # instrumented once, the expected times summed; the test column says "all"); `test` a run
+    # per tool and test; `executable` a run per tool and executable. On 2026-11-26 (four
+    # H200s, six runs a GPU) a test that launches almost nothing took 4-5 s under the lighter
+    # tools, the cost of a process under the tool: 591 such processes are about a quarter of
+    # the whole run, while racecheck's long tests need a process each to start first.
     san=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
     [ -x "$san" ] || { echo "compute-sanitizer not found at $san"; exit 2; }
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
@@ -361,8 +366,9 @@ case "$mode" in
     tools=${SANITIZE_TOOLS:-racecheck memcheck initcheck synccheck}
     gpus=${SANITIZE_GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}; [ "${gpus:-0}" -ge 1 ] || gpus=1
     cores=$(nproc); par=${SANITIZE_JOBS:-$(( 6 * gpus < cores ? 6 * gpus : cores ))}
-    per=${SANITIZE_TIMEOUT_S:-300}; budget=${SANITIZE_BUDGET_S:-510}; unit=${SANITIZE_UNIT:-test}
-    case "$unit" in test|executable) ;; *) echo "SANITIZE_UNIT=$unit: expected test or executable"; exit 2;; esac
+    budget=${SANITIZE_BUDGET_S:-510}; per=${SANITIZE_TIMEOUT_S:-$budget}; unit=${SANITIZE_UNIT:-mixed}
+    case "$unit" in test|executable|mixed) ;;
+      *) echo "SANITIZE_UNIT=$unit: expected mixed, test or executable"; exit 2;; esac
     flags=${SANITIZE_FLAGS:---launch-timeout 120}
     # memory_exhausted (engine's two fault tests): they hold every free byte of the GPU, which
     # the runs beside them need, and each of their refused allocations is a driver error on
@@ -447,9 +453,10 @@ cuda * 3
         for (i = 1; i < n; i++)
           if ((re[i] == "*" || index(exe, re[i])) && (rt[i] == "*" || index($3, rt[i]))) break
         printf "%d %s\n", rs[i] * (($1 in share) ? share[$1] : 1) + 1, $0 }' "$queue" \
-      | if [ "$unit" = executable ]; then
-          awk '{ k = $2 " " $3; s[k] += $1 } END { for (k in s) printf "%d %s all\n", s[k], k }'
-        else cat; fi | sort -k1,1nr >"$queue.sorted"
+      | awk -v unit="$unit" '
+          unit == "executable" || (unit == "mixed" && $2 != "racecheck") { s[$2 " " $3] += $1; next }
+          { print }
+          END { for (k in s) printf "%d %s all\n", s[k], k }' | sort -k1,1nr >"$queue.sorted"
     echo "$(wc -l <"$queue.sorted") runs ($tools; one process per $unit), $par at a time on $gpus GPU(s), each within ${per} s, all within ${budget} s"
     # The tests the skip pattern names, as libtest --skip filters (an executable run whole).
     skip_args=(); IFS='|' read -r -a skip_parts <<<"$skip"
@@ -680,6 +687,27 @@ mod tests {
         // racecheck one proptest case, the other tools two.
         assert_eq!(logs.iter().filter(|l| l.contains("cases=1")).count(), 2);
         assert_eq!(logs.iter().filter(|l| l.contains("cases=2")).count(), 2);
+        // By default racecheck a run per test, memcheck one for the executable.
+        let (stdout, logs) = run("", "1");
+        assert!(
+            stdout.contains("3 runs (memcheck racecheck; one process per mixed)"),
+            "{stdout}"
+        );
+        assert_eq!(logs.len(), 3, "{logs:?}");
+        assert_eq!(
+            logs.iter()
+                .filter(|l| l.contains("--exact") && l.contains("cases=1"))
+                .count(),
+            2,
+            "{logs:?}"
+        );
+        assert_eq!(
+            logs.iter()
+                .filter(|l| l.contains("--skip memory_exhausted") && l.contains("cases=2"))
+                .count(),
+            1,
+            "{logs:?}"
+        );
         // A run per tool and executable on two GPUs: the whole executable less the
         // excluded test, one run on each GPU.
         let (stdout, logs) = run("executable", "2");

@@ -490,7 +490,7 @@ pub fn live_rows_first(live: &[u32], total: usize, keep: usize) -> Vec<usize> {
 /// The real N = 1024 network (120 layers) over the official first 1200 images, and the
 /// official 120-layer truth restricted to those rows; at sanitize scale over the
 /// [`scale::SANITIZE_OFFICIAL_ROWS`] consecutive images of those that hold the most truth
-/// rows (images 1169–1200, 5 of the 19 rows that reach the last layer), the truth numbered
+/// rows (images 1073–1200, 7 of the 19 rows that reach the last layer), the truth numbered
 /// from the window's first image. `None` (with the reason printed) when the shared files
 /// are absent and CI is not set.
 pub fn official_1024_subset() -> Option<(Problem, Vec<u32>)> {
@@ -864,9 +864,9 @@ mod tests {
             official_1024_subset_at(scale::Scale::Sanitize).expect("the same files");
         assert_eq!(full.input.nrows(), 1200);
         assert_eq!(window.input.nrows(), scale::SANITIZE_OFFICIAL_ROWS);
-        assert_eq!(window_truth.len(), 5, "{window_truth:?}");
-        // The window's rows are the full subset's rows 1169..=1200, renumbered from 1.
-        let start = 1168;
+        assert_eq!(window_truth.len(), 7, "{window_truth:?}");
+        // The window's rows are the full subset's rows 1073..=1200, renumbered from 1.
+        let start = 1072;
         assert_eq!(window.input, full.input.rows_slice(start..1200));
         let shifted: Vec<u32> = truth
             .iter()
