@@ -470,8 +470,10 @@ cuda * 3
       [ "$test" = all ] && select=("$@" "${skip_args[@]}")
       # racecheck, the slowest tool by far, runs one proptest case a suite (its random cases
       # are the same kernels as the other tools' two).
+      # Its method runs are one each, no warm-up (SPDNN_TEST_ONE_RUN, crates/gputest/src/scale.rs).
       local device=(env PROPTEST_CASES="$PROPTEST_CASES")
-      [ "$tool" = racecheck ] && device=(env PROPTEST_CASES="${SANITIZE_RACECHECK_CASES:-1}")
+      [ "$tool" = racecheck ] && device=(env PROPTEST_CASES="${SANITIZE_RACECHECK_CASES:-1}"
+        SPDNN_TEST_ONE_RUN="${SANITIZE_RACECHECK_ONE_RUN:-1}")
       [ "$gpus" -gt 1 ] && device+=(CUDA_VISIBLE_DEVICES="$gpu")
       # shellcheck disable=SC2086
       timeout -k 10 "$limit" "${device[@]}" "$san" $flags --tool "$tool" --error-exitcode 86 "$exe" \
@@ -631,7 +633,7 @@ mod tests {
              if [[ \" $* \" == *\" --list \"* ]]; then\n\
              printf 'alpha: test\\nbeta_memory_exhausted: test\\ngamma: test\\n'; exit 0; fi\n\
              echo \"args: $* gpu=${CUDA_VISIBLE_DEVICES:-none} scale=$SPDNN_TEST_SCALE \
-             cases=$PROPTEST_CASES\"\n",
+             cases=$PROPTEST_CASES one=${SPDNN_TEST_ONE_RUN:-0}\"\n",
         );
         write(
             &root.join("sanitizer"),
@@ -684,8 +686,11 @@ mod tests {
             logs.iter().filter(|l| l.contains("--exact alpha ")).count(),
             2
         );
-        // racecheck one proptest case, the other tools two.
-        assert_eq!(logs.iter().filter(|l| l.contains("cases=1")).count(), 2);
+        // racecheck one proptest case and one run a method run, the other tools two.
+        assert_eq!(
+            logs.iter().filter(|l| l.contains("cases=1 one=1")).count(),
+            2
+        );
         assert_eq!(logs.iter().filter(|l| l.contains("cases=2")).count(), 2);
         // By default racecheck a run per test, memcheck one for the executable.
         let (stdout, logs) = run("", "1");

@@ -4,7 +4,7 @@
 //! - `sanitize`: sizes compute-sanitizer finishes in seconds (`bash .device/run.sh
 //!   sanitize` sets it; racecheck runs a kernel hundreds of times slower). What shrinks:
 //!   proptest cases (at most [`SANITIZE_CASES`] a suite, no shrinking of a failure), timed
-//!   runs (one after the warm-up, see [`run_spec`]), the rows of the large problems
+//!   runs (one after the warm-up, or one alone under racecheck, see [`run_spec`]), the rows of the large problems
 //!   ([`challenge_rows`], the official subset's window, the trained networks' test
 //!   images, the tests' own sizes through [`sized`]), and the depth of the generated
 //!   challenge networks ([`challenge_layers`]: at most [`SANITIZE_MAX_LAYERS`]). What
@@ -156,13 +156,31 @@ pub fn proptest_config(cases: Option<u32>) -> Config {
     }
 }
 
+/// The environment variable that, set to `1` at sanitize scale, makes [`run_spec`] one run
+/// with no warm-up (`run.sh sanitize` sets it for racecheck: its hazards are those of one
+/// launch's shared memory, which a second run of the same kernels on the same input repeats,
+/// at racecheck's cost; the other tools keep the second run, which reuses the first's state).
+pub const ONE_RUN_VAR: &str = "SPDNN_TEST_ONE_RUN";
+
+/// Whether [`ONE_RUN_VAR`] asks for one run (read once; only at sanitize scale).
+fn one_run() -> bool {
+    static ONE: OnceLock<bool> = OnceLock::new();
+    *ONE.get_or_init(|| sanitizing() && std::env::var(ONE_RUN_VAR).is_ok_and(|v| v.trim() == "1"))
+}
+
 /// The run spec of the GPU tests: `warmup` untimed runs, then `repetitions` timed ones, the
 /// output kept, every row in one batch. At sanitize scale one timed run: with the warm-up
-/// still two runs, so a run that reuses the state of the one before is still checked.
+/// still two runs, so a run that reuses the state of the one before is still checked (one run
+/// and no warm-up when [`ONE_RUN_VAR`] says so).
 pub fn run_spec(warmup: usize, repetitions: usize) -> RunSpec {
+    let (warmup, repetitions) = if one_run() {
+        (0, 1)
+    } else {
+        (warmup, sized(repetitions, repetitions.min(1)))
+    };
     RunSpec {
         warmup,
-        repetitions: sized(repetitions, repetitions.min(1)),
+        repetitions,
         keep_output: true,
         batch: None,
     }
