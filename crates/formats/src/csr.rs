@@ -336,6 +336,20 @@ impl Csr {
         sum.digest()
     }
 
+    /// xxh3-64 of a chain of layers: the layer count (8 little-endian bytes), then each
+    /// layer's [`Csr::content_hash`] (computed in parallel, one layer per task) in order: the
+    /// key of XY's and S&Z's cache files.
+    pub fn chain_content_hash(layers: &[Csr]) -> u64 {
+        use rayon::prelude::*;
+        let per_layer: Vec<u64> = layers.par_iter().map(Csr::content_hash).collect();
+        let mut sum = xxhash_rust::xxh3::Xxh3::new();
+        sum.update(&(layers.len() as u64).to_le_bytes());
+        for digest in per_layer {
+            sum.update(&digest.to_le_bytes());
+        }
+        sum.digest()
+    }
+
     /// Adds `scale · row(row)` into the dense accumulator `acc` (length `ncols`).
     #[inline]
     pub fn axpy_row(&self, row: usize, scale: f32, acc: &mut [f32]) {
@@ -398,6 +412,27 @@ pub(crate) fn check_dims(nrows: usize, ncols: usize, nnz: usize) -> Result<(), F
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn content_hashes_see_values_shapes_order_and_count() {
+        let a = Csr::from_triplets(2, 3, &[(0, 1, 0.5), (1, 2, -1.0)]).unwrap();
+        let b = Csr::from_triplets(2, 3, &[(0, 1, 0.5), (1, 2, 1.0)]).unwrap();
+        let wide = Csr::from_triplets(2, 4, &[(0, 1, 0.5), (1, 2, -1.0)]).unwrap();
+        assert_eq!(a.content_hash(), a.clone().content_hash());
+        assert_ne!(a.content_hash(), b.content_hash());
+        assert_ne!(a.content_hash(), wide.content_hash());
+        let chain = |layers: &[Csr]| Csr::chain_content_hash(layers);
+        assert_eq!(
+            chain(&[a.clone(), b.clone()]),
+            chain(&[a.clone(), b.clone()])
+        );
+        assert_ne!(
+            chain(&[a.clone(), b.clone()]),
+            chain(&[b.clone(), a.clone()])
+        );
+        assert_ne!(chain(&[a.clone()]), chain(&[a.clone(), a.clone()]));
+        assert_ne!(chain(&[]), chain(&[a]));
+    }
 
     #[test]
     fn triplets_are_sorted_within_rows() {

@@ -27,9 +27,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rayon::prelude::*;
 use spdnn_formats::{Csr, SparseMatrix};
-use xxhash_rust::xxh3::{Xxh3, xxh3_64, xxh3_64_with_seed};
+use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
 use crate::reorder::{Reordering, reorder_network};
 use crate::t4::Profile;
@@ -62,16 +61,9 @@ impl CacheUse {
     }
 }
 
-/// A content hash of `layers`: xxh3-64 over every layer's shape and arrays (one layer per
-/// task), combined in layer order with the layer count.
+/// A content hash of `layers` ([`Csr::chain_content_hash`]): the cache file's key.
 pub fn fingerprint(layers: &[Csr]) -> u64 {
-    let per_layer: Vec<u64> = layers.par_iter().map(Csr::content_hash).collect();
-    let mut sum = Xxh3::new();
-    sum.update(&(layers.len() as u64).to_le_bytes());
-    for digest in per_layer {
-        sum.update(&digest.to_le_bytes());
-    }
-    sum.digest()
+    Csr::chain_content_hash(layers)
 }
 
 /// The reorderings file of `layers` at block fill `min_fill` in `dir`:

@@ -30,7 +30,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytemuck::Pod;
-use rayon::prelude::*;
 use spdnn_formats::{Csr, SparseMatrix};
 use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
@@ -65,16 +64,9 @@ pub enum CacheUse {
     Miss,
 }
 
-/// A content hash of `layers`: xxh3-64 over every layer's shape and arrays (hashed in
-/// parallel, one layer per task), combined in layer order with the layer count.
+/// A content hash of `layers` ([`Csr::chain_content_hash`]): the cache file's key.
 pub fn fingerprint(layers: &[Csr]) -> u64 {
-    let per_layer: Vec<u64> = layers.par_iter().map(Csr::content_hash).collect();
-    let mut sum = Xxh3::new();
-    sum.update(&(layers.len() as u64).to_le_bytes());
-    for digest in per_layer {
-        sum.update(&digest.to_le_bytes());
-    }
-    sum.digest()
+    Csr::chain_content_hash(layers)
 }
 
 /// The cache file of `layers` in `dir`: `xy-n{N_0}-l{L}-{fingerprint:016x}.xybin`. The
