@@ -337,7 +337,8 @@ case "$mode" in
     [ "$failed" -eq 0 ];;
   sanitize)
     # Every GPU test under compute-sanitizer's racecheck, memcheck, initcheck and synccheck
-    # (SANITIZE_TOOLS): one run per tool and test, at the sanitize scale (SPDNN_TEST_SCALE=
+    # (SANITIZE_TOOLS), one process per tool and test or per tool and executable
+    # (SANITIZE_UNIT, below), at the sanitize scale (SPDNN_TEST_SCALE=
     # sanitize, crates/gputest/src/scale.rs), SANITIZE_JOBS runs at a time (default: six a
     # GPU, at most the cores: on 2026-11-26 sixteen racecheck runs on one H100 ran no faster
     # than fewer would, the GPU being time-shared, and five were killed, most likely for host
@@ -469,14 +470,14 @@ cuda * 3
       local select=(--exact "$test")
       [ "$test" = all ] && select=("$@" "${skip_args[@]}")
       # racecheck, the slowest tool by far, runs one proptest case a suite (its random cases
-      # are the same kernels as the other tools' two).
-      # Its method runs are one each, no warm-up (SPDNN_TEST_ONE_RUN, crates/gputest/src/scale.rs).
-      local device=(env PROPTEST_CASES="$PROPTEST_CASES")
-      [ "$tool" = racecheck ] && device=(env PROPTEST_CASES="${SANITIZE_RACECHECK_CASES:-1}"
+      # are the same kernels as the other tools' two) and one method run each, no warm-up
+      # (SPDNN_TEST_ONE_RUN, crates/gputest/src/scale.rs).
+      local run_env=(env PROPTEST_CASES="$PROPTEST_CASES")
+      [ "$tool" = racecheck ] && run_env=(env PROPTEST_CASES="${SANITIZE_RACECHECK_CASES:-1}"
         SPDNN_TEST_ONE_RUN="${SANITIZE_RACECHECK_ONE_RUN:-1}")
-      [ "$gpus" -gt 1 ] && device+=(CUDA_VISIBLE_DEVICES="$gpu")
+      [ "$gpus" -gt 1 ] && run_env+=(CUDA_VISIBLE_DEVICES="$gpu")
       # shellcheck disable=SC2086
-      timeout -k 10 "$limit" "${device[@]}" "$san" $flags --tool "$tool" --error-exitcode 86 "$exe" \
+      timeout -k 10 "$limit" "${run_env[@]}" "$san" $flags --tool "$tool" --error-exitcode 86 "$exe" \
         --include-ignored "${select[@]}" --test-threads=1 >"$logs/$id.log" 2>&1
       local rc=$? secs=$(( $(date +%s) - start )) found status
       found=$(grep -Eo '(ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard)' "$logs/$id.log" \

@@ -256,8 +256,7 @@ fn two_handles_on_one_gpu_split_the_rows() {
 
 /// The plan's prediction against the measured peak: `K` on `problem` unconstrained (one
 /// batch) and under a budget that holds about a third of the rows (halved, never below one
-/// row's need, until it binds,
-/// for a method whose launches shrink with the budget); each time the predicted bytes are
+/// row's need, until it binds, for a method whose launches shrink with the budget); each time the predicted bytes are
 /// at least the measured peak and at most 10 % above it, plus `slack`: the bytes the model
 /// declares as a bound (sz's row stride rounding, cusparse's SpMM workspace allowance), and
 /// the result matches the reference.

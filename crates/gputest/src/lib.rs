@@ -431,9 +431,8 @@ pub fn challenge_problem_mnist(neurons: usize, layers: usize, rows: usize, seed:
 /// The generated `neurons`-`layers` challenge network over MNIST-recipe rows as
 /// [`check_challenge`] runs it: [`challenge_problem_mnist`] with `rows` rows at full scale.
 /// At sanitize scale at most [`challenge_layers`] layers and [`challenge_rows`] of those
-/// rows: the rows that reach the last layer
-/// (found by the CPU reference on all `rows`) fill up to half of them, the first rows that
-/// die the rest ([`live_rows_first`]). The first rows alone would all die early (none of
+/// rows: the rows that reach the last layer (found by the CPU reference on all `rows`) fill
+/// up to half of them, the first rows that die the rest ([`live_rows_first`]). The first rows alone would all die early (none of
 /// 64 rows of 1024-120 lives past layer 10), leaving the deep layers' kernels no row.
 pub fn challenge_problem_scaled(neurons: usize, layers: usize, rows: usize, seed: u64) -> Problem {
     let problem = challenge_problem_mnist(neurons, challenge_layers(layers), rows, seed);
@@ -648,9 +647,10 @@ pub fn check_rectangular_random(runner: Runner<'_>) {
 }
 
 /// Compressed networks: the generated 1024-120 (2000 rows) and 4096-24 (300 rows; fewer rows
-/// and layers at sanitize scale, [`challenge_rows`] and [`challenge_layers`]), the official 1024-120 and exact random problems
-/// with classes of identical outputs, compressed; the method on the compressed layers must
-/// match the reference on them (values) and on the original layers (categories).
+/// and layers at sanitize scale, [`challenge_rows`] and [`challenge_layers`]), the official
+/// 1024-120 and exact random problems with classes of identical outputs, compressed; the
+/// method on the compressed layers must match the reference on them (values) and on the
+/// original layers (categories).
 pub fn check_compressed(runner: Runner<'_>) {
     let gpu = gpu();
     for (neurons, layers, rows) in [(1024, 120, 2000), (4096, 24, 300)] {

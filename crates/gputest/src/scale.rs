@@ -4,11 +4,11 @@
 //! - `sanitize`: sizes compute-sanitizer finishes in seconds (`bash .device/run.sh
 //!   sanitize` sets it; racecheck runs a kernel hundreds of times slower). What shrinks:
 //!   proptest cases (at most [`SANITIZE_CASES`] a suite, no shrinking of a failure), timed
-//!   runs (one after the warm-up, or one alone under racecheck, see [`run_spec`]), the rows of the large problems
-//!   ([`challenge_rows`], the official subset's window, the trained networks' test
-//!   images, the tests' own sizes through [`sized`]), and the depth of the generated
-//!   challenge networks ([`challenge_layers`]: at most [`SANITIZE_MAX_LAYERS`]). What
-//!   stays: every option set a suite loops over, every width, every phase that depth
+//!   runs (one after the warm-up, or one alone under racecheck, see [`run_spec`]), the rows
+//!   of the large problems ([`challenge_rows`], the official subset's window, the trained
+//!   networks' test images, the tests' own sizes through [`sized`]), and the depth of the
+//!   generated challenge networks ([`challenge_layers`]: at most [`SANITIZE_MAX_LAYERS`]).
+//!   What stays: every option set a suite loops over, every width, every phase that depth
 //!   selects, and so every kernel instance, tile kind and phase the full suite reaches
 //!   (docs/reliability.md, "The sanitize scale", says how each suite keeps them).
 
