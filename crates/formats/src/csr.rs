@@ -430,7 +430,10 @@ mod tests {
             chain(&[a.clone(), b.clone()]),
             chain(&[b.clone(), a.clone()])
         );
-        assert_ne!(chain(&[a.clone()]), chain(&[a.clone(), a.clone()]));
+        assert_ne!(
+            chain(std::slice::from_ref(&a)),
+            chain(&[a.clone(), a.clone()])
+        );
         assert_ne!(chain(&[]), chain(&[a]));
     }
 
