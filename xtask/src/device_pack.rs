@@ -136,6 +136,7 @@ pub fn run(root: &Path, only: &[String]) -> Result<()> {
     }
     std::fs::remove_dir_all(&staging)?;
     std::fs::write(device.join("run.sh"), RUN_SCRIPT)?;
+    std::fs::write(device.join("sanitize-expected.txt"), SANITIZE_EXPECTED)?;
     let size = std::fs::metadata(&pack)?.len();
     println!(
         "packed the CLI{}, {} test executables and {} reuse examples into {} ({:.1} MiB)",
@@ -288,6 +289,10 @@ fn package_name(id: &str) -> String {
     }
 }
 
+/// The sanitize run's expected seconds a run (measured; its header says the format), written
+/// beside run.sh.
+const SANITIZE_EXPECTED: &str = include_str!("sanitize-expected.txt");
+
 /// Unpacks and runs on the GPU machine; logs go to $OUT.
 const RUN_SCRIPT: &str = r#"#!/usr/bin/env bash
 # Made by `cargo xtask device-pack`. Run from the repository root on the GPU machine.
@@ -379,61 +384,10 @@ case "$mode" in
       why="holds the whole GPU memory; its refused allocations are driver errors on purpose"; fi
     started=$(date +%s); deadline=$(( started + budget ))
     logs="$out/sanitize"; rm -rf "$logs"; mkdir -p "$logs"
-    # Expected seconds of a run under racecheck at the sanitize scale (first match of
-    # executable and test name parts; * any executable); the other tools a share of it. From
-    # the runs of 2026-11-26 (one H100, sixteen at a time: the seconds measured there, a fifth;
-    # the tests that timed out there at 300 s are 60), to order the queue longest first.
-    expected='blockdepend exact_and_predicated 90
-blockdepend trained_shaped_chains_other 40
-blockdepend generated_challenge 30
-blockdepend random_wide 30
-blockdepend official 20
-blockdepend exact_random 20
-blockdepend general_random 16
-blockdepend spread_launches 15
-blockdepend tiles_straddle 15
-blockdepend trained_shaped 15
-blockdepend grouped 12
-blockdepend per_neuron_biases 12
-hp generated_challenge 60
-hp official 40
-hp compressed 48
-hp wider_than_a_block 26
-hp trained_shaped 25
-hp every_minibatch 10
-bf generated_challenge 60
-bf glare_challenge 60
-bf official 40
-bf glare_rectangular 32
-snig generated_challenge 60
-snig glare_challenge 55
-snig official 30
-dense compressed 60
-dense generated_challenge 58
-dense official 35
-snicit glare_challenge 60
-snicit compressed 40
-snicit trained_shaped 25
-cusparse compressed 36
-xy glare_challenge 42
-sz generated_challenge 30
-tcchain trained_shaped 35
-tcchain challenge 20
-adaptive bf_streams 60
-* generated_challenge 22
-* glare_challenge 20
-* compressed 18
-* glare_rectangular 20
-* official 15
-* trained_shaped 15
-* prune 13
-* challenge 15
-* per_neuron_biases 10
-* footprints 10
-* trained_networks 10
-* random 8
-cuda * 3
-* * 6'
+    # Expected seconds of each run, to start the longest first: SANITIZE_EXPECTED, a file
+    # whose format its default says (sanitize-expected.txt beside this script, measured).
+    expected=${SANITIZE_EXPECTED:-$here/sanitize-expected.txt}
+    [ -r "$expected" ] || { echo "SANITIZE_EXPECTED: $expected is not readable"; exit 2; }
     queue="$logs/queue"; : > "$queue"
     for t in "$work"/tests/*${SPDNN_TESTS:-}*; do
       name=$(basename "$t")
@@ -446,18 +400,26 @@ cuda * 3
       fi
       for test in $selected; do for tool in $tools; do echo "$tool $t $test"; done; done >>"$queue"
     done
-    awk -v table="$expected" '
-      BEGIN { n = split(table, lines, "\n")
-              for (i = 1; i <= n; i++) { split(lines[i], f, " "); re[i] = f[1]; rt[i] = f[2]; rs[i] = f[3] }
-              share["racecheck"] = 1; share["memcheck"] = 0.4; share["initcheck"] = 0.45; share["synccheck"] = 0.3 }
-      { exe = $2; sub(/.*\//, "", exe)
-        for (i = 1; i < n; i++)
-          if ((re[i] == "*" || index(exe, re[i])) && (rt[i] == "*" || index($3, rt[i]))) break
-        printf "%d %s\n", rs[i] * (($1 in share) ? share[$1] : 1) + 1, $0 }' "$queue" \
-      | awk -v unit="$unit" '
-          unit == "executable" || (unit == "mixed" && $2 != "racecheck") { s[$2 " " $3] += $1; next }
-          { print }
-          END { for (k in s) printf "%d %s all\n", s[k], k }' | sort -k1,1nr >"$queue.sorted"
+    awk -v unit="$unit" '
+      BEGIN { share["memcheck"] = 0.4; share["initcheck"] = 0.45; share["synccheck"] = 0.3 }
+      # The table: TOOL EXECUTABLE TEST SECONDS (TEST a name, a prefix ending in *, or all).
+      FNR == NR { if ($0 !~ /^#/ && NF >= 4) { n++; tl[n] = $1; ex[n] = $2; te[n] = $3; sec[n] = $4 }
+                  next }
+      function matches(i, tool, exe, test) {
+        return tl[i] == tool && ex[i] == exe && (te[i] == test ||
+          (te[i] ~ /\*$/ && index(test, substr(te[i], 1, length(te[i]) - 1)) == 1)) }
+      function expect(tool, exe, test,   i) {
+        for (i = 1; i <= n; i++) if (matches(i, tool, exe, test)) return sec[i]
+        for (i = 1; i <= n; i++) if (matches(i, "racecheck", exe, test)) return sec[i] * share[tool]
+        return 6 }
+      { exe = $2; sub(/.*\//, "", exe); sub(/^spdnn-/, "", exe); sub(/--gpu$/, "", exe)
+        if (unit == "executable" || (unit == "mixed" && $1 != "racecheck")) {
+          key = $1 " " $2; s[key] += expect($1, exe, $3)
+          if (!(key in whole)) { whole[key] = -1; for (i = 1; i <= n; i++) if (matches(i, $1, exe, "all")) { whole[key] = sec[i]; break } }
+          next }
+        printf "%d %s\n", expect($1, exe, $3) + 1, $0 }
+      END { for (k in s) printf "%d %s all\n", (whole[k] >= 0 ? whole[k] : s[k]) + 1, k }' \
+      "$expected" "$queue" | sort -k1,1nr >"$queue.sorted"
     echo "$(wc -l <"$queue.sorted") runs ($tools; one process per $unit), $par at a time on $gpus GPU(s), each within ${per} s, all within ${budget} s"
     # The tests the skip pattern names, as libtest --skip filters (an executable run whole).
     skip_args=(); IFS='|' read -r -a skip_parts <<<"$skip"
@@ -587,7 +549,7 @@ esac
 
 #[cfg(test)]
 mod tests {
-    use super::{RUN_SCRIPT, package_name};
+    use super::{RUN_SCRIPT, SANITIZE_EXPECTED, package_name};
 
     #[test]
     fn the_run_script_parses_and_sanitizes_at_the_sanitize_scale() {
@@ -628,6 +590,13 @@ mod tests {
         std::fs::create_dir_all(root.join("work/tests")).unwrap();
         std::fs::write(root.join("work/.unpacked"), "").unwrap();
         write(&root.join("run.sh"), RUN_SCRIPT);
+        // Expected times: gamma under racecheck first, then memcheck's whole executable,
+        // then alpha (a prefix entry); memcheck per test takes its share of racecheck's.
+        std::fs::write(
+            root.join("sanitize-expected.txt"),
+            "# a comment\nracecheck demo gamma 50\nmemcheck demo all 30\nracecheck demo al* 20\n",
+        )
+        .unwrap();
         write(
             &root.join("work/tests/spdnn-demo--gpu"),
             "#!/usr/bin/env bash\n\
@@ -693,8 +662,35 @@ mod tests {
             2
         );
         assert_eq!(logs.iter().filter(|l| l.contains("cases=2")).count(), 2);
+        let queue = |unit: &str| {
+            std::fs::read_to_string(root.join(format!("out-{unit}-1/sanitize/queue.sorted")))
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    format!("{} {} {}", f[0], f[1], f[3])
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            queue("test"),
+            [
+                "51 racecheck gamma",
+                "21 memcheck gamma",
+                "21 racecheck alpha",
+                "9 memcheck alpha"
+            ]
+        );
         // By default racecheck a run per test, memcheck one for the executable.
         let (stdout, logs) = run("", "1");
+        assert_eq!(
+            queue(""),
+            [
+                "51 racecheck gamma",
+                "31 memcheck all",
+                "21 racecheck alpha"
+            ]
+        );
         assert!(
             stdout.contains("3 runs (memcheck racecheck; one process per mixed)"),
             "{stdout}"
@@ -735,6 +731,21 @@ mod tests {
             "{logs:?}"
         );
         assert!(stdout.contains("memcheck   0 findings"), "{stdout}");
+    }
+
+    #[test]
+    fn the_expected_sanitize_times_parse() {
+        let tools = ["racecheck", "memcheck", "initcheck", "synccheck"];
+        let mut entries = 0;
+        for line in SANITIZE_EXPECTED.lines().filter(|l| !l.starts_with('#')) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(fields.len(), 4, "{line}");
+            assert!(tools.contains(&fields[0]), "{line}");
+            assert!(!fields[1].starts_with("spdnn-"), "{line}");
+            assert!(fields[3].parse::<u32>().is_ok_and(|s| s > 0), "{line}");
+            entries += 1;
+        }
+        assert!(entries > 100, "{entries}");
     }
 
     #[test]

@@ -255,8 +255,9 @@ fn two_handles_on_one_gpu_split_the_rows() {
 }
 
 /// The plan's prediction against the measured peak: `K` on `problem` unconstrained (one
-/// batch) and under a budget that holds about a third of the rows (halved, never below one
-/// row's need, until it binds, for a method whose launches shrink with the budget); each time the predicted bytes are
+/// batch) and under a budget that holds about a third of the rows (halved until it binds,
+/// for a method whose launches shrink with the budget, never below one row's need under the
+/// halved budget); each time the predicted bytes are
 /// at least the measured peak and at most 10 % above it, plus `slack`: the bytes the model
 /// declares as a bound (sz's row stride rounding, cusparse's SpMM workspace allowance), and
 /// the result matches the reference.
@@ -268,10 +269,15 @@ fn the_model_is_the_peak<K: KernelMethod>(problem: &Problem, options: &K::Option
     let third = problem.input.nrows().div_ceil(3);
     let tight =
         model.bytes(third, &WeightPlacement::Resident) + uploads::<K>(problem).densest(third);
-    // What one row needs: the halved budget never goes below it, so that the run still fits
-    // (at sanitize scale, 64 rows, blockdepend's budget halved six times fell under it on
-    // 2026-11-26; halving only the part above it never bound at full scale).
-    let one_row = model.bytes(1, &WeightPlacement::Resident) + uploads::<K>(problem).densest(1);
+    // What one row needs under `budget`, by the model the run builds under it (blockdepend's
+    // launches and their scratch shrink with the budget, so the unconstrained model's need
+    // is too high a floor: at sanitize scale, 64 rows, it stopped the halving in one batch
+    // on 2026-11-27; with no floor, six halvings fell under the need on 2026-11-26).
+    let one_row_fits = |budget: usize| {
+        K::memory_on(&device.with_budget(budget), &chain, options).is_ok_and(|under| {
+            under.bytes(1, &WeightPlacement::Resident) + uploads::<K>(problem).densest(1) <= budget
+        })
+    };
     for budget in [None, Some(tight)] {
         let mut budget = budget;
         let mut out = run::<K>(
@@ -282,10 +288,10 @@ fn the_model_is_the_peak<K: KernelMethod>(problem: &Problem, options: &K::Option
                 gpus: Vec::new(),
             },
         );
-        for _ in 0..6 {
+        for _ in 0..12 {
             match budget {
-                Some(b) if out.report.gpus[0].plan.batches == 1 && b > one_row => {
-                    budget = Some((b / 2).max(one_row));
+                Some(b) if out.report.gpus[0].plan.batches == 1 && one_row_fits(b / 2) => {
+                    budget = Some(b / 2);
                     out = run::<K>(
                         problem,
                         options,
