@@ -255,10 +255,10 @@ fn two_handles_on_one_gpu_split_the_rows() {
 }
 
 /// The plan's prediction against the measured peak: `K` on `problem` unconstrained (one
-/// batch) and under a budget that holds about a third of the rows (halved until it binds,
-/// for a method whose launches shrink with the budget, never below one row's need under the
-/// halved budget); each time the predicted bytes are
-/// at least the measured peak and at most 10 % above it, plus `slack`: the bytes the model
+/// batch) and under a budget that holds about a third of the rows by the model built under
+/// that budget (halved until it binds, never below one row's need under the halved budget);
+/// each time the predicted bytes are at least the measured peak and at most 10 % above it,
+/// plus `slack`: the bytes the model
 /// declares as a bound (sz's row stride rounding, cusparse's SpMM workspace allowance), and
 /// the result matches the reference.
 fn the_model_is_the_peak<K: KernelMethod>(problem: &Problem, options: &K::Options, slack: usize) {
@@ -267,16 +267,27 @@ fn the_model_is_the_peak<K: KernelMethod>(problem: &Problem, options: &K::Option
     let model = K::memory_on(&device, &chain, options)
         .unwrap_or_else(|e| panic!("{}: the model: {e}", K::NAME));
     let third = problem.input.nrows().div_ceil(3);
-    let tight =
-        model.bytes(third, &WeightPlacement::Resident) + uploads::<K>(problem).densest(third);
+    let need = |model: &MemoryModel, rows: usize| {
+        model.bytes(rows, &WeightPlacement::Resident) + uploads::<K>(problem).densest(rows)
+    };
+    // A third of the rows by the model the run builds under the budget itself: for a method
+    // whose launches shrink with the budget (blockdepend), the budget that holds a third by
+    // the unconstrained model holds every row once they shrink (at sanitize scale, 64 rows,
+    // 2026-11-27), so the budget is lowered to what a third needs under it until it holds.
+    let mut tight = need(&model, third);
+    for _ in 0..8 {
+        match K::memory_on(&device.with_budget(tight), &chain, options) {
+            Ok(under) if need(&under, third) < tight => tight = need(&under, third),
+            _ => break,
+        }
+    }
     // What one row needs under `budget`, by the model the run builds under it (blockdepend's
     // launches and their scratch shrink with the budget, so the unconstrained model's need
     // is too high a floor: at sanitize scale, 64 rows, it stopped the halving in one batch
     // on 2026-11-27; with no floor, six halvings fell under the need on 2026-11-26).
     let one_row_fits = |budget: usize| {
-        K::memory_on(&device.with_budget(budget), &chain, options).is_ok_and(|under| {
-            under.bytes(1, &WeightPlacement::Resident) + uploads::<K>(problem).densest(1) <= budget
-        })
+        K::memory_on(&device.with_budget(budget), &chain, options)
+            .is_ok_and(|under| need(&under, 1) <= budget)
     };
     for budget in [None, Some(tight)] {
         let mut budget = budget;
