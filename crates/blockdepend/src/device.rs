@@ -327,7 +327,8 @@ pub(crate) fn input_bytes(rows: usize, nnz: usize, binary: bool) -> usize {
 }
 
 /// Sizes `segments` for the device: each launch's persistent grid (`sms` SMs, `per_sm`
-/// blocks of a segment's kernel resident on one, `spread` for its spread kernel), its tile
+/// blocks of a segment's kernel resident on one, `spread` for its spread kernel; at most
+/// `grid_blocks` when given), its tile
 /// and grid shrunk so that the tiles in global memory take at most a quarter of `free`
 /// bytes, and its spread grid (tiles instead when the spread buffers would take more than a
 /// quarter of `free`, or no spread block fits). Returns the launches and the floats of
@@ -335,6 +336,7 @@ pub(crate) fn input_bytes(rows: usize, nnz: usize, binary: bool) -> usize {
 pub(crate) fn size_launches(
     segments: Vec<Segment>,
     sms: usize,
+    grid_blocks: Option<usize>,
     free: usize,
     mut per_sm: impl FnMut(&Segment, bool) -> Result<usize, CudaError>,
 ) -> Result<(Vec<Launch>, usize), CudaError> {
@@ -349,7 +351,7 @@ pub(crate) fn size_launches(
                 4 * segment.shared_floats()
             )));
         }
-        let mut grid = sms * blocks;
+        let mut grid = (sms * blocks).min(grid_blocks.unwrap_or(usize::MAX));
         if segment.scratch_floats() > 0 {
             // Scratch for every block: shrink the tile, then the grid, to a share of the
             // free memory (a smaller split tile only needs less shared memory).
@@ -599,17 +601,23 @@ impl Preparation {
             }
         }
         let free = gpu.memory()?.free;
-        let (launches, scratch_floats) = size_launches(segments, sms, free, |segment, spread| {
-            let kernel = if spread {
-                kernels.spread_of(segment)?
-            } else {
-                Some(kernels.of(segment)?)
-            };
-            match kernel {
-                Some(kernel) => blocks_per_sm(kernel, 4 * segment.shared_floats()),
-                None => Ok(0),
-            }
-        })?;
+        let (launches, scratch_floats) = size_launches(
+            segments,
+            sms,
+            options.grid_blocks,
+            free,
+            |segment, spread| {
+                let kernel = if spread {
+                    kernels.spread_of(segment)?
+                } else {
+                    Some(kernels.of(segment)?)
+                };
+                match kernel {
+                    Some(kernel) => blocks_per_sm(kernel, 4 * segment.shared_floats()),
+                    None => Ok(0),
+                }
+            },
+        )?;
         Ok(Self {
             host,
             kernels,
@@ -1160,7 +1168,7 @@ mod tests {
             // A roomy device, and free memory so small the scratch and spreads shrink.
             for free in [80usize << 30, 1 << 20] {
                 let (launches, scratch) =
-                    size_launches(segments.clone(), 132, free, |_, spread| {
+                    size_launches(segments.clone(), 132, None, free, |_, spread| {
                         Ok(if spread { 1 } else { 2 })
                     })
                     .unwrap();
@@ -1177,6 +1185,18 @@ mod tests {
                 let carry = launches.iter().map(|l| l.segment.carry_out).max().unwrap();
                 assert!(carry > 0);
                 assert_eq!(model.per_row, 1 + 4 * out + 2 * (4 + 4 * carry));
+                // A cap on the grid binds every launch's persistent grid, not the spread's
+                // (a cooperative launch of every resident block).
+                let (capped, _) =
+                    size_launches(segments.clone(), 132, Some(7), free, |_, spread| {
+                        Ok(if spread { 1 } else { 2 })
+                    })
+                    .unwrap();
+                assert_eq!(capped.len(), launches.len());
+                for (capped, launch) in capped.iter().zip(&launches) {
+                    assert_eq!(capped.grid, launch.grid.min(7));
+                    assert_eq!(capped.spread_grid, launch.spread_grid);
+                }
             }
         }
         assert_eq!(input_bytes(3, 5, true), 16 + 20 + 4);

@@ -217,6 +217,10 @@ pub struct BlockDependOptions {
     /// through the tail's layers is the launch's length; `Always`: every launch that can,
     /// for tests; `Off`: none).
     pub spread: SpreadChoice,
+    /// Most blocks of each launch's persistent grid, at least 1 (default: as many as the
+    /// SMs hold). Fewer leave SMs idle; tests use it so that tiles fill with fewer rows
+    /// (a launch's tiles hold ⌈rows / (blocks · 2)⌉ rows, at most the tile).
+    pub grid_blocks: Option<usize>,
 }
 
 impl Default for BlockDependOptions {
@@ -230,6 +234,7 @@ impl Default for BlockDependOptions {
             format: FormatChoice::Auto,
             items: ItemChoice::Auto,
             spread: SpreadChoice::Auto,
+            grid_blocks: None,
         }
     }
 }
@@ -243,6 +248,9 @@ impl MethodOptions for BlockDependOptions {
                 "the tile must hold 1 to {} rows, got {t}",
                 plan::MAX_TILE
             ));
+        }
+        if self.grid_blocks == Some(0) {
+            return Err("the grid must hold at least one block".into());
         }
         if let Some(cuts) = &self.cuts {
             if cuts.first() == Some(&0) {
@@ -398,7 +406,7 @@ mod tests {
         let json = serde_json::to_string(&o).unwrap();
         assert_eq!(
             json,
-            r#"{"compress":true,"retire":true,"tile_rows":null,"cuts":null,"placement":"auto","format":"auto","items":"auto","spread":"auto"}"#
+            r#"{"compress":true,"retire":true,"tile_rows":null,"cuts":null,"placement":"auto","format":"auto","items":"auto","spread":"auto","grid_blocks":null}"#
         );
     }
 
@@ -419,6 +427,11 @@ mod tests {
             });
             assert!(e.contains("cut"), "{e}");
         }
+        let e = bad(BlockDependOptions {
+            grid_blocks: Some(0),
+            ..Default::default()
+        });
+        assert!(e.contains("grid"), "{e}");
         let ok = BlockDependOptions {
             tile_rows: Some(plan::MAX_TILE),
             cuts: Some(vec![1, 2, 50]),

@@ -447,6 +447,29 @@ fn random_wide_networks_split_their_tiles() {
     }
 }
 
+/// Blocks of each launch's grid in [`exact_and_predicated_items_agree_on`] at sanitize scale.
+const SANITIZE_GRID_BLOCKS: usize = 8;
+
+/// That the first launch of `result` (its `launches` detail: `LAYERS:PLACE×TILE@GRIDxTHREADS`)
+/// ran at most `cap` blocks and that `rows` fill its tiles (⌈rows / (grid · waves)⌉ ≥ the
+/// tile).
+fn assert_tiles_fill(result: &GpuInference, rows: usize, cap: usize, case: &str) {
+    let launches = result.detail("launches").unwrap_or_default();
+    let first = launches.split_whitespace().next().unwrap_or_default();
+    let shape = || -> Option<(usize, usize)> {
+        let (_, sizes) = first.split_once('×')?;
+        let (tile, rest) = sizes.split_once('@')?;
+        let (grid, _) = rest.split_once('x')?;
+        Some((tile.parse().ok()?, grid.parse().ok()?))
+    };
+    let (tile, grid) = shape().unwrap_or_else(|| panic!("{case}: launches {launches:?}"));
+    assert!(grid <= cap, "{case}: grid {grid} above {cap}");
+    assert!(
+        rows.div_ceil(grid * spdnn_blockdepend::plan::TILE_WAVES) >= tile,
+        "{case}: {rows} rows do not fill tiles of {tile} over {grid} blocks"
+    );
+}
+
 /// A case of [`exact_and_predicated_items_agree_on`]: width, rows, placement, most rows a tile.
 type ItemsCase = (usize, usize, PlacementChoice, Option<usize>);
 
@@ -462,11 +485,16 @@ type ItemsCase = (usize, usize, PlacementChoice, Option<usize>);
 /// A launch's tiles hold ⌈rows / (blocks · 2)⌉ rows, at most the tile: with 132 blocks
 /// (H200) 800 rows fill the 3-row split tiles of 16384-wide rows (items of 3 rows, the last
 /// tiles fewer), 2400 rows at 4096 fill tiles of 1–9 rows (every row count 1–8 and items of
-/// 8 + 1). The rows fill those tiles, so at sanitize scale the networks have two layers
-/// instead of four (layer 1's atomics, then the exact items of layer 2).
+/// 8 + 1). At sanitize scale the grid holds [`SANITIZE_GRID_BLOCKS`] blocks, so that 64
+/// and 160 rows fill the same tiles (checked from the launches run: racecheck's time grows
+/// with the rows, and the whole set took about 20 minutes of it at full rows), and the
+/// networks have two layers instead of four (layer 1's atomics, then the exact items of
+/// layer 2).
 fn exact_and_predicated_items_agree_on(cases: &[ItemsCase]) {
     let gpu = spdnn_gputest::gpu();
-    for &(n, rows, placement, tile_rows) in cases {
+    let grid_blocks = sized(None, Some(SANITIZE_GRID_BLOCKS));
+    for &(n, full_rows, placement, tile_rows) in cases {
+        let rows = sized(full_rows, if n > 4096 { 64 } else { 160 });
         let case = format!("{n} wide, {rows} rows, {placement:?}, tile {tile_rows:?}");
         eprintln!("exact and predicated items: {case}");
         let network = spdnn_sdgc::generator::random_network(n, sized(4, 2), 32, 11).unwrap();
@@ -480,8 +508,12 @@ fn exact_and_predicated_items_agree_on(cases: &[ItemsCase]) {
         let base = options(|o| {
             o.placement = placement;
             o.tile_rows = tile_rows;
+            o.grid_blocks = grid_blocks;
         });
         let exact = run_with(base.clone())(&gpu, &p).unwrap_or_else(|e| panic!("{case}: {e}"));
+        if let Some(cap) = grid_blocks {
+            assert_tiles_fill(&exact, rows, cap, &case);
+        }
         let predicated = run_with(BlockDependOptions {
             items: ItemChoice::Predicated,
             ..base

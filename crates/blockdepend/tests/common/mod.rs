@@ -256,6 +256,8 @@ pub fn knobs(layers: usize) -> impl Strategy<Value = Knobs> {
                     // Nor a spread: a spread launch computes each row's outputs with the
                     // same items in the same order as a tile does.
                     spread: SpreadChoice::Auto,
+                    // The emulation sizes no grid (`blocks` is its own).
+                    grid_blocks: None,
                 },
                 limits,
                 blocks,

@@ -48,6 +48,10 @@ pub struct BlockDependArgs {
     /// more, and exact items) or `off` [default: auto].
     #[arg(long, value_enum, value_name = "WHICH")]
     pub bd_spread: Option<SpreadArg>,
+    /// Most blocks of each launch's persistent grid [default: as many as the SMs hold].
+    /// Fewer leave SMs idle; with fewer blocks, tiles fill with fewer rows.
+    #[arg(long, value_name = "BLOCKS", value_parser = at_least_one, allow_hyphen_values = true)]
+    pub bd_grid_blocks: Option<usize>,
 }
 
 /// The cuts of `--bd-cuts`.
@@ -167,6 +171,9 @@ impl GroupArgs for BlockDependArgs {
                     SpreadArg::Off => SpreadChoice::Off,
                 };
             }
+            if let Some(blocks) = self.bd_grid_blocks {
+                bd.grid_blocks = Some(blocks);
+            }
         });
     }
 
@@ -180,6 +187,7 @@ impl GroupArgs for BlockDependArgs {
             ("--bd-format", self.bd_format.is_some()),
             ("--bd-items", self.bd_items.is_some()),
             ("--bd-spread", self.bd_spread.is_some()),
+            ("--bd-grid-blocks", self.bd_grid_blocks.is_some()),
         ]
     }
 }
@@ -208,6 +216,7 @@ mod tests {
             bd_format: Some(FormatArg::Ell),
             bd_items: Some(ItemsArg::Predicated),
             bd_spread: Some(SpreadArg::Off),
+            bd_grid_blocks: Some(9),
         };
         let mut set = OptionSet::default();
         args.apply(&mut set);
@@ -223,9 +232,10 @@ mod tests {
                 format: FormatChoice::Ell,
                 items: ItemChoice::Predicated,
                 spread: SpreadChoice::Off,
+                grid_blocks: Some(9),
             }
         );
-        assert_eq!(args.given().len(), 8);
+        assert_eq!(args.given().len(), 9);
         let none = BlockDependArgs::default();
         let mut set = OptionSet::default();
         none.apply(&mut set);
