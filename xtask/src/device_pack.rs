@@ -348,9 +348,9 @@ case "$mode" in
     # GPU, at most the cores: on 2026-11-26 sixteen racecheck runs on one H100 ran no faster
     # than fewer would, the GPU being time-shared, and five were killed, most likely for host
     # memory), spread over the machine's GPUs (SANITIZE_GPUS, default all: each run on the
-    # GPU with the fewest runs, by CUDA_VISIBLE_DEVICES), the longest expected first (the table below), each within
-    # SANITIZE_TIMEOUT_S (default: the budget) and all within SANITIZE_BUDGET_S (runs that would start later are
-    # "skipped"). Tests matching SANITIZE_SKIP are not run, each listed with the reason. A run
+    # GPU with the fewest runs, by CUDA_VISIBLE_DEVICES), the longest expected first
+    # (SANITIZE_EXPECTED, below), each within SANITIZE_TIMEOUT_S (default: the budget) and all
+    # within SANITIZE_BUDGET_S (runs that would start later are "skipped"). Tests matching SANITIZE_SKIP are not run, each listed with the reason. A run
     # is "clean", has "findings" (the tool's error count), "failed" (a test failed or the
     # process died: the tool found nothing but the run is not a pass; its panic lines are
     # shown), "timeout" or "skipped"; an executable none of whose tests extra ARGS select
@@ -359,7 +359,7 @@ case "$mode" in
     # $out/sanitize-table.md has a row per executable. Logs: $out/sanitize/.
     # SANITIZE_UNIT says what one process runs: `mixed` (the default) a racecheck run per test
     # and, for the other tools, each executable's selected tests in one process (its modules
-    # instrumented once, the expected times summed; the test column says "all"); `test` a run
+    # instrumented once; the test column says "all"); `test` a run
     # per tool and test; `executable` a run per tool and executable. On 2026-11-26 (four
     # H200s, six runs a GPU) a test that launches almost nothing took 4-5 s under the lighter
     # tools, the cost of a process under the tool: 591 such processes are about a quarter of
@@ -405,17 +405,25 @@ case "$mode" in
       # The table: TOOL EXECUTABLE TEST SECONDS (TEST a name, a prefix ending in *, or all).
       FNR == NR { if ($0 !~ /^#/ && NF >= 4) { n++; tl[n] = $1; ex[n] = $2; te[n] = $3; sec[n] = $4 }
                   next }
-      function matches(i, tool, exe, test) {
-        return tl[i] == tool && ex[i] == exe && (te[i] == test ||
-          (te[i] ~ /\*$/ && index(test, substr(te[i], 1, length(te[i]) - 1)) == 1)) }
-      function expect(tool, exe, test,   i) {
-        for (i = 1; i <= n; i++) if (matches(i, tool, exe, test)) return sec[i]
-        for (i = 1; i <= n; i++) if (matches(i, "racecheck", exe, test)) return sec[i] * share[tool]
+      # The first entry of tool, executable and test (a name, or a prefix ending in *): its
+      # seconds, or -1.
+      function entry(tool, exe, test,   i) {
+        for (i = 1; i <= n; i++)
+          if (tl[i] == tool && ex[i] == exe && (te[i] == test ||
+              (te[i] ~ /\*$/ && index(test, substr(te[i], 1, length(te[i]) - 1)) == 1)))
+            return sec[i]
+        return -1 }
+      # A run of one test: its entry, else the share of the tool times the racecheck entry,
+      # else 6 s.
+      function expect(tool, exe, test,   s) {
+        if ((s = entry(tool, exe, test)) >= 0) return s
+        if ((s = entry("racecheck", exe, test)) >= 0) return s * share[tool]
         return 6 }
+      # A whole-executable run: its `all` entry, else the expected times of the tests summed.
       { exe = $2; sub(/.*\//, "", exe); sub(/^spdnn-/, "", exe); sub(/--gpu$/, "", exe)
         if (unit == "executable" || (unit == "mixed" && $1 != "racecheck")) {
           key = $1 " " $2; s[key] += expect($1, exe, $3)
-          if (!(key in whole)) { whole[key] = -1; for (i = 1; i <= n; i++) if (matches(i, $1, exe, "all")) { whole[key] = sec[i]; break } }
+          if (!(key in whole)) whole[key] = entry($1, exe, "all")
           next }
         printf "%d %s\n", expect($1, exe, $3) + 1, $0 }
       END { for (k in s) printf "%d %s all\n", (whole[k] >= 0 ? whole[k] : s[k]) + 1, k }' \

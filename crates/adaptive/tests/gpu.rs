@@ -258,9 +258,8 @@ fn two_handles_on_one_gpu_split_the_rows() {
 /// batch) and under a budget that holds about a third of the rows by the model built under
 /// that budget (halved until it binds, never below one row's need under the halved budget);
 /// each time the predicted bytes are at least the measured peak and at most 10 % above it,
-/// plus `slack`: the bytes the model
-/// declares as a bound (sz's row stride rounding, cusparse's SpMM workspace allowance), and
-/// the result matches the reference.
+/// plus `slack`: the bytes the model declares as a bound (sz's row stride rounding,
+/// cusparse's SpMM workspace allowance), and the result matches the reference.
 fn the_model_is_the_peak<K: KernelMethod>(problem: &Problem, options: &K::Options, slack: usize) {
     let device = gpu();
     let chain = LayerChain::new(&problem.layers, problem.bias, problem.upper);

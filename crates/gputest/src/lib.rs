@@ -432,8 +432,9 @@ pub fn challenge_problem_mnist(neurons: usize, layers: usize, rows: usize, seed:
 /// [`check_challenge`] runs it: [`challenge_problem_mnist`] with `rows` rows at full scale.
 /// At sanitize scale at most [`challenge_layers`] layers and [`challenge_rows`] of those
 /// rows: the rows that reach the last layer (found by the CPU reference on all `rows`) fill
-/// up to half of them, the first rows that die the rest ([`live_rows_first`]). The first rows alone would all die early (none of
-/// 64 rows of 1024-120 lives past layer 10), leaving the deep layers' kernels no row.
+/// up to half of them, the first rows that die the rest ([`live_rows_first`]). The first
+/// rows alone would all die early (none of 64 rows of 1024-120 lives past layer 10),
+/// leaving the deep layers' kernels no row.
 pub fn challenge_problem_scaled(neurons: usize, layers: usize, rows: usize, seed: u64) -> Problem {
     let problem = challenge_problem_mnist(neurons, challenge_layers(layers), rows, seed);
     let keep = challenge_rows(neurons, rows);
