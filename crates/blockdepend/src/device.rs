@@ -327,12 +327,12 @@ pub(crate) fn input_bytes(rows: usize, nnz: usize, binary: bool) -> usize {
 }
 
 /// Sizes `segments` for the device: each launch's persistent grid (`sms` SMs, `per_sm`
-/// blocks of a segment's kernel resident on one, `spread` for its spread kernel; at most
-/// `grid_blocks` when given), its tile
+/// blocks of a segment's kernel resident on one, `spread` for its spread kernel), its tile
 /// and grid shrunk so that the tiles in global memory take at most a quarter of `free`
 /// bytes, and its spread grid (tiles instead when the spread buffers would take more than a
-/// quarter of `free`, or no spread block fits). Returns the launches and the floats of
-/// global scratch.
+/// quarter of `free`, or no spread block fits). `grid_blocks`, when given, caps both grids
+/// (a cooperative launch needs its blocks resident, not every resident block). Returns the
+/// launches and the floats of global scratch.
 pub(crate) fn size_launches(
     segments: Vec<Segment>,
     sms: usize,
@@ -364,10 +364,10 @@ pub(crate) fn size_launches(
             }
             scratch_floats = scratch_floats.max(grid * segment.scratch_floats());
         }
-        // The spread kernel's grid: every block resident (a cooperative launch).
+        // The spread kernel's grid: every block resident (a cooperative launch), or the cap.
         let spread_grid = match segment.spread {
             Spread::Spread if segment.placement != Placement::Global => {
-                sms * per_sm(&segment, true)?
+                (sms * per_sm(&segment, true)?).min(grid_blocks.unwrap_or(usize::MAX))
             }
             _ => 0,
         };
@@ -1185,8 +1185,8 @@ mod tests {
                 let carry = launches.iter().map(|l| l.segment.carry_out).max().unwrap();
                 assert!(carry > 0);
                 assert_eq!(model.per_row, 1 + 4 * out + 2 * (4 + 4 * carry));
-                // A cap on the grid binds every launch's persistent grid, not the spread's
-                // (a cooperative launch of every resident block).
+                // A cap on the grid binds every launch's persistent grid and its spread grid
+                // (a cooperative launch: its blocks all resident, however few).
                 let (capped, _) =
                     size_launches(segments.clone(), 132, Some(7), free, |_, spread| {
                         Ok(if spread { 1 } else { 2 })
@@ -1195,7 +1195,10 @@ mod tests {
                 assert_eq!(capped.len(), launches.len());
                 for (capped, launch) in capped.iter().zip(&launches) {
                     assert_eq!(capped.grid, launch.grid.min(7));
-                    assert_eq!(capped.spread_grid, launch.spread_grid);
+                    assert!(capped.spread_grid <= 7);
+                    if launch.spread_grid > 0 {
+                        assert_eq!(capped.spread_grid, launch.spread_grid.min(7));
+                    }
                 }
             }
         }

@@ -217,9 +217,10 @@ pub struct BlockDependOptions {
     /// through the tail's layers is the launch's length; `Always`: every launch that can,
     /// for tests; `Off`: none).
     pub spread: SpreadChoice,
-    /// Most blocks of each launch's persistent grid, at least 1 (default: as many as the
-    /// SMs hold). Fewer leave SMs idle; tests use it so that tiles fill with fewer rows
-    /// (a launch's tiles hold ⌈rows / (blocks · 2)⌉ rows, at most the tile).
+    /// Most blocks of each launch's persistent grid and of its spread grid, at least 1
+    /// (default: as many as the SMs hold). Fewer leave SMs idle; tests use it so that tiles
+    /// fill with fewer rows (a launch's tiles hold ⌈rows / (blocks · 2)⌉ rows, at most the
+    /// tile) and spread launches stay small under racecheck.
     pub grid_blocks: Option<usize>,
 }
 

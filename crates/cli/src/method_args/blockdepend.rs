@@ -48,8 +48,8 @@ pub struct BlockDependArgs {
     /// more, and exact items) or `off` [default: auto].
     #[arg(long, value_enum, value_name = "WHICH")]
     pub bd_spread: Option<SpreadArg>,
-    /// Most blocks of each launch's persistent grid [default: as many as the SMs hold].
-    /// Fewer leave SMs idle; with fewer blocks, tiles fill with fewer rows.
+    /// Most blocks of each launch's grid, its spread grid too [default: as many as the SMs
+    /// hold]. Fewer leave SMs idle; with fewer blocks, tiles fill with fewer rows.
     #[arg(long, value_name = "BLOCKS", value_parser = at_least_one, allow_hyphen_values = true)]
     pub bd_grid_blocks: Option<usize>,
 }
