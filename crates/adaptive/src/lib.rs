@@ -456,6 +456,7 @@ pub fn probe<K: KernelMethod>(
         repetitions: 1,
         keep_output: false,
         batch: None,
+        profiled_only: false,
     };
     let result = method::run::<K>(gpu, &head, &input.rows_slice(0..rows), &resident, &spec)?;
     let layer_ms = result.infer_ms.first().copied().unwrap_or(0.0) / layers as f64;

@@ -218,6 +218,9 @@ pub struct Plan {
     pub predicted_bytes: usize,
     /// What bound the plan.
     pub bound: Bound,
+    /// Streamed weights with a measured copy rate: the least time a pass can take, ms, every
+    /// batch of rows copying every layer once at that rate (`batches · Σ M_l · T_L/MiB`).
+    pub transfer_floor_ms: Option<f64>,
 }
 
 /// Why no plan fits.
@@ -350,14 +353,22 @@ impl Plan {
 
     fn make(problem: &Problem<'_>, batch: usize, weights: WeightPlacement, bound: Bound) -> Plan {
         let batch = batch.max(1);
+        let batches = problem.rows().div_ceil(batch);
+        let transfer_floor_ms = match (&weights, problem.timing) {
+            (WeightPlacement::Streamed(_), Some(t)) => {
+                Some(batches as f64 * t.transfer_ms(problem.model.weight_bytes()))
+            }
+            _ => None,
+        };
         Plan {
             budget: problem.budget,
             rows: problem.rows(),
             batch,
-            batches: problem.rows().div_ceil(batch),
+            batches,
             predicted_bytes: problem.bytes(batch, &weights),
             weights,
             bound,
+            transfer_floor_ms,
         }
     }
 
@@ -389,8 +400,12 @@ impl Plan {
                 }
             ),
         };
+        let floor = self
+            .transfer_floor_ms
+            .map(|ms| format!(", transfer floor {ms:.1} ms a pass"))
+            .unwrap_or_default();
         format!(
-            "batch {} of {} rows ({} batches), {weights}, predicted {} of {} budget ({:?})",
+            "batch {} of {} rows ({} batches), {weights}{floor}, predicted {} of {} budget ({:?})",
             self.batch,
             self.rows,
             self.batches,
@@ -538,6 +553,18 @@ mod tests {
         assert!(plan.predicted_bytes <= 20 * MIB);
         assert!(p.bytes(largest + 1, &plan.weights) > 20 * MIB);
         assert!(p.bytes(largest, &plan.weights) <= 20 * MIB);
+        // Every batch copies every layer: the floor at 0.5 ms a MiB.
+        let timed = Problem {
+            timing: Some(Timing {
+                probe_rows: 100,
+                layer_ms: 0.5,
+                transfer_ms_per_mib: 0.5,
+            }),
+            ..p
+        };
+        let plan = Plan::choose(&timed).unwrap();
+        assert_eq!(plan.bound, Bound::MemoryStreamed);
+        assert_eq!(plan.transfer_floor_ms, Some(batches as f64 * 50.0));
     }
 
     #[test]
@@ -550,6 +577,7 @@ mod tests {
         let room = 30 * MIB - 104 - 1004 * 1000;
         assert_eq!(plan.layers_per_batch(), room / (2 * MIB));
         assert_eq!(plan.bound, Bound::Transfer);
+        assert_eq!(plan.transfer_floor_ms, None, "no rate measured");
         // A layer of 1000 rows takes 5 ms, a layer's copy 1 ms: N_L = 5.
         p.timing = Some(Timing {
             probe_rows: 100,
@@ -559,6 +587,13 @@ mod tests {
         let plan = Plan::choose(&p).unwrap();
         assert_eq!(plan.layers_per_batch(), 5);
         assert_eq!(plan.bound, Bound::Overlap);
+        // One batch copies the 100 layers of 1 MiB at 1 ms a MiB.
+        assert_eq!((plan.batches, plan.transfer_floor_ms), (1, Some(100.0)));
+        assert!(
+            plan.describe().contains("transfer floor 100.0 ms a pass"),
+            "{}",
+            plan.describe()
+        );
         match plan.weights {
             WeightPlacement::Streamed(s) => {
                 assert_eq!(s.capacity, Some(5 * MIB));

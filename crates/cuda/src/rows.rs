@@ -34,6 +34,10 @@ pub struct RunSpec {
     /// Rows per batch (`None`: every row in one batch; a method's own options may ask for
     /// fewer, see `KernelMethod::batch`).
     pub batch: Option<usize>,
+    /// One pass only, the profiled one, which then also collects the categories and the
+    /// output and is the one time reported (`warmup` and `repetitions` unused): the
+    /// sanitizers' way to launch each kernel once.
+    pub profiled_only: bool,
 }
 
 impl Default for RunSpec {
@@ -43,6 +47,7 @@ impl Default for RunSpec {
             repetitions: 1,
             keep_output: false,
             batch: None,
+            profiled_only: false,
         }
     }
 }

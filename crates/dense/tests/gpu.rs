@@ -214,7 +214,7 @@ fn the_memory_model_is_what_the_run_allocates() {
         warmup: 0,
         repetitions: 1,
         keep_output: true,
-        batch: None,
+        ..RunSpec::default()
     };
     // Unconstrained (one batch), then a budget for about a quarter of the rows.
     let tight = model.fixed + model.weight_bytes() + (model.per_row + 4 + 8 * 784) * (rows / 4);

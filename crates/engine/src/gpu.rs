@@ -107,6 +107,7 @@ pub(crate) fn run_kernel<K: KernelMethod>(
         // A trained network's predictions come from its last layer's output.
         keep_output: problem.network.biases().is_some(),
         batch: None,
+        profiled_only: false,
     };
     let chain = layer_chain(problem);
     let settings: MemorySettings = config.options.get();

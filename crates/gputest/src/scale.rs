@@ -156,10 +156,11 @@ pub fn proptest_config(cases: Option<u32>) -> Config {
     }
 }
 
-/// The environment variable that, set to `1` at sanitize scale, makes [`run_spec`] one run
-/// with no warm-up (`run.sh sanitize` sets it for racecheck: its hazards are those of one
-/// launch's shared memory, which a second run of the same kernels on the same input repeats,
-/// at racecheck's cost; the other tools keep the second run, which reuses the first's state).
+/// The environment variable that, set to `1` at sanitize scale, makes [`run_spec`] one pass,
+/// the profiled one, with no warm-up (`run.sh sanitize` sets it for racecheck: its hazards
+/// are those of one launch's shared memory, which a second pass of the same kernels on the
+/// same input repeats, at racecheck's cost; the other tools keep the warm-up and the timed
+/// pass, which reuse the state of the pass before).
 pub const ONE_RUN_VAR: &str = "SPDNN_TEST_ONE_RUN";
 
 /// Whether [`ONE_RUN_VAR`] asks for one run (read once; only at sanitize scale).
@@ -170,10 +171,11 @@ fn one_run() -> bool {
 
 /// The run spec of the GPU tests: `warmup` untimed runs, then `repetitions` timed ones, the
 /// output kept, every row in one batch. At sanitize scale one timed run: with the warm-up
-/// still two runs, so a run that reuses the state of the one before is still checked (one run
-/// and no warm-up when [`ONE_RUN_VAR`] says so).
+/// still two runs, so a run that reuses the state of the one before is still checked (only
+/// the profiled pass when [`ONE_RUN_VAR`] says so).
 pub fn run_spec(warmup: usize, repetitions: usize) -> RunSpec {
-    let (warmup, repetitions) = if one_run() {
+    let profiled_only = one_run();
+    let (warmup, repetitions) = if profiled_only {
         (0, 1)
     } else {
         (warmup, sized(repetitions, repetitions.min(1)))
@@ -183,6 +185,7 @@ pub fn run_spec(warmup: usize, repetitions: usize) -> RunSpec {
         repetitions,
         keep_output: true,
         batch: None,
+        profiled_only,
     }
 }
 

@@ -525,3 +525,62 @@ fn prune_and_glare_are_refused() {
         "{error}"
     );
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_profiled_only_run_is_the_timed_run() {
+    // The sanitizers' one pass (RunSpec::profiled_only): the same categories and outputs as
+    // a warm-up and a timed pass, one time, the stages and SNICIT's details (which only a
+    // profiled pass collects) present. Several batches: the profiled pass collects each.
+    let gpu = spdnn_gputest::gpu();
+    let p = spdnn_gputest::challenge_problem(1024, 40, 300, 7);
+    let batched = RunSpec {
+        warmup: 1,
+        repetitions: 1,
+        keep_output: true,
+        batch: Some(128),
+        profiled_only: false,
+    };
+    let run = |spec: &RunSpec| {
+        infer(
+            &gpu,
+            &p.layers,
+            &p.input,
+            p.bias,
+            p.upper,
+            &options(20),
+            spec,
+        )
+        .unwrap()
+    };
+    let timed = run(&batched);
+    let profiled = run(&RunSpec {
+        profiled_only: true,
+        ..batched
+    });
+    spdnn_gputest::compare(&p, &profiled, spdnn_gputest::Tolerance::Exact).unwrap();
+    assert_eq!(profiled.categories, timed.categories);
+    assert_eq!(profiled.output, timed.output);
+    assert_eq!(profiled.infer_ms.len(), 1);
+    assert!(profiled.infer_ms[0] > 0.0);
+    assert_eq!(
+        profiled.stages.iter().map(|s| &s.0).collect::<Vec<_>>(),
+        timed.stages.iter().map(|s| &s.0).collect::<Vec<_>>()
+    );
+    // The details but the preparation's time.
+    let facts = |r: &GpuInference| {
+        r.details
+            .iter()
+            .filter(|(name, _)| name != "preprocessing_ms")
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(facts(&profiled), facts(&timed));
+    assert!(
+        profiled
+            .detail("centroids")
+            .is_some_and(|c| c.parse::<usize>().is_ok_and(|c| c > 0)),
+        "{:?}",
+        profiled.details
+    );
+}

@@ -198,6 +198,7 @@ const SPEC_BATCHED: RunSpec = RunSpec {
     repetitions: 1,
     keep_output: true,
     batch: Some(77),
+    profiled_only: false,
 };
 
 #[test]
