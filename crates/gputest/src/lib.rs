@@ -585,6 +585,16 @@ fn run_checked(
     problem: &Problem,
     tolerance: Tolerance,
 ) -> Result<(), String> {
+    run_and_check(gpu, runner, problem, tolerance).map(|_| ())
+}
+
+/// [`run_checked`], handing back the result for further checks.
+fn run_and_check(
+    gpu: &Gpu,
+    runner: Runner<'_>,
+    problem: &Problem,
+    tolerance: Tolerance,
+) -> Result<GpuInference, String> {
     let result = runner(gpu, problem).map_err(|e| format!("the method failed: {e}"))?;
     if result.output.is_none() {
         return Err("the runner must keep the output (RunSpec::keep_output)".into());
@@ -597,7 +607,8 @@ fn run_checked(
     {
         return Err(format!("bad event times {:?}", result.infer_ms));
     }
-    compare(problem, &result, tolerance)
+    compare(problem, &result, tolerance)?;
+    Ok(result)
 }
 
 fn run_proptest<P: std::fmt::Debug>(
@@ -659,10 +670,8 @@ pub fn check_compressed(runner: Runner<'_>) {
         let original = challenge_problem(neurons, layers, rows, 11);
         let (problem, shrunk) = compressed(&original);
         assert!(shrunk > 0, "{neurons}-{layers} did not compress");
-        if let Err(e) = run_checked(&gpu, runner, &problem, Tolerance::Relative(1e-5)) {
-            panic!("compressed {neurons}-{layers}: {e}");
-        }
-        let result = runner(&gpu, &problem).expect("the method runs");
+        let result = run_and_check(&gpu, runner, &problem, Tolerance::Relative(1e-5))
+            .unwrap_or_else(|e| panic!("compressed {neurons}-{layers}: {e}"));
         assert_eq!(
             result.categories,
             reference(&original).categories,
@@ -671,8 +680,7 @@ pub fn check_compressed(runner: Runner<'_>) {
     }
     run_proptest(classed_problem(80, 300), |p| {
         let (problem, _) = compressed(p);
-        run_checked(&gpu, runner, &problem, Tolerance::Exact)?;
-        let result = runner(&gpu, &problem).map_err(|e| e.to_string())?;
+        let result = run_and_check(&gpu, runner, &problem, Tolerance::Exact)?;
         if result.categories != reference(p).categories {
             return Err("categories differ from the uncompressed reference".into());
         }
@@ -784,8 +792,8 @@ pub fn check_glare(runner: Runner<'_>) {
             upper: 1.0e30,
             ..p.clone()
         };
-        run_checked(&gpu, runner, &unreached, Tolerance::Exact)?;
-        let result = runner(&gpu, &unreached).map_err(|e| e.to_string())?;
+        // One run checked and counted (under racecheck these tests are the longest).
+        let result = run_and_check(&gpu, runner, &unreached, Tolerance::Exact)?;
         if result.accesses.is_empty() {
             return Err("GLARE runs must return the census".into());
         }
@@ -803,10 +811,8 @@ pub fn check_glare(runner: Runner<'_>) {
     });
     for (neurons, layers, rows) in [(64, 6, 300), (96, 40, 70), (300, 30, 33)] {
         let problem = all_saturating_problem(neurons, layers, sized(rows, 8));
-        if let Err(e) = run_checked(&gpu, runner, &problem, Tolerance::Exact) {
-            panic!("all-saturating {neurons}-{layers}: {e}");
-        }
-        let result = runner(&gpu, &problem).expect("the method runs");
+        let result = run_and_check(&gpu, runner, &problem, Tolerance::Exact)
+            .unwrap_or_else(|e| panic!("all-saturating {neurons}-{layers}: {e}"));
         let skipped: u64 = result
             .accesses
             .iter()

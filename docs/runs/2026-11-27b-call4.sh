@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Device call 4 of the session 2026-11-27b (a four-GPU machine, commit c612ee4): issue 28's
+# whole sanitizer run in one call (pending-issue28.sh sanitize: adaptive at the sanitize scale bare, then
+# every GPU test under racecheck, memcheck, initcheck and synccheck), the host memory
+# sampled every 5 s.
+T00=$(date +%s)
+( while sleep 5; do echo "$(( $(date +%s) - T00 )) used_mib $(free -m | awk 'NR==2{print $3}') top $(ps -eo rss=,comm= --sort=-rss | head -2 | awk '{printf "%s:%d ", $2, $1/1024}')"; done ) > $OUT/memory.txt 2>&1 &
+sampler=$!
+free -g | head -2; nproc
+END=568 bash .device/pending-issue28.sh sanitize
+kill $sampler
+echo "host memory, highest samples:"; sort -k3 -n -r $OUT/memory.txt | head -3
