@@ -20,6 +20,11 @@ glare snig glare_random_networks > $OUT/g3.txt & pids+=($!)
 glare snig glare_random_networks_without_a_graph > $OUT/g4.txt & pids+=($!)
 wait "${pids[@]}"
 el "glare racecheck done"; cat $OUT/g[1-4].txt
-PEAK=0 LAYERS=480 RUNS="bf-none bf-4GiB" END=590 bash .device/2026-11-26-memory.sh
-for f in $R/bf-*.json; do echo "== $f"; grep -E '"(infer_ms|total_ms|matched)"' $f | head -4; grep -o '"plan[^]]*' $f | head -3; done
-grep -h "plan\|transfer floor" $R/*.err 2>/dev/null | head
+PEAK=0 LAYERS=480 RUNS="bf-none bf-4GiB" END=$(( 580 - ($(date +%s) - T0) )) bash .device/2026-11-26-memory.sh
+for f in $R/bf-*.json; do echo "== $f"; grep -E '"(infer_ms|total_ms|matched)"' $f | head -4
+  grep -oE '"(batch|batches|transfer_floor_ms|transfer_ms_per_mib|layer_ms|predicted_bytes|measured_peak)": *[0-9.e+-]+' $f | sort -u | tr '\n' ' '; echo; done
+cat $R/table.md 2>/dev/null
+tar -C $OUT -czf $OUT/logs.tar.gz --exclude logs.tar.gz . 2>/dev/null
+# What happened (commit 8a8016c): the call got 362 s, what was left of the session's device
+# time. The four GLARE tests, four at a time on one H100, were all still running at 290 s;
+# the network was generated and the bf runs were cut off by the limit (no result).

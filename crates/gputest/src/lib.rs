@@ -776,16 +776,24 @@ pub fn all_saturating_problem(neurons: usize, layers: usize, rows: usize) -> Pro
 /// Checks a GLARE variant: saturating random problems (narrow, and wide enough for
 /// units spanning several blocks) must equal the reference bit for bit, also with a
 /// bound no value reaches, whose census must show no skipped access and no write-back;
-/// all-saturating problems must equal it with some accesses skipped (8 rows each at
-/// sanitize scale).
+/// all-saturating problems must equal it with some accesses skipped. At sanitize scale the
+/// wide problems are at most 160 neurons and the all-saturating ones 8 rows of at most 4
+/// layers: their weights are dense, and a method that sums with shared-memory atomics (bf,
+/// snig) made `neurons² · layers · rows` of them, the longest racecheck runs of the whole
+/// suite (bf's over 528 s, 2026-11-27). Each phase is named on stderr with its start.
 pub fn check_glare(runner: Runner<'_>) {
     let gpu = gpu();
+    let started = std::time::Instant::now();
+    let phase = |name: &str| eprintln!("glare [{:.1} s]: {name}", started.elapsed().as_secs_f64());
+    phase("saturating, 1-80 neurons");
     run_proptest(saturating_problem(1, 80, 8, 200), |p| {
         run_checked(&gpu, runner, p, Tolerance::Exact)
     });
-    run_proptest(saturating_problem(100, 300, 8, 40), |p| {
+    phase("saturating, wide");
+    run_proptest(saturating_problem(100, sized(300, 160), 8, 40), |p| {
         run_checked(&gpu, runner, p, Tolerance::Exact)
     });
+    phase("bound unreached");
     // Shallow and narrow enough (64³ · 32 < 2^24) that every sum stays exact without a bound.
     run_proptest(saturating_problem(1, 64, 3, 200), |p| {
         let unreached = Problem {
@@ -810,6 +818,8 @@ pub fn check_glare(runner: Runner<'_>) {
         Ok(())
     });
     for (neurons, layers, rows) in [(64, 6, 300), (96, 40, 70), (300, 30, 33)] {
+        let layers = sized(layers, layers.min(4));
+        phase(&format!("all-saturating {neurons}-{layers}"));
         let problem = all_saturating_problem(neurons, layers, sized(rows, 8));
         let result = run_and_check(&gpu, runner, &problem, Tolerance::Exact)
             .unwrap_or_else(|e| panic!("all-saturating {neurons}-{layers}: {e}"));
