@@ -20,6 +20,7 @@
 
 mod cache;
 pub mod census;
+mod chain;
 mod compile;
 mod device;
 mod error;

@@ -4,7 +4,7 @@
 
 use spdnn_formats::{Csr, SparseMatrix};
 
-use crate::method::LayerChain;
+use crate::chain::LayerChain;
 
 /// The device bytes of a run of a method, linear in the rows of a batch:
 ///
