@@ -781,10 +781,24 @@ pub fn all_saturating_problem(neurons: usize, layers: usize, rows: usize) -> Pro
 /// layers: their weights are dense, and a method that sums with shared-memory atomics (bf,
 /// snig) made `neurons² · layers · rows` of them, the longest racecheck runs of the whole
 /// suite (bf's over 528 s, 2026-11-27). Each phase is named on stderr with its start.
+/// [`check_glare_random`] and [`check_glare_saturating`] are its two halves, for methods
+/// whose GLARE tests run them as separate processes under racecheck.
 pub fn check_glare(runner: Runner<'_>) {
+    check_glare_random(runner);
+    check_glare_saturating(runner);
+}
+
+/// Names a phase of a GLARE check on stderr with the seconds since `started`.
+fn glare_phase(started: std::time::Instant, name: &str) {
+    eprintln!("glare [{:.1} s]: {name}", started.elapsed().as_secs_f64());
+}
+
+/// The random half of [`check_glare`]: saturating random problems, and a bound no value
+/// reaches.
+pub fn check_glare_random(runner: Runner<'_>) {
     let gpu = gpu();
     let started = std::time::Instant::now();
-    let phase = |name: &str| eprintln!("glare [{:.1} s]: {name}", started.elapsed().as_secs_f64());
+    let phase = |name: &str| glare_phase(started, name);
     phase("saturating, 1-80 neurons");
     run_proptest(saturating_problem(1, 80, 8, 200), |p| {
         run_checked(&gpu, runner, p, Tolerance::Exact)
@@ -817,9 +831,16 @@ pub fn check_glare(runner: Runner<'_>) {
         }
         Ok(())
     });
+}
+
+/// The all-saturating half of [`check_glare`]: dense weights of 1, every access after the
+/// first layer at the bound, some skipped.
+pub fn check_glare_saturating(runner: Runner<'_>) {
+    let gpu = gpu();
+    let started = std::time::Instant::now();
     for (neurons, layers, rows) in [(64, 6, 300), (96, 40, 70), (300, 30, 33)] {
         let layers = sized(layers, layers.min(4));
-        phase(&format!("all-saturating {neurons}-{layers}"));
+        glare_phase(started, &format!("all-saturating {neurons}-{layers}"));
         let problem = all_saturating_problem(neurons, layers, sized(rows, 8));
         let result = run_and_check(&gpu, runner, &problem, Tolerance::Exact)
             .unwrap_or_else(|e| panic!("all-saturating {neurons}-{layers}: {e}"));

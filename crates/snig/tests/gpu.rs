@@ -11,7 +11,7 @@ use spdnn_gputest::biased::{
 };
 use spdnn_gputest::{
     Problem, check_challenge, check_compressed, check_exact_random, check_general_random,
-    check_glare, check_official_1024, check_rectangular_random,
+    check_glare_random, check_glare_saturating, check_official_1024, check_rectangular_random,
 };
 use spdnn_snig::{Snig, SnigOptions, infer};
 
@@ -121,18 +121,30 @@ fn run_glare(
     }
 }
 
+// The GLARE check in four tests, each one process of bounded length under racecheck (each
+// whole check took 474-516 s there, 2026-11-27).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn glare_random_networks() {
-    check_glare(&run_glare(true));
+    check_glare_random(&run_glare(true));
 }
 
-// Apart from the test above: each is one process of bounded length under racecheck
-// (together they did not finish in 297 s there, 2026-11-27).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn glare_saturating_networks() {
+    check_glare_saturating(&run_glare(true));
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn glare_random_networks_without_a_graph() {
-    check_glare(&run_glare(false));
+    check_glare_random(&run_glare(false));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn glare_saturating_networks_without_a_graph() {
+    check_glare_saturating(&run_glare(false));
 }
 
 #[test]
