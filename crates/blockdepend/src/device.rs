@@ -340,6 +340,7 @@ pub(crate) fn size_launches(
     free: usize,
     mut per_sm: impl FnMut(&Segment, bool) -> Result<usize, CudaError>,
 ) -> Result<(Vec<Launch>, usize), CudaError> {
+    let cap = grid_blocks.unwrap_or(usize::MAX);
     let mut launches = Vec::with_capacity(segments.len());
     let mut scratch_floats = 0usize;
     for mut segment in segments {
@@ -351,7 +352,7 @@ pub(crate) fn size_launches(
                 4 * segment.shared_floats()
             )));
         }
-        let mut grid = (sms * blocks).min(grid_blocks.unwrap_or(usize::MAX));
+        let mut grid = (sms * blocks).min(cap);
         if segment.scratch_floats() > 0 {
             // Scratch for every block: shrink the tile, then the grid, to a share of the
             // free memory (a smaller split tile only needs less shared memory).
@@ -367,7 +368,7 @@ pub(crate) fn size_launches(
         // The spread kernel's grid: every block resident (a cooperative launch), or the cap.
         let spread_grid = match segment.spread {
             Spread::Spread if segment.placement != Placement::Global => {
-                (sms * per_sm(&segment, true)?).min(grid_blocks.unwrap_or(usize::MAX))
+                (sms * per_sm(&segment, true)?).min(cap)
             }
             _ => 0,
         };

@@ -366,6 +366,21 @@ pub fn drive(
     let mut output = spec
         .keep_output
         .then(|| Vec::with_capacity(rows * input.ncols()));
+    // Runs the loaded batch between two events, ms; `keep`: its categories (and output) are
+    // the run's.
+    let mut timed_run =
+        |prepared: &mut dyn DeviceRun, probe: &mut Probe, keep: bool| -> Result<f64, CudaError> {
+            timer.start(&stream)?;
+            prepared.run(probe)?;
+            let ms = timer.stop(&stream)?;
+            if keep {
+                flags.extend(prepared.row_flags()?);
+                if let Some(values) = output.as_mut() {
+                    values.extend(prepared.output()?);
+                }
+            }
+            Ok(ms)
+        };
     let passes = if spec.profiled_only {
         0
     } else {
@@ -376,15 +391,7 @@ pub fn drive(
         let mut elapsed = 0.0;
         for rows_of_batch in &batches {
             prepared.load(rows_of_batch)?;
-            timer.start(&stream)?;
-            prepared.run(&mut Probe::off())?;
-            elapsed += timer.stop(&stream)?;
-            if last {
-                flags.extend(prepared.row_flags()?);
-                if let Some(values) = output.as_mut() {
-                    values.extend(prepared.output()?);
-                }
-            }
+            elapsed += timed_run(&mut *prepared, &mut Probe::off(), last)?;
         }
         if pass >= spec.warmup {
             infer_ms.push(elapsed);
@@ -404,13 +411,7 @@ pub fn drive(
         prepared.load(rows_of_batch)?;
         let mut probe = Probe::recording(gpu)?;
         if spec.profiled_only {
-            timer.start(&stream)?;
-            prepared.run(&mut probe)?;
-            profiled_ms += timer.stop(&stream)?;
-            flags.extend(prepared.row_flags()?);
-            if let Some(values) = output.as_mut() {
-                values.extend(prepared.output()?);
-            }
+            profiled_ms += timed_run(&mut *prepared, &mut probe, true)?;
         } else {
             prepared.run(&mut probe)?;
         }

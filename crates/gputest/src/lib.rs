@@ -798,16 +798,15 @@ fn glare_phase(started: std::time::Instant, name: &str) {
 pub fn check_glare_random(runner: Runner<'_>) {
     let gpu = gpu();
     let started = std::time::Instant::now();
-    let phase = |name: &str| glare_phase(started, name);
-    phase("saturating, 1-80 neurons");
+    glare_phase(started, "saturating, 1-80 neurons");
     run_proptest(saturating_problem(1, 80, 8, 200), |p| {
         run_checked(&gpu, runner, p, Tolerance::Exact)
     });
-    phase("saturating, wide");
+    glare_phase(started, "saturating, wide");
     run_proptest(saturating_problem(100, sized(300, 160), 8, 40), |p| {
         run_checked(&gpu, runner, p, Tolerance::Exact)
     });
-    phase("bound unreached");
+    glare_phase(started, "bound unreached");
     // Shallow and narrow enough (64³ · 32 < 2^24) that every sum stays exact without a bound.
     run_proptest(saturating_problem(1, 64, 3, 200), |p| {
         let unreached = Problem {
