@@ -14,7 +14,7 @@ use cudarc::driver::{
 };
 
 use crate::compile::{CompileTarget, driver_present};
-use crate::modules::{CompileStats, Loader, ModuleSpec, PreparationClock};
+use crate::modules::{CompileStats, LastHandle, Loader, ModuleSpec, PreparationClock};
 use crate::{CudaError, DriverResultExt, Kernel, KernelDecl, KernelSource};
 
 /// What [`probe`] reports about one device.
@@ -181,6 +181,8 @@ pub struct Gpu {
     held: Arc<AtomicUsize>,
     scope: Option<Arc<Scope>>,
     loader: Loader,
+    /// Held for its drop: the last clone waits for the compile workers.
+    _last_handle: Arc<LastHandle>,
 }
 
 impl Gpu {
@@ -204,8 +206,10 @@ impl Gpu {
         let compute_capability = ctx.compute_capability().context(&format!(
             "querying the compute capability of device {ordinal}"
         ))?;
+        let loader = Loader::new(ctx.clone(), compute_capability);
         Ok(Gpu {
-            loader: Loader::new(ctx.clone(), compute_capability),
+            _last_handle: Arc::new(LastHandle::of(&loader)),
+            loader,
             ctx,
             stream,
             name,
@@ -338,7 +342,10 @@ impl Gpu {
     /// Starts compiling and loading the modules of `decls` on worker threads (one a CPU
     /// core at most, in the order given: the longest first is best) and returns at once,
     /// so that a method's CPU preprocessing runs meanwhile; [`Gpu::kernel`] then finds them
-    /// loaded, or waits for the one still compiling. Errors come back from `kernel`.
+    /// loaded, or waits for the one still compiling. Errors come back from `kernel`. When
+    /// the last clone of this handle is dropped, it waits for these workers to end (a run
+    /// refused after asking ahead must not leave them inside NVRTC or the driver while the
+    /// process exits).
     pub fn compile_ahead<'a>(&self, decls: impl IntoIterator<Item = &'a KernelDecl>) {
         self.loader
             .compile_ahead(decls.into_iter().map(ModuleSpec::of));

@@ -18,7 +18,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Instant;
 
 use cudarc::driver::{CudaContext, CudaModule};
@@ -187,6 +187,76 @@ pub(crate) struct Loader {
     ctx: Arc<CudaContext>,
     compute_capability: (i32, i32),
     counters: Arc<Counters>,
+    workers: Arc<Workers>,
+}
+
+/// How many of a loader's compile workers are still running: the last [`crate::Gpu`]
+/// handle waits for them ([`Workers::wait_until_idle`]), so that no worker is inside NVRTC
+/// or the driver while the process exits (a run refused after its kernels were asked for
+/// ahead returns at once, and the process's exit tore the driver down under a worker:
+/// exit 11 under racecheck, 2026-11-27).
+#[derive(Debug, Default)]
+struct Workers {
+    running: Mutex<usize>,
+    idle: Condvar,
+}
+
+impl Workers {
+    fn started(&self) {
+        *self.running.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+    }
+
+    fn ended(&self) {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        *running = running.saturating_sub(1);
+        if *running == 0 {
+            self.idle.notify_all();
+        }
+    }
+
+    /// Blocks until no worker runs.
+    fn wait_until_idle(&self) {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        while *running > 0 {
+            running = self.idle.wait(running).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Workers running now.
+    #[cfg(test)]
+    fn running(&self) -> usize {
+        *self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Shared by a [`crate::Gpu`] and its clones: when the last of them goes, it waits for the
+/// compile workers their loader started, so none outlives its handles.
+#[derive(Debug)]
+pub(crate) struct LastHandle {
+    workers: Arc<Workers>,
+}
+
+impl LastHandle {
+    pub(crate) fn of(loader: &Loader) -> Self {
+        Self {
+            workers: loader.workers.clone(),
+        }
+    }
+}
+
+impl Drop for LastHandle {
+    fn drop(&mut self) {
+        self.workers.wait_until_idle();
+    }
+}
+
+/// Ends a worker's count when the worker ends, a panic included.
+struct WorkerGuard(Arc<Workers>);
+
+impl Drop for WorkerGuard {
+    fn drop(&mut self) {
+        self.0.ended();
+    }
 }
 
 impl Loader {
@@ -195,6 +265,7 @@ impl Loader {
             ctx,
             compute_capability,
             counters: Arc::default(),
+            workers: Arc::default(),
         }
     }
 
@@ -325,9 +396,13 @@ impl Loader {
         for _ in 0..workers {
             let loader = self.clone();
             let queue = queue.clone();
+            self.workers.started();
+            let guard = WorkerGuard(self.workers.clone());
+            // A worker that cannot be started drops its guard (and count) with the closure.
             let _ = std::thread::Builder::new()
                 .name("spdnn-compile".into())
                 .spawn(move || {
+                    let _guard = guard;
                     loop {
                         let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
                         let Some(spec) = next else { break };
@@ -368,6 +443,46 @@ impl PreparationClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_last_handle_waits_for_every_worker_a_panicking_one_included() {
+        use std::time::Duration;
+        let workers = Arc::new(Workers::default());
+        let last = LastHandle {
+            workers: workers.clone(),
+        };
+        // Nothing running: the wait returns at once.
+        workers.wait_until_idle();
+        // One worker ends when released, one panics after a while.
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        workers.started();
+        let guard = WorkerGuard(workers.clone());
+        let waiting = std::thread::spawn(move || {
+            let _guard = guard;
+            released.recv().unwrap();
+        });
+        workers.started();
+        let guard = WorkerGuard(workers.clone());
+        let panicking = std::thread::spawn(move || {
+            let _guard = guard;
+            std::thread::sleep(Duration::from_millis(30));
+            panic!("a worker that panics still ends its count");
+        });
+        assert_eq!(workers.running(), 2);
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(80));
+            release.send(()).unwrap();
+        });
+        drop(last);
+        assert_eq!(
+            workers.running(),
+            0,
+            "the drop returned with a worker running"
+        );
+        releaser.join().unwrap();
+        assert!(waiting.join().is_ok());
+        assert!(panicking.join().is_err());
+    }
 
     #[test]
     fn stats_subtract_and_add_side_by_side() {
