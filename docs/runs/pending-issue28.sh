@@ -1,25 +1,21 @@
 #!/usr/bin/env bash
-# Pending device calls for issue 28 (rewritten at the end of the second session of 2026-11-27,
-# whose device time ran out). What is left of the issue is the whole sanitizer run in one call
-# with 0 timeouts: call 4 of that session (c612ee4, four H100s) had 248 of 249 runs clean and
-# 0 findings; bf's GLARE random test under racecheck was still running at 528 s (the GLARE
-# check's dense all-saturating problems, cut at the sanitize scale since, 8674786).
+# Issue 28's device calls (the name kept: docs/reliability.md and docs/results.md cite runs
+# made with it). The issue's last item, the whole sanitizer run in one call with 0 findings
+# and 0 timeouts, was met in call 3 of the session 2026-11-27c (commit 3e6fdd1, three of four
+# H200s, 253 of 253 runs clean in 354 s; docs/runs/2026-11-27c-call3.sh).
 #
-#   call A (any one GPU, up to 10 min, first): bash .device/pending-issue28.sh glare
-#     bf's and snig's eight GLARE tests (each check split into a random and a saturating
-#     half) under racecheck, four at a time in two waves, with --nocapture (each phase of
-#     the check is named with its start): do they end well inside 290 s now?
-#   call B: END=575 bash .device/pending-issue28.sh sanitize
-#     on a four-GPU machine (nvidia-h100-x4 or nvidia-h200-x4; an eight-GPU one where lent):
-#     adaptive's GPU tests at the sanitize scale without a tool, then the whole run with the
-#     defaults (six runs a GPU, racecheck a run per test, the lighter tools a run per
-#     executable, the queue by xtask/src/sanitize-expected.txt).
-#   call C (any one GPU): bash .device/run.sh tests, if a kernel or library change follows.
+#   bench:    the issue's 65536 bench (blockdepend and snicit, 120 and 1920 layers, 1, 2 and
+#             4 GPUs) on a four-GPU machine.
+#   sanitize: adaptive's GPU tests at the sanitize scale without a tool, then the whole run
+#             with the defaults (six runs a GPU, racecheck a run per test, the lighter tools
+#             a run per executable, the queue by xtask/src/sanitize-expected.txt); END is the
+#             seconds the call may take.
+#   glare:    bf's and snig's eight GLARE tests under racecheck, four at a time, each check's
+#             phases named on stderr.
 #
 # Copy into .device/ beside preamble.sh and 2026-11-26-sanitize.sh after `cargo xtask
 # device-pack --only cuda,adaptive,engine,bf,snig,cusparse,dense,xy,snicit,hp,blockdepend,sz,
-# tcchain,cli` and `git rev-parse --short HEAD > .device/COMMIT`; carry [".device"]. Copy the
-# results into docs/runs/ and the tables into docs/reliability.md.
+# tcchain,cli` and `git rev-parse --short HEAD > .device/COMMIT`; carry [".device"].
 set -u
 case "${1:-}" in
   bench)
