@@ -289,7 +289,7 @@ impl KernelMethod for Hp {
         }
     }
 
-    /// Exact: per row [`device::batch_bytes`] (two activation buffers of the widest rows,
+    /// Exact: per row `device::batch_bytes` (two activation buffers of the widest rows,
     /// two row lists, the `alive` and category flags); per layer the layout's arrays as
     /// built by the same construction `prepare` runs ([`format::HpLayer::device_bytes`];
     /// its time is spent again in `prepare`) and the per-neuron biases; fixed the input's
