@@ -1,26 +1,34 @@
 #!/usr/bin/env bash
-# Pending device call for issue 29 (rewritten at the end of the session 2026-11-27c, whose
-# device budget was spent; it was to be that session's call 5). bf's streamed weights in
-# 4 GiB took 1.93x its unconstrained time on 65536-480 (call 4 of 2026-11-27c, H200: 19 151 ms
-# against 9 942; the plan's transfer floor 1 483 ms), and the layers' own times say where:
-# the first 12 layers 1.06-1.44x, every layer from the 13th on 2.0x (19.4 ms a layer summed
-# over the 9 batches resident, 38.9 streamed), while the copy of a layer at the probe's rate
-# is 0.34 ms of the 4.3 ms a layer and batch take streamed. This asks why: ncu times the
-# 21st bf_layer launch (layer 21, batch 1, a permuted layer) on 65536-120, resident and
-# streamed in 4 GiB, caches not flushed. ncu serializes the GPU's work: if the kernel alone
-# takes the same time in both, what doubles is concurrency (the copy beside the kernel,
-# the host's wait for the tuning event and row counts before each layer), else the kernel
-# itself. One GPU, about two minutes. Copy beside preamble.sh into .device/.
+# Pending device call for issue 29 (written at the end of the session 2026-11-27c, whose
+# device budget was spent). bf's streamed weights in 4 GiB took 1.93x its unconstrained time
+# on 65536-480 (call 4 of 2026-11-27c, H200: 19 151 ms against 9 942; the plan's transfer
+# floor 1 483 ms). The layers' own times (layer_ms, summed over the 9 batches): the first 12
+# layers 1.06-1.44x, every layer from the 13th on 2.0x (19.4 ms resident, 38.9 streamed),
+# about 1-2.2 ms more a layer and batch whatever the layer's work, while the copy of a layer
+# at the probe's rate is 0.34 ms. This asks why, on 65536-120 (layers 13-120 are permuted
+# too; generated in seconds), in two steps; one GPU, about three minutes.
+# 1. Streaming apart from batching: bf unconstrained (1 batch, resident), in 4 GiB (its
+#    2 100 MiB of packed layers fit: resident, in about 17 batches of ~3600 rows) and in
+#    2 GiB (they do not: streamed, in about as many batches). If 2 GiB takes about what
+#    4 GiB takes, the batches cost the time, not the streaming; if 4 GiB is near the
+#    unconstrained time, the streaming does. The plan line and layer_ms of each run say
+#    which (the model: about 0.55 MiB a row beside the layers).
+# 2. ncu times the 21st bf_layer launch (layer 21, batch 1, a permuted layer), resident in
+#    batches and streamed, caches not flushed. ncu serializes the GPU's work: if the kernel
+#    alone takes the same time in both, what costs is what runs beside it or between the
+#    launches (the copy into the other buffer; the host waiting, before each layer and
+#    batch, for the tuning event and two row counts), else the kernel itself.
+# Copy beside preamble.sh and 2026-11-26-memory.sh into .device/ (after `cargo xtask
+# device-pack` and `git rev-parse --short HEAD > .device/COMMIT`); carry [".device"].
 . .device/preamble.sh
 NET=$W/n120.bin
-timeout 60 $W/bin/spdnn generate --neurons 65536 --layers 120 --seed 0 --cache $NET > $OUT/generate.log 2>&1
-el "generate rc=$?"
-for b in none 4GiB; do
-  mem=(); [ $b != none ] && mem=(--gpu-memory $b)
+PEAK=0 LAYERS=120 RUNS="bf-none bf-4GiB bf-2GiB" END=$(( ${END:-150} - ($(date +%s) - T0) )) \
+  bash .device/2026-11-26-memory.sh
+for b in 4GiB 2GiB; do
   timeout 45 /usr/local/cuda/bin/ncu --cache-control none -k bf_layer --launch-skip 20 --launch-count 2 \
     --metrics gpu__time_duration.sum,lts__t_sector_hit_rate.pct,dram__bytes_read.sum,dram__bytes_write.sum \
-    $W/bin/spdnn infer --method bf --weights $NET --neurons 65536 --layers 120 --mnist "${mem[@]}" \
+    $W/bin/spdnn infer --method bf --weights $NET --neurons 65536 --layers 120 --mnist --gpu-memory $b \
     --warmup 0 --repetitions 1 --json > $OUT/ncu-$b.txt 2>&1
-  el "$b rc=$?"
+  el "ncu $b rc=$?"
   grep -E 'bf_layer|gpu__time|hit_rate|dram__bytes|"infer_ms"|==ERR|==WARN' $OUT/ncu-$b.txt | head -20
 done
