@@ -8,6 +8,7 @@
 //! ```text
 //! bash .device/run.sh tests          # every test executable with --include-ignored
 //! bash .device/run.sh sanitize       # each test under racecheck, memcheck, initcheck, synccheck
+//! bash .device/run.sh verify         # both: side by side on several GPUs, in turn on one
 //! bash .device/run.sh examples       # each kernel crate's reuse example on a generated net
 //! bash .device/run.sh bench ARGS...  # spdnn bench ARGS (results under $OUT/$BENCH_TAG)
 //! bash .device/run.sh spdnn ARGS...  # any spdnn command
@@ -518,6 +519,35 @@ case "$mode" in
               printf "\n" } }' | { read -r h; read -r d; echo "$h"; echo "$d"; sort; } >"$out/sanitize-table.md"
     cat "$out/sanitize-table.md"
     [ "$bad" -eq 0 ];;
+  verify)
+    # A GPU change's two checks in one call: every GPU test (`tests`, TESTS_JOBS default 4)
+    # and the whole sanitizer run (`sanitize`). On G >= 2 GPUs side by side: the tests on
+    # the last GPU, the sanitizers on the others (seven runs a GPU unless SANITIZE_JOBS
+    # says). On one GPU one after the other: the tests fill the GPU's memory, which runs
+    # beside them need. Their outputs: verify-tests.txt and verify-sanitize.txt, and each
+    # mode's own files. Fails when either fails.
+    self="$here/$(basename "$0")"
+    all=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); [ "${all:-0}" -ge 1 ] || all=1
+    export TESTS_JOBS=${TESTS_JOBS:-4}
+    if [ "$all" -ge 2 ]; then
+      others=$(seq -s, 0 $((all - 2)))
+      echo "verify: the tests on GPU $((all - 1)), the sanitizers on GPU(s) $others"
+      CUDA_VISIBLE_DEVICES=$((all - 1)) bash "$self" tests "$@" >"$out/verify-tests.txt" 2>&1 &
+      tests_pid=$!
+      CUDA_VISIBLE_DEVICES=$others SANITIZE_GPUS=$((all - 1)) \
+        SANITIZE_JOBS=${SANITIZE_JOBS:-$((7 * (all - 1)))} \
+        bash "$self" sanitize "$@" >"$out/verify-sanitize.txt" 2>&1
+      sanitize_rc=$?
+      wait "$tests_pid"; tests_rc=$?
+    else
+      echo "verify: one GPU, the tests and then the sanitizers"
+      bash "$self" tests "$@" >"$out/verify-tests.txt" 2>&1; tests_rc=$?
+      bash "$self" sanitize "$@" >"$out/verify-sanitize.txt" 2>&1; sanitize_rc=$?
+    fi
+    grep -E '^(FAIL|test executables)' "$out/verify-tests.txt"
+    grep -vE '^(excluded|\||NVIDIA|Version)' "$out/verify-sanitize.txt" | head -40
+    echo "verify: tests exit $tests_rc, sanitize exit $sanitize_rc"
+    [ "$tests_rc" -eq 0 ] && [ "$sanitize_rc" -eq 0 ];;
   examples)
     # Each kernel crate's reuse example on a generated network (N = 1024, ${EXAMPLE_LAYERS:-120}
     # layers) over 2000 MNIST-recipe rows; each checks its categories against a plain CPU loop.
@@ -551,7 +581,7 @@ case "$mode" in
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     "$mpirun" --oversubscribe -np "${NP:-2}" -x LD_LIBRARY_PATH -x SPDNN_DATA -x SPDNN_PTX_CACHE \
       -x SPDNN_KERNELS_CU "$work/bin/spdnn-mpi" "$@" --mpi;;
-  *) echo "usage: run.sh tests|sanitize|examples|bench|spdnn|mpi [ARGS]"; exit 2;;
+  *) echo "usage: run.sh tests|sanitize|verify|examples|bench|spdnn|mpi [ARGS]"; exit 2;;
 esac
 "#;
 
@@ -583,35 +613,34 @@ mod tests {
         assert!(RUN_SCRIPT.contains("export SPDNN_TEST_SCALE=sanitize"));
     }
 
-    /// `run.sh sanitize` with a stand-in compute-sanitizer (runs the test executable) and a
-    /// stand-in test executable (lists three tests, prints its arguments and GPU): the
-    /// arguments each run gets, per unit, and the runs spread over two GPUs.
-    #[test]
-    fn the_sanitize_run_spreads_over_gpus_and_runs_executables_whole() {
+    /// Writes `text` to `path` as an executable.
+    fn write_executable(path: &std::path::Path, text: &str) {
         use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// A stand-in device folder: `run.sh`, an unpacked work folder with one stand-in test
+    /// executable (lists three tests, prints its arguments and GPU; exits 1 when
+    /// `DEMO_FAIL` is set), a stand-in compute-sanitizer (runs the test executable) and
+    /// `expected` as the sanitize queue's expected times.
+    fn stand_in_device(expected: &str) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        let write = |path: &std::path::Path, text: &str| {
-            std::fs::write(path, text).unwrap();
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        };
+        let write = write_executable;
         std::fs::create_dir_all(root.join("work/tests")).unwrap();
         std::fs::write(root.join("work/.unpacked"), "").unwrap();
         write(&root.join("run.sh"), RUN_SCRIPT);
-        // Expected times: gamma under racecheck first, then memcheck's whole executable,
-        // then alpha (a prefix entry); memcheck per test takes its share of racecheck's.
-        std::fs::write(
-            root.join("sanitize-expected.txt"),
-            "# a comment\nracecheck demo gamma 50\nmemcheck demo all 30\nracecheck demo al* 20\n",
-        )
-        .unwrap();
+        std::fs::write(root.join("sanitize-expected.txt"), expected).unwrap();
         write(
             &root.join("work/tests/spdnn-demo--gpu"),
             "#!/usr/bin/env bash\n\
              if [[ \" $* \" == *\" --list \"* ]]; then\n\
              printf 'alpha: test\\nbeta_memory_exhausted: test\\ngamma: test\\n'; exit 0; fi\n\
-             echo \"args: $* gpu=${CUDA_VISIBLE_DEVICES:-none} scale=$SPDNN_TEST_SCALE \
-             cases=$PROPTEST_CASES one=${SPDNN_TEST_ONE_RUN:-0}\"\n",
+             echo \"args: $* gpu=${CUDA_VISIBLE_DEVICES:-none} scale=${SPDNN_TEST_SCALE:-full} \
+             cases=$PROPTEST_CASES one=${SPDNN_TEST_ONE_RUN:-0}\"\n\
+             [ -z \"${DEMO_FAIL:-}\" ] || exit 1\n\
+             echo 'test result: ok. 3 passed'\n",
         );
         write(
             &root.join("sanitizer"),
@@ -620,6 +649,19 @@ mod tests {
              while [ \"$1\" != --error-exitcode ]; do shift; done; shift 2\n\
              \"$@\"; echo '========= ERROR SUMMARY: 0 errors'\n",
         );
+        dir
+    }
+
+    /// `run.sh sanitize` on the stand-in device: the arguments each run gets, per unit, and
+    /// the runs spread over two GPUs.
+    #[test]
+    fn the_sanitize_run_spreads_over_gpus_and_runs_executables_whole() {
+        // Expected times: gamma under racecheck first, then memcheck's whole executable,
+        // then alpha (a prefix entry); memcheck per test takes its share of racecheck's.
+        let dir = stand_in_device(
+            "# a comment\nracecheck demo gamma 50\nmemcheck demo all 30\nracecheck demo al* 20\n",
+        );
+        let root = dir.path();
         let run = |unit: &str, gpus: &str| {
             let out = root.join(format!("out-{unit}-{gpus}"));
             let status = std::process::Command::new("bash")
@@ -739,6 +781,105 @@ mod tests {
             "{logs:?}"
         );
         assert!(stdout.contains("memcheck   0 findings"), "{stdout}");
+    }
+
+    /// `run.sh verify` on the stand-in device with a stand-in `nvidia-smi` listing
+    /// `DEMO_GPUS` GPUs: the tests on the last GPU and the sanitizers on the others, both in
+    /// turn on one GPU, and a failing test executable failing the whole.
+    #[test]
+    fn the_verify_run_puts_the_tests_on_the_last_gpu_and_the_sanitizers_on_the_others() {
+        let dir = stand_in_device("racecheck demo gamma 5\n");
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        write_executable(
+            &root.join("bin/nvidia-smi"),
+            "#!/usr/bin/env bash\n\
+             if [ \"$1\" = -L ]; then\n\
+             for ((g = 0; g < DEMO_GPUS; g++)); do echo \"GPU $g: Stand-in (UUID: GPU-$g)\"; done\n\
+             else echo 'Stand-in, 0, 1 MiB'; fi\n",
+        );
+        let path = format!(
+            "{}:{}",
+            root.join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let verify = |gpus: usize, fail: bool| {
+            let out = root.join(format!("verify-{gpus}-{fail}"));
+            let mut command = std::process::Command::new("bash");
+            command
+                .arg(root.join("run.sh"))
+                .arg("verify")
+                .env("PATH", &path)
+                .env("DEMO_GPUS", gpus.to_string())
+                .env("SPDNN_DEVICE_WORK", root.join("work"))
+                .env("OUT", &out)
+                .env("COMPUTE_SANITIZER", root.join("sanitizer"))
+                .env("SANITIZE_TOOLS", "memcheck racecheck");
+            if fail {
+                command.env("DEMO_FAIL", "1");
+            }
+            let output = command.output().unwrap();
+            let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+            let tests = std::fs::read_to_string(out.join("tests.log")).unwrap_or_default();
+            let sanitized: Vec<String> = std::fs::read_dir(out.join("sanitize"))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "log"))
+                .map(|p| std::fs::read_to_string(p).unwrap())
+                .collect();
+            (output.status.success(), stdout, tests, sanitized)
+        };
+        // Three GPUs: the tests on GPU 2, the sanitizer runs spread over GPUs 0 and 1.
+        let (ok, stdout, tests, sanitized) = verify(3, false);
+        assert!(ok, "{stdout}");
+        assert!(
+            stdout.contains("verify: the tests on GPU 2, the sanitizers on GPU(s) 0,1"),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains("verify: tests exit 0, sanitize exit 0"),
+            "{stdout}"
+        );
+        assert!(tests.contains("gpu=2 scale=full"), "{tests}");
+        assert!(
+            !tests.contains("gpu=0") && !tests.contains("gpu=1"),
+            "{tests}"
+        );
+        assert!(
+            sanitized
+                .iter()
+                .all(|l| l.contains("scale=sanitize") && !l.contains("gpu=2")),
+            "{sanitized:?}"
+        );
+        assert!(
+            sanitized.iter().any(|l| l.contains("gpu=0"))
+                && sanitized.iter().any(|l| l.contains("gpu=1")),
+            "{sanitized:?}"
+        );
+        // Two GPUs: the one sanitizer GPU is named for every run.
+        let (ok, stdout, tests, sanitized) = verify(2, false);
+        assert!(ok, "{stdout}");
+        assert!(tests.contains("gpu=1 scale=full"), "{tests}");
+        assert!(
+            !sanitized.is_empty() && sanitized.iter().all(|l| l.contains("gpu=0")),
+            "{sanitized:?}"
+        );
+        // One GPU: in turn, neither restricted.
+        let (ok, stdout, tests, sanitized) = verify(1, false);
+        assert!(ok, "{stdout}");
+        assert!(
+            stdout.contains("verify: one GPU, the tests and then the sanitizers"),
+            "{stdout}"
+        );
+        assert!(tests.contains("gpu=none scale=full"), "{tests}");
+        assert!(
+            !sanitized.is_empty() && sanitized.iter().all(|l| l.contains("gpu=none")),
+            "{sanitized:?}"
+        );
+        // A failing test executable fails the whole.
+        let (ok, stdout, _, _) = verify(2, true);
+        assert!(!ok, "{stdout}");
+        assert!(stdout.contains("verify: tests exit 1"), "{stdout}");
     }
 
     #[test]
