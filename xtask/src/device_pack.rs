@@ -620,6 +620,18 @@ mod tests {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 
+    /// The sanitize run's logs under `out`, sorted.
+    fn sanitize_logs(out: &std::path::Path) -> Vec<String> {
+        let mut logs: Vec<String> = std::fs::read_dir(out.join("sanitize"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect();
+        logs.sort();
+        logs
+    }
+
     /// A stand-in device folder: `run.sh`, an unpacked work folder with one stand-in test
     /// executable (lists three tests, prints its arguments and GPU; exits 1 when
     /// `DEMO_FAIL` is set), a stand-in compute-sanitizer (runs the test executable) and
@@ -627,12 +639,11 @@ mod tests {
     fn stand_in_device(expected: &str) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        let write = write_executable;
         std::fs::create_dir_all(root.join("work/tests")).unwrap();
         std::fs::write(root.join("work/.unpacked"), "").unwrap();
-        write(&root.join("run.sh"), RUN_SCRIPT);
+        write_executable(&root.join("run.sh"), RUN_SCRIPT);
         std::fs::write(root.join("sanitize-expected.txt"), expected).unwrap();
-        write(
+        write_executable(
             &root.join("work/tests/spdnn-demo--gpu"),
             "#!/usr/bin/env bash\n\
              if [[ \" $* \" == *\" --list \"* ]]; then\n\
@@ -642,7 +653,7 @@ mod tests {
              [ -z \"${DEMO_FAIL:-}\" ] || exit 1\n\
              echo 'test result: ok. 3 passed'\n",
         );
-        write(
+        write_executable(
             &root.join("sanitizer"),
             "#!/usr/bin/env bash\n\
              [ \"$1\" = --version ] && { echo stand-in; exit 0; }\n\
@@ -677,13 +688,7 @@ mod tests {
                 .unwrap();
             let stdout = String::from_utf8_lossy(&status.stdout).into_owned();
             assert!(status.status.success(), "{stdout}");
-            let mut logs: Vec<String> = std::fs::read_dir(out.join("sanitize"))
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .filter(|p| p.extension().is_some_and(|x| x == "log"))
-                .map(|p| std::fs::read_to_string(p).unwrap())
-                .collect();
-            logs.sort();
+            let logs = sanitize_logs(&out);
             (stdout, logs)
         };
         // A run per tool and test on one GPU: no device chosen, the excluded test named.
@@ -821,12 +826,7 @@ mod tests {
             let output = command.output().unwrap();
             let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
             let tests = std::fs::read_to_string(out.join("tests.log")).unwrap_or_default();
-            let sanitized: Vec<String> = std::fs::read_dir(out.join("sanitize"))
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .filter(|p| p.extension().is_some_and(|x| x == "log"))
-                .map(|p| std::fs::read_to_string(p).unwrap())
-                .collect();
+            let sanitized = sanitize_logs(&out);
             (output.status.success(), stdout, tests, sanitized)
         };
         // Three GPUs: the tests on GPU 2, the sanitizer runs spread over GPUs 0 and 1.

@@ -34,7 +34,17 @@ fn options(threshold: usize) -> SnicitOptions {
 fn run_with(
     options: SnicitOptions,
 ) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_cuda::CudaError> {
-    move |gpu, p| infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &spec())
+    move |gpu, p| run_spec(gpu, p, &options, &spec())
+}
+
+/// SNICIT on problem `p` with `options` and `spec`.
+fn run_spec(
+    gpu: &Gpu,
+    p: &Problem,
+    options: &SnicitOptions,
+    spec: &RunSpec,
+) -> Result<GpuInference, spdnn_cuda::CudaError> {
+    infer(gpu, &p.layers, &p.input, p.bias, p.upper, options, spec)
 }
 
 #[test]
@@ -267,7 +277,7 @@ fn run_glare(t: usize) -> impl Fn(&Gpu, &Problem) -> Result<GpuInference, spdnn_
             refresh_interval: 2,
             ..options(t)
         };
-        infer(gpu, &p.layers, &p.input, p.bias, p.upper, &options, &spec())
+        run_spec(gpu, p, &options, &spec())
     }
 }
 
@@ -540,20 +550,9 @@ fn a_profiled_only_run_is_the_timed_run() {
         repetitions: 1,
         keep_output: true,
         batch: Some(128),
-        profiled_only: false,
+        ..RunSpec::default()
     };
-    let run = |spec: &RunSpec| {
-        infer(
-            &gpu,
-            &p.layers,
-            &p.input,
-            p.bias,
-            p.upper,
-            &options(2),
-            spec,
-        )
-        .unwrap()
-    };
+    let run = |spec: &RunSpec| run_spec(&gpu, &p, &options(2), spec).unwrap();
     let timed = run(&batched);
     let profiled = run(&RunSpec {
         profiled_only: true,
