@@ -19,15 +19,18 @@ struct BfRecorder {
 };
 
 // One layer (W: n_in x n_out, in num_slabs slabs of the n_out outputs) for the rows in
-// active_rows[0 .. *active_count): for each slab, zero a shared accumulator, add
-// y_j * W[j, slab] over the nonzero y_j (shared atomics), add the bias, clip and write.
+// active_rows[0 .. *active_count): block (position, y) takes slabs y, y + gridDim.y, ...:
+// for each, zero a shared accumulator, add y_j * W[j, slab] over the nonzero y_j (shared
+// atomics), add the bias, clip and write. A row's slabs spread over gridDim.y blocks keep
+// a small batch of rows from leaving the chip idle behind one long block per row.
 // y_in holds rows of n_in values, y_out rows of n_out (n_in == n_out in the challenge's
-// networks). row_alive[position] says whether the row is still non-empty. With `biases`
+// networks). A block that wrote a nonzero sets row_alive[position] to 1 (it is 0 before:
+// zeroed at allocation and cleared by bf_compact_rows after reading it). With `biases`
 // (not GLARE), output c gets biases[c] instead of `bias` (trained networks, biases <= 0).
 // With GLARE, inputs of flagged units are the bound without a load, and an output unit
 // whose values are all at the bound is flagged instead of written. A unit spanning
 // slabs stays open: its parts at the bound are held back and, if a later part is not at
-// the bound, the bound is written into them then.
+// the bound, the bound is written into them then, so GLARE launches with gridDim.y = 1.
 template <bool GLARE, bool CENSUS>
 __device__ __forceinline__ void bf_layer_body(const float* __restrict__ y_in, float* __restrict__ y_out,
                                               const unsigned int* __restrict__ active_rows,
@@ -61,7 +64,7 @@ __device__ __forceinline__ void bf_layer_body(const float* __restrict__ y_in, fl
     // Whether every part so far of the unit left open by the previous slab is at the bound.
     bool open_at_bound = true;
     int alive = 0;
-    for (unsigned int slab = 0; slab < num_slabs; ++slab) {
+    for (unsigned int slab = blockIdx.y; slab < num_slabs; slab += gridDim.y) {
         const unsigned int first_col = slab * slab_width;
         const unsigned int width = min(slab_width, n_out - first_col);
         spdnn_zero_shared(acc, width);
@@ -152,8 +155,8 @@ __device__ __forceinline__ void bf_layer_body(const float* __restrict__ y_in, fl
         __syncthreads();
     }
     alive = __syncthreads_or(alive);
-    if (threadIdx.x == 0) {
-        row_alive[position] = alive ? 1 : 0;
+    if (threadIdx.x == 0 && alive) {
+        row_alive[position] = 1;
     }
     if (CENSUS) {
         tally.flush(recorder.census);
@@ -174,7 +177,7 @@ __device__ __forceinline__ void bf_layer_body(const float* __restrict__ y_in, fl
         unsigned int in_units, unsigned int out_units, unsigned long long *__restrict__ census
 
 #if SPDNN_KEEP(bf_layer)
-// Launch: grid (list capacity; blocks past *active_count exit), block 256, dynamic shared min(slab_width, n_out) floats.
+// Launch: grid (list capacity; blocks past *active_count exit) x (slabs), block 256, dynamic shared min(slab_width, n_out) floats.
 extern "C" __global__ void bf_layer(BF_LAYER_ARGS) {
     bf_layer_body<false, false>(BF_LAYER_PASS, nullptr, BfRecorder{nullptr, nullptr, 0u, 0u, 0u, nullptr});
 }
@@ -182,7 +185,7 @@ extern "C" __global__ void bf_layer(BF_LAYER_ARGS) {
 
 #if SPDNN_KEEP(bf_layer_neurons)
 // bf_layer with a bias per output neuron (biases: n_out values; `bias` unused).
-// Launch: grid (list capacity; blocks past *active_count exit), block 256, dynamic shared min(slab_width, n_out) floats.
+// Launch: grid (list capacity; blocks past *active_count exit) x (slabs), block 256, dynamic shared min(slab_width, n_out) floats.
 extern "C" __global__ void bf_layer_neurons(BF_LAYER_ARGS, const float* __restrict__ biases) {
     bf_layer_body<false, false>(BF_LAYER_PASS, biases, BfRecorder{nullptr, nullptr, 0u, 0u, 0u, nullptr});
 }
@@ -190,7 +193,7 @@ extern "C" __global__ void bf_layer_neurons(BF_LAYER_ARGS, const float* __restri
 
 #if SPDNN_KEEP(bf_layer_glare)
 // bf_layer with the GLARE recorder (in_flags: rows x in_units bytes, out_flags: rows x out_units).
-// Launch: grid (list capacity; blocks past *active_count exit), block 256, dynamic shared min(slab_width, n_out) floats
+// Launch: grid (list capacity; blocks past *active_count exit) x 1, block 256, dynamic shared min(slab_width, n_out) floats
 // (+ GLARE_MAX_ROW_UNITS bytes static).
 extern "C" __global__ void bf_layer_glare(BF_LAYER_ARGS, BF_RECORDER_ARGS) {
     bf_layer_body<true, false>(BF_LAYER_PASS, nullptr, BfRecorder{in_flags, out_flags, shift, in_units, out_units, census});
@@ -199,7 +202,7 @@ extern "C" __global__ void bf_layer_glare(BF_LAYER_ARGS, BF_RECORDER_ARGS) {
 
 #if SPDNN_KEEP(bf_layer_glare_census)
 // bf_layer_glare counting its accesses into census[0 .. GLARE_CENSUS_WORDS).
-// Launch: grid (list capacity; blocks past *active_count exit), block 256, dynamic shared min(slab_width, n_out) floats
+// Launch: grid (list capacity; blocks past *active_count exit) x 1, block 256, dynamic shared min(slab_width, n_out) floats
 // (+ GLARE_MAX_ROW_UNITS bytes static).
 extern "C" __global__ void bf_layer_glare_census(BF_LAYER_ARGS, BF_RECORDER_ARGS) {
     bf_layer_body<true, true>(BF_LAYER_PASS, nullptr, BfRecorder{in_flags, out_flags, shift, in_units, out_units, census});
@@ -208,16 +211,19 @@ extern "C" __global__ void bf_layer_glare_census(BF_LAYER_ARGS, BF_RECORDER_ARGS
 
 #if SPDNN_KEEP(bf_compact_rows)
 // Lists the rows that stayed non-empty: next_rows gets active_rows[i] for every
-// i < *active_count with row_alive[i] (order not kept); *next_count (zeroed before) counts them.
-// One atomic per warp (ballot + popc).
+// i < *active_count with row_alive[i] (order not kept), and row_alive[i] is cleared for the
+// next layer; *next_count (zeroed before) counts them. One atomic per warp (ballot + popc).
 // Launch: grid ceil(capacity / 256), block 256, no shared memory.
 extern "C" __global__ void bf_compact_rows(const unsigned int* __restrict__ active_rows,
                                            const unsigned int* __restrict__ active_count,
-                                           const unsigned char* __restrict__ row_alive,
+                                           unsigned char* __restrict__ row_alive,
                                            unsigned int* __restrict__ next_rows,
                                            unsigned int* __restrict__ next_count) {
     const unsigned long long i = spdnn_global_thread_x();
     const bool keep = i < *active_count && row_alive[i] != 0;
+    if (keep) {
+        row_alive[i] = 0;
+    }
     spdnn_warp_append(keep, keep ? active_rows[i] : 0u, next_rows, next_count);
 }
 #endif  // SPDNN_KEEP(bf_compact_rows)

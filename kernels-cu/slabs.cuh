@@ -14,23 +14,36 @@
 // first_input <= j < end_input: one thread per input, looping over its entries.
 // Consecutive threads take consecutive inputs, so their loads of y coalesce and, in
 // RadiX-Net layers (row j feeds columns j + 64t), their atomics fall in different banks;
-// lanes over the entries of one input would all hit one bank. Returns the weight words
-// this thread read (offsets, columns and values), for the GLARE census.
+// lanes over the entries of one input would all hit one bank. A thread loads the values of
+// `in_flight` inputs before adding any, so their loads overlap instead of
+// each waiting for the one before (a block's time is then less bound by load latency).
+// Returns the weight words this thread read (offsets, columns and values), for the GLARE
+// census.
 template <typename Load>
 __device__ __forceinline__ unsigned int spdnn_slab_scatter_with(float* acc, Load load,
                                                                 const unsigned int* __restrict__ offsets,
                                                                 const unsigned int* __restrict__ cols,
                                                                 const float* __restrict__ vals,
                                                                 unsigned int first_input, unsigned int end_input) {
+    constexpr unsigned int in_flight = 4;
     unsigned int weight_reads = 0;
-    for (unsigned int j = first_input + threadIdx.x; j < end_input; j += blockDim.x) {
-        const float yj = load(j);
-        if (yj != 0.0f) {
-            const unsigned int begin = offsets[j];
-            const unsigned int end = offsets[j + 1];
-            weight_reads += 2u + 2u * (end - begin);
-            for (unsigned int k = begin; k < end; ++k) {
-                atomicAdd(&acc[cols[k]], __fmul_rn(yj, vals[k]));
+    for (unsigned int j0 = first_input + threadIdx.x; j0 < end_input; j0 += in_flight * blockDim.x) {
+        // Input j0 + u * blockDim.x, where it is below end_input (the test cannot overflow).
+        float y[in_flight];
+#pragma unroll
+        for (unsigned int u = 0; u < in_flight; ++u) {
+            y[u] = u * blockDim.x < end_input - j0 ? load(j0 + u * blockDim.x) : 0.0f;
+        }
+#pragma unroll
+        for (unsigned int u = 0; u < in_flight; ++u) {
+            if (y[u] != 0.0f) {
+                const unsigned int j = j0 + u * blockDim.x;
+                const unsigned int begin = offsets[j];
+                const unsigned int end = offsets[j + 1];
+                weight_reads += 2u + 2u * (end - begin);
+                for (unsigned int k = begin; k < end; ++k) {
+                    atomicAdd(&acc[cols[k]], __fmul_rn(y[u], vals[k]));
+                }
             }
         }
     }

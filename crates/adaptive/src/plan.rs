@@ -31,7 +31,8 @@
 use spdnn_cuda::memory::{MemoryModel, Streaming, WeightPlacement};
 
 /// Host-side overhead charged per layer and input batch when comparing plans, ms (launches
-/// and the per-layer bookkeeping every method has; only used to rank plans).
+/// and the per-layer bookkeeping every method has; only used to rank plans). With a probe,
+/// its layer time `T_0` is charged beside it ([`Plan::choose`]).
 pub const LAYER_OVERHEAD_MS: f64 = 0.01;
 
 /// What the probe measured on the device at the start of a run.
@@ -241,7 +242,9 @@ pub struct DoesNotFit {
 impl Plan {
     /// The plan for `problem`: resident when everything fits; otherwise the cheaper of
     /// resident weights with a smaller batch and streamed weights (when the method can
-    /// stream), by `batches · L · (LAYER_OVERHEAD_MS + exposed copy time)`.
+    /// stream), by `batches · L · (LAYER_OVERHEAD_MS + T_0 + exposed copy time)`: every
+    /// further batch pays each layer's launches and its longest block at least once, which
+    /// the probe's layer over a small batch (`T_0`, at most 1024 rows) stands for.
     pub fn choose(problem: &Problem<'_>) -> Result<Plan, DoesNotFit> {
         let model = problem.model;
         let resident = problem.batch_for(model.weight_bytes());
@@ -416,9 +419,11 @@ impl Plan {
     }
 }
 
-/// The ranking cost of a plan, ms.
+/// The ranking cost of a plan, ms: what its batches pay a layer beyond the work of the
+/// rows, which every plan does once ([`Plan::choose`]).
 fn cost(problem: &Problem<'_>, plan: &Plan) -> f64 {
     let layers = problem.model.layers.len() as f64;
+    let latency = problem.timing.map_or(0.0, |t| t.layer_ms);
     let exposed = match (&plan.weights, problem.timing) {
         (WeightPlacement::Resident, _) => 0.0,
         (WeightPlacement::Streamed(_), Some(t)) => {
@@ -430,7 +435,7 @@ fn cost(problem: &Problem<'_>, plan: &Plan) -> f64 {
             problem.model.largest_layer() as f64 / (1u64 << 20) as f64 * 0.1
         }
     };
-    plan.batches as f64 * layers * (LAYER_OVERHEAD_MS + exposed)
+    plan.batches as f64 * layers * (LAYER_OVERHEAD_MS + latency + exposed)
 }
 
 /// Bytes in GiB or MiB, for messages.
@@ -609,6 +614,45 @@ mod tests {
         });
         let plan = Plan::choose(&p).unwrap();
         assert_eq!((plan.layers_per_batch(), plan.bound), (1, Bound::Transfer));
+    }
+
+    #[test]
+    fn a_layer_that_costs_a_batch_time_favours_fewer_batches() {
+        // 10 layers of 10 MiB, 200 000 rows of 1004 bytes, 150 MiB: resident weights leave
+        // room for 4 batches, streamed ones for 2 (of 100 000 rows). A layer's copy (1 ms)
+        // is not hidden behind a layer scaled to a batch (1 ms over the probe's 1 000 000
+        // rows: 0.1 ms), 0.9 ms exposed; but each layer of each batch costs at least the
+        // probe's 1 ms, so 2 streamed batches (2 · 10 · 1.91 ms) cost less than 4 resident
+        // ones (4 · 10 · 1.01 ms).
+        let m = model(10, 10 * MIB, true);
+        let rows = empty_rows(200_000);
+        let mut p = problem(&m, &rows, 150 * MIB);
+        p.timing = Some(Timing {
+            probe_rows: 1_000_000,
+            layer_ms: 1.0,
+            transfer_ms_per_mib: 0.1,
+        });
+        let plan = Plan::choose(&p).unwrap();
+        assert!(
+            matches!(plan.weights, WeightPlacement::Streamed(_)),
+            "{}",
+            plan.describe()
+        );
+        assert_eq!(plan.batches, 2);
+        // A layer as fast as the overhead alone: the exposed copies decide, resident.
+        p.timing = Some(Timing {
+            probe_rows: 1_000_000,
+            layer_ms: 0.0,
+            transfer_ms_per_mib: 0.1,
+        });
+        let plan = Plan::choose(&p).unwrap();
+        assert_eq!(
+            plan.weights,
+            WeightPlacement::Resident,
+            "{}",
+            plan.describe()
+        );
+        assert_eq!(plan.batches, 4);
     }
 
     #[test]

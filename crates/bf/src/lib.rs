@@ -2,9 +2,9 @@
 //! Graph Challenge", HPEC 2019): the weights of each layer as CSR in column slabs sized to
 //! shared memory, dense row-major activations, and work only on the list of non-empty rows.
 //!
-//! Per layer two kernels run (`kernels-cu/bf.cu`): `bf_layer`, one block per non-empty row,
-//! accumulates `Σ_j y_j·W_j*` slab by slab in shared memory, adds the bias and clips;
-//! `bf_compact_rows` lists the rows that stayed non-empty for the next layer. The row count
+//! Per layer two kernels run (`kernels-cu/bf.cu`): `bf_layer`, one block per non-empty row
+//! and output slab, accumulates `Σ_j y_j·W_j*` over its slab in shared memory, adds the
+//! bias and clips; `bf_compact_rows` lists the rows that stayed non-empty for the next layer. The row count
 //! stays on the device, so the host never waits between layers. Weights are resident when
 //! they fit, otherwise the next layer is copied from pinned host memory on a second stream
 //! into one of two device buffers while the current layer runs.
@@ -36,14 +36,16 @@ const LAYER_THREADS: u32 = 256;
 /// Threads per block of `bf_compact_rows`.
 const LIST_THREADS: u32 = 256;
 
-/// `bf_layer`: one block per list slot (grid = the list's capacity; blocks past the count
-/// exit); dynamic shared: one float per column of the layer's widest slab
-/// (`min(slab width, N_out)`, [`spdnn_cuda::slab_weights::SlabLayer::shared`]).
+/// `bf_layer`: one block per list slot and output slab (grid = the list's capacity × the
+/// layer's output slabs, [`layer_grid`]; blocks past the count exit); dynamic shared: one
+/// float per column of the layer's widest slab (`min(slab width, N_out)`,
+/// [`spdnn_cuda::slab_weights::SlabLayer::shared`]).
 pub const LAYER: KernelDecl = KernelDecl::new(&BF, "bf_layer", LAYER_THREADS).with_shared_array(4);
 /// `bf_layer_neurons`: [`LAYER`] with a bias per output neuron.
 pub const LAYER_NEURONS: KernelDecl =
     KernelDecl::new(&BF, "bf_layer_neurons", LAYER_THREADS).with_shared_array(4);
-/// `bf_layer_glare`: [`LAYER`] with the GLARE recorder.
+/// `bf_layer_glare`: [`LAYER`] with the GLARE recorder, a block per list slot taking every
+/// slab in turn (a recorder unit may span two slabs).
 pub const LAYER_GLARE: KernelDecl =
     KernelDecl::new(&BF, "bf_layer_glare", LAYER_THREADS).with_shared_array(4);
 /// `bf_layer_glare_census`: [`LAYER_GLARE`] counting its accesses.
@@ -170,6 +172,12 @@ pub struct GlareStep<'b> {
     pub counting: bool,
 }
 
+/// The grid of the layer kernels: a block per list slot and output slab, or (GLARE, whose
+/// recorder units may span two slabs) a block per list slot taking the slabs in turn.
+pub fn layer_grid(capacity: u32, slabs_out: u32, glare: bool) -> (u32, u32) {
+    (capacity, if glare { 1 } else { slabs_out.max(1) })
+}
+
 /// Enqueues one BF layer (`bf_layer` then `bf_compact_rows`) on the listed rows; the next
 /// list and its count stay on the device.
 pub fn enqueue_layer(
@@ -229,6 +237,7 @@ pub fn enqueue_layer(
     if let Some(biases) = step.biases {
         launch.arg(&**biases);
     }
+    let grid = layer_grid(capacity_u32, slabs_u32, step.glare.is_some());
     let mut glare = step.glare;
     if let Some(g) = glare.as_mut() {
         launch
@@ -239,7 +248,7 @@ pub fn enqueue_layer(
             .arg(&g.out_units)
             .arg(&mut g.census);
     }
-    let config = kernel.config_shared(capacity_u32, widths.shared)?;
+    let config = kernel.config_shared(grid, widths.shared)?;
     unsafe { launch.launch(config) }.context("launching bf_layer")?;
     stream
         .memset_zeros(&mut **step.count_out)
@@ -248,7 +257,7 @@ pub fn enqueue_layer(
     compact
         .arg(&**step.list_in)
         .arg(&**step.count_in)
-        .arg(&**step.alive)
+        .arg(&mut **step.alive)
         .arg(&mut **step.list_out)
         .arg(&mut **step.count_out);
     let config = kernels
@@ -688,6 +697,10 @@ impl BfBatch {
         stream
             .memset_zeros(&mut **self.y.current_mut())
             .context("clearing the activations")?;
+        // bf_layer only sets a row's flag; bf_compact_rows clears the listed ones.
+        stream
+            .memset_zeros(&mut *self.alive)
+            .context("clearing the row flags")?;
         rows::scatter_rows(gpu, input, self.y.current_mut())?;
         self.width = input.ncols();
         let rows_u32 = input.nrows() as u32;
