@@ -20,7 +20,8 @@
 # (what it leaves under $OUT: r/*.json, r/*.log, r/table.md). About 8 minutes on one H100:
 # the generation ~1 min, each blockdepend run ~40 s (its compression), bf streamed ~1 min.
 # LAYERS (default 480) picks the network, RUNS the runs (tags method-budget, "none" for no
-# budget; default the list below), PEAK=0 leaves out step 1.
+# budget; default the list below), PEAK=0 leaves out step 1, WARMUP and REPETITIONS (default
+# 1 and 3; added 2026-11-27d) the timing of the runs other than bf's streamed ones.
 . .device/preamble.sh
 L=${LAYERS:-480}
 RUNS=${RUNS:-"blockdepend-none blockdepend-4GiB blockdepend-1GiB snicit-none snicit-8GiB bf-4GiB xy-none hp-none"}
@@ -56,7 +57,7 @@ for tag in $RUNS; do
   method=${tag%-*} budget=${tag##*-}; [ "$budget" = none ] && budget=-
   # bf streams its weights in a budget: one pass, no warm-up.
   if [ "$method" = bf ] && [ "$budget" != - ]; then run $tag $method $budget 0 1
-  else run $tag $method $budget 1 3; fi
+  else run $tag $method $budget ${WARMUP:-1} ${REPETITIONS:-3}; fi
 done
 
 # One table from the JSON: each run against its method's unconstrained run.

@@ -112,6 +112,17 @@ fn snicit_batched_matches_the_reference() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn snicit_streams_its_post_convergence_layers() {
+    // Converted after layer 2: 22 post-convergence layers, which stream in the budget.
+    let options = spdnn_snicit::SnicitOptions {
+        threshold: 2,
+        ..Default::default()
+    };
+    check_method::<spdnn_snicit::Snicit>(&options, true, 1024);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn cusparse_batched_matches_the_reference() {
     check_method::<spdnn_cusparse::Cusparse>(&Default::default(), false, 1024);
 }

@@ -50,13 +50,14 @@ use std::any::Any;
 use std::path::Path;
 
 use rayon::prelude::*;
-use spdnn_cuda::memory::MemoryModel;
+use spdnn_cuda::memory::{MemoryModel, Streaming, WeightPlacement};
 use spdnn_cuda::method::{self, DeviceRun, KernelMethod, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::rows::{self, GpuInference, RowList, RunSpec};
 use spdnn_cuda::{CudaError, Gpu};
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_glare::{Glare, GlareKernel, Recorder, model};
 use spdnn_xy::gpu::{DeviceXyNetwork, XyRun};
+use spdnn_xy::stream::StreamedXyLayers;
 use spdnn_xy::{XyNetwork, XyOptions};
 
 use run::{Context, Kernels, Outcome, Pre};
@@ -119,6 +120,10 @@ pub struct SnicitOptions {
     /// layer, a non-centroid row's elements within this distance of its centroid's are set
     /// to the centroid's. Finite and ≥ 0; not with GLARE.
     pub prune: f32,
+    /// Stream the post-convergence layers from pinned host memory through two device
+    /// slots, one layer a copy (`None`: every layer resident). The partitioner sets it
+    /// when the layers do not fit beside the rows.
+    pub streaming: Option<Streaming>,
 }
 
 impl Default for SnicitOptions {
@@ -135,6 +140,7 @@ impl Default for SnicitOptions {
             xy: XyOptions::default(),
             glare: None,
             prune: 0.0,
+            streaming: None,
         }
     }
 }
@@ -154,6 +160,8 @@ impl serde::Serialize for SnicitOptions {
             #[serde(skip_serializing_if = "Option::is_none")]
             xy: Option<&'a XyOptions>,
             prune: report::Shortest,
+            #[serde(skip_serializing_if = "std::ops::Not::not")]
+            streamed: bool,
         }
         Parameters {
             threshold: self.threshold,
@@ -166,6 +174,7 @@ impl serde::Serialize for SnicitOptions {
             pre_convergence: self.pre_convergence,
             xy: (self.pre_convergence == PreConvergence::Xy).then_some(&self.xy),
             prune: report::Shortest(self.prune),
+            streamed: self.streaming.is_some(),
         }
         .serialize(s)
     }
@@ -270,8 +279,11 @@ impl KernelMethod for Snicit {
     /// cluster arrays and the recovery's ids. The model is the largest phase, each count of
     /// rows (alive at t, exported, centroids) at its bound. Per layer: XY's layout
     /// ([`spdnn_xy::format::layer_device_bytes`]) or, before t with `--pre-convergence bf`,
-    /// BF's packed slabs, and the per-neuron biases. Fixed: the samples' sums and centroid
-    /// list (GLARE: the census).
+    /// BF's packed slabs, and the per-neuron biases; the model's layers are the
+    /// post-convergence ones, which stream in a tight budget ([`StreamedXyLayers`]), while
+    /// the pre-convergence layers stay resident and count as fixed. Fixed: those, the
+    /// samples' sums and centroid list (GLARE: the census), and what the two streaming
+    /// slots hold beyond two of the largest layer.
     fn memory(chain: &LayerChain<'_>, options: &SnicitOptions) -> MemoryModel {
         let layers = chain.layers;
         let mut widths = vec![chain.neurons()];
@@ -325,24 +337,53 @@ impl KernelMethod for Snicit {
             .fold((0, 0), |(r, f), (pr, pf)| (r.max(pr), f.max(pf)));
         let slab_width = spdnn_cuda::slab_weights::chosen_slab_width(&layers[..t], None);
         let slabs = spdnn_cuda::slab_weights::packed_layer_bytes(&layers[..t], slab_width);
-        let layer_bytes = layers
+        // Each layer's arrays (offsets, inputs, values, biases) as the device holds them.
+        let arrays: Vec<[usize; 4]> = layers
             .par_iter()
             .enumerate()
-            .map(|(l, w)| match options.pre_convergence {
-                PreConvergence::Bf if l < t => slabs[l],
-                _ => spdnn_xy::format::layer_device_bytes(w),
+            .map(|(l, w)| {
+                let biases = chain.bias_bytes(l) / 4;
+                match options.pre_convergence {
+                    PreConvergence::Bf if l < t => [slabs[l] / 4, 0, 0, biases],
+                    _ => {
+                        let [offsets, inputs, values] = spdnn_xy::format::layer_device_arrays(w);
+                        [offsets, inputs, values, biases]
+                    }
+                }
             })
             .collect();
+        let bytes = |a: &[usize; 4]| 4 * a.iter().sum::<usize>();
+        // The pre-convergence layers stay resident; the post-convergence ones may stream
+        // through two slots that hold the largest of every array: beyond two of the largest
+        // layer (the streamed bytes the plan counts), held either way (0 when the layers
+        // are alike, as in the challenge's networks).
+        let pre: usize = arrays[..t].iter().map(bytes).sum();
+        let post: Vec<usize> = arrays[t..].iter().map(bytes).collect();
+        let largest = post.iter().copied().max().unwrap_or(0);
+        let slots = spdnn_xy::stream::slot_bytes(arrays[t..].iter().copied());
         let census = options
             .glare
             .map_or(0, |_| spdnn_glare::Census::bytes(layers.len()));
         MemoryModel {
             per_row,
-            layers: chain.with_bias_bytes(layer_bytes),
-            fixed: fixed + census,
-            streaming: false,
+            streaming: post.len() > 1,
+            layers: post,
+            fixed: fixed + census + pre + slots.saturating_sub(2 * largest),
             exact: options.glare.is_none(),
         }
+    }
+
+    fn place_weights(
+        options: &SnicitOptions,
+        placement: &WeightPlacement,
+    ) -> Option<SnicitOptions> {
+        Some(SnicitOptions {
+            streaming: match placement {
+                WeightPlacement::Resident => None,
+                WeightPlacement::Streamed(streaming) => Some(*streaming),
+            },
+            ..options.clone()
+        })
     }
 
     /// XY's preprocessing (also for BF's stage: the post-convergence layers run XY's
@@ -410,12 +451,21 @@ impl KernelMethod for Snicit {
                 Pre::Bf(Box::new(bf))
             }
         };
-        let post = DeviceXyNetwork::upload_with_biases(
-            gpu,
-            &network,
-            threshold..layers.len(),
-            chain.biases,
-        )?;
+        let post_range = threshold..layers.len();
+        let post = match options.streaming {
+            None => run::PostLayers::Resident(DeviceXyNetwork::upload_with_biases(
+                gpu,
+                &network,
+                post_range,
+                chain.biases,
+            )?),
+            Some(_) => run::PostLayers::Streamed(Box::new(StreamedXyLayers::new(
+                gpu,
+                &network,
+                post_range,
+                chain.biases,
+            )?)),
+        };
         let context = Context {
             gpu,
             kernels: Kernels::load(gpu, variants)?,
@@ -582,6 +632,15 @@ impl DeviceRun for SnicitRun<'_> {
         }
         if let Some(glare) = &self.context.options.glare {
             details.push(("glare_segment".into(), glare.segment.to_string()));
+        }
+        if let Some(s) = self.context.post.stream_stats() {
+            details.push((
+                "weights".into(),
+                format!(
+                    "post-convergence layers streamed: {} copies, {} bytes, slots of {} bytes",
+                    s.copies, s.bytes, s.slot_bytes
+                ),
+            ));
         }
         details
     }

@@ -12,9 +12,11 @@ use spdnn_glare::{Census, Glare, Recorder};
 use spdnn_xy::XyNetwork;
 use spdnn_xy::gpu::ROW_THREADS as ROW_BLOCK;
 use spdnn_xy::gpu::{
-    DeviceXyNetwork, ExportedRows, RecorderStep, RowMajorStep, XyKernels, XyRun, XyVariants,
-    launch_gather_rows, launch_row_major,
+    DeviceXyLayer, DeviceXyNetwork, ExportedRows, RecorderStep, RowMajorStep, XyKernels, XyRun,
+    XyVariants, launch_gather_rows, launch_row_major,
 };
+
+use spdnn_xy::stream::{StreamedXyLayers, XyStreamStats};
 
 use crate::SnicitOptions;
 use crate::bf_pre::BfPre;
@@ -157,13 +159,46 @@ impl Outcome {
     }
 }
 
+/// The post-convergence layers: resident, or streamed from pinned host memory.
+pub(crate) enum PostLayers {
+    Resident(DeviceXyNetwork),
+    Streamed(Box<StreamedXyLayers>),
+}
+
+impl PostLayers {
+    fn len(&self) -> usize {
+        match self {
+            Self::Resident(network) => network.layers.len(),
+            Self::Streamed(streamed) => streamed.len(),
+        }
+    }
+
+    /// Layer `index` on the device (streamed: its copy issued, and the next one's).
+    fn layer(&mut self, index: usize) -> Result<&DeviceXyLayer, CudaError> {
+        match self {
+            Self::Resident(network) => network.layers.get(index).ok_or_else(|| {
+                CudaError::InvalidArgument(format!("no post-convergence layer {index}"))
+            }),
+            Self::Streamed(streamed) => streamed.layer(index),
+        }
+    }
+
+    /// What the streaming copied (`None` when resident).
+    pub(crate) fn stream_stats(&self) -> Option<XyStreamStats> {
+        match self {
+            Self::Resident(_) => None,
+            Self::Streamed(streamed) => Some(streamed.stats()),
+        }
+    }
+}
+
 /// What is shared by every batch.
 pub(crate) struct Context<'a> {
     pub gpu: &'a Gpu,
     pub kernels: Kernels,
     pub network: std::sync::Arc<XyNetwork>,
     pub pre: Pre,
-    pub post: DeviceXyNetwork,
+    pub post: PostLayers,
     pub options: SnicitOptions,
     pub threshold: usize,
     /// The widths `N_0, …, N_L` of the chain.
@@ -360,7 +395,7 @@ impl<'a> Context<'a> {
         stream
             .memset_zeros(&mut **flags)
             .context("clearing the row flags")?;
-        if self.post.layers.is_empty() {
+        if self.post.len() == 0 {
             // The threshold is at or past the last layer: no conversion.
             self.mark_pre_categories(batch, flags)?;
             probe.step(recovery)?;
@@ -392,7 +427,7 @@ impl<'a> Context<'a> {
         let listed = gpu.download(&*post.lists.current().count)?[0] as usize;
         outcome.nonempty_after_conversion = listed;
         let listed_u32 = listed.max(1) as u32;
-        let layers_total = self.threshold + self.post.layers.len();
+        let layers_total = self.threshold + self.post.len();
         if let Some(recorder) = post.recorder.as_mut() {
             // The exported rows are all in memory: no unit recorded yet (R_0).
             recorder.clear(gpu)?;
@@ -404,7 +439,8 @@ impl<'a> Context<'a> {
         } else {
             self.options.prune
         };
-        for (index, layer) in self.post.layers.iter().enumerate() {
+        for index in 0..self.post.len() {
+            let layer = self.post.layer(index)?;
             let absolute = self.threshold + index + 1;
             let list = post.lists.current();
             let recorder = match (self.glare.as_mut(), post.recorder.as_mut()) {
@@ -687,7 +723,7 @@ impl<'a> Context<'a> {
                     clustered.ids.clone(),
                 )
             }
-            None if self.post.layers.is_empty() => {
+            None if self.post.len() == 0 => {
                 let pre = batch.pre.take().ok_or_else(exported_twice)?;
                 let (exported, _) = self.export(pre)?;
                 let values = if exported.ids.is_empty() {

@@ -125,6 +125,33 @@ fn compressed_networks() {
     }));
 }
 
+/// `options` with the post-convergence layers streamed through two slots.
+fn streamed(options: SnicitOptions) -> SnicitOptions {
+    SnicitOptions {
+        streaming: Some(spdnn_cuda::memory::Streaming::default()),
+        ..options
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn streamed_post_convergence_layers() {
+    check_exact_random(&run_with(streamed(options(1))));
+    // Several batches: each streams every layer again from the first.
+    check_exact_random(&run_with(streamed(SnicitOptions {
+        refresh_interval: 1,
+        batch: Some(37),
+        ..options(2)
+    })));
+    // Layers of different widths and sizes through the same slots.
+    check_rectangular_random(&run_with(streamed(options(1))));
+    check_compressed(&run_with(streamed(SnicitOptions {
+        pre_convergence: PreConvergence::Bf,
+        ..options(2)
+    })));
+    check_biased_random(&run_biased(streamed(options(1))), false);
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn general_random_networks() {

@@ -586,13 +586,20 @@ pub fn layout_bytes(blocks: usize, inputs: usize, values: usize) -> usize {
 /// general one every entry. The proposal merges different lists only on a 64-bit hash
 /// collision (then the grouping comes from the exact classes, which can differ).
 pub fn layer_device_bytes(layer: &Csr) -> usize {
+    4 * layer_device_arrays(layer).iter().sum::<usize>()
+}
+
+/// The 32-bit elements of each array [`layer_device_bytes`] counts: the block offsets, the
+/// inputs and the values (at least one each, as uploaded).
+pub fn layer_device_arrays(layer: &Csr) -> [usize; 3] {
     let (outputs, nnz) = (layer.ncols(), layer.nnz());
     let grouped = outputs.is_multiple_of(GROUP) && sizes_are_groups(&proposed_classes(layer).2);
-    if grouped {
-        layout_bytes(outputs / GROUP, nnz / GROUP, nnz)
+    let (blocks, inputs) = if grouped {
+        (outputs / GROUP, nnz / GROUP)
     } else {
-        layout_bytes(outputs, nnz, nnz)
-    }
+        (outputs, nnz)
+    };
+    [blocks + 1, inputs.max(1), nnz.max(1)]
 }
 
 /// Whether every class size is a multiple of [`GROUP`].

@@ -158,6 +158,14 @@ pub fn detect_row_major_layers(network: &XyNetwork) -> usize {
         .count()
 }
 
+/// A slot's offsets, inputs, values and biases, to copy a streamed layer into.
+pub(crate) type SlotArrays<'a> = (
+    &'a mut DeviceBuffer<u32>,
+    &'a mut DeviceBuffer<u32>,
+    &'a mut DeviceBuffer<f32>,
+    Option<&'a mut DeviceBuffer<f32>>,
+);
+
 /// One layer on the device.
 pub struct DeviceXyLayer {
     group: u32,
@@ -175,7 +183,7 @@ pub struct DeviceXyLayer {
 }
 
 /// `width` as a `u32` index bound, or an error naming it.
-fn width_u32(width: usize) -> Result<u32, CudaError> {
+pub(crate) fn width_u32(width: usize) -> Result<u32, CudaError> {
     u32::try_from(width).map_err(|_| {
         CudaError::InvalidArgument(format!("a width of {width} neurons does not fit u32"))
     })
@@ -208,6 +216,42 @@ impl DeviceXyLayer {
             values: gpu.upload_nonempty(&layer.values)?,
             biases,
         })
+    }
+
+    /// An empty layer whose arrays hold `lens` (offsets, inputs, values; at least one
+    /// element each) and, when `biases` is set, that many biases: a slot that streamed
+    /// layers are copied into ([`crate::stream::StreamedXyLayers`]).
+    pub(crate) fn slot(
+        gpu: &Gpu,
+        lens: [usize; 3],
+        biases: Option<usize>,
+    ) -> Result<Self, CudaError> {
+        Ok(Self {
+            group: 1,
+            blocks: 0,
+            in_width: 0,
+            out_width: 0,
+            offsets: gpu.alloc_zeros(lens[0].max(1))?,
+            inputs: gpu.alloc_zeros(lens[1].max(1))?,
+            values: gpu.alloc_zeros(lens[2].max(1))?,
+            biases: biases.map(|n| gpu.alloc_zeros(n.max(1))).transpose()?,
+        })
+    }
+
+    /// Sets the shape of the layer a slot now holds.
+    pub(crate) fn set_shape(&mut self, group: u32, blocks: u32, in_width: u32, out_width: u32) {
+        (self.group, self.blocks, self.in_width, self.out_width) =
+            (group, blocks, in_width, out_width);
+    }
+
+    /// The arrays, to copy a layer into a slot.
+    pub(crate) fn arrays_mut(&mut self) -> SlotArrays<'_> {
+        (
+            &mut self.offsets,
+            &mut self.inputs,
+            &mut self.values,
+            self.biases.as_mut(),
+        )
     }
 
     /// Its input and output widths `(N_{l-1}, N_l)`.

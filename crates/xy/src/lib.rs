@@ -31,6 +31,7 @@ pub mod cache;
 pub mod error;
 pub mod format;
 pub mod gpu;
+pub mod stream;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,271 @@
+//! XY layers streamed through two device slots from pinned host memory: for networks whose
+//! layers do not fit beside the rows (T4-adaptive's streaming, seed 001 §III-A, with one
+//! layer a copy). Layer `i` runs from slot `i mod 2`; when it is asked for, the copy of
+//! layer `i + 1` into the other slot is issued on a second stream, so it runs while layer
+//! `i` computes. cudarc's per-buffer events order each copy after the kernels that read
+//! the slot before, and the kernels after their copy.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use spdnn_cuda::cudarc::driver::{CudaStream, DeviceRepr, ValidAsZeroBits};
+use spdnn_cuda::{CudaError, DriverResultExt, Gpu, PinnedBuffer};
+
+use crate::format::{XyLayer, XyNetwork};
+use crate::gpu::{DeviceXyLayer, width_u32};
+
+/// One layer's arrays in pinned host memory and its shape.
+struct HostLayer {
+    group: u32,
+    blocks: u32,
+    in_width: u32,
+    out_width: u32,
+    offsets: PinnedBuffer<u32>,
+    inputs: PinnedBuffer<u32>,
+    values: PinnedBuffer<f32>,
+    biases: Option<PinnedBuffer<f32>>,
+}
+
+/// `host` in a new pinned, write-combined buffer (at least one element).
+fn pinned<T: Copy + DeviceRepr + ValidAsZeroBits>(
+    gpu: &Gpu,
+    host: &[T],
+) -> Result<PinnedBuffer<T>, CudaError> {
+    let mut buffer = gpu.alloc_pinned_write_combined::<T>(host.len().max(1))?;
+    buffer.as_mut_slice()?[..host.len()].copy_from_slice(host);
+    Ok(buffer)
+}
+
+impl HostLayer {
+    fn new(
+        gpu: &Gpu,
+        layer: &XyLayer,
+        inputs: usize,
+        biases: Option<&[f32]>,
+    ) -> Result<Self, CudaError> {
+        let biases = match biases {
+            None => None,
+            Some(b) => {
+                let ordered = layer.position_biases(b).ok_or_else(|| {
+                    CudaError::InvalidArgument(format!(
+                        "{} biases for an XY layer of {} neurons",
+                        b.len(),
+                        layer.width()
+                    ))
+                })?;
+                Some(pinned(gpu, &ordered)?)
+            }
+        };
+        Ok(Self {
+            group: layer.group,
+            blocks: layer.blocks() as u32,
+            in_width: width_u32(inputs)?,
+            out_width: width_u32(layer.width())?,
+            offsets: pinned(gpu, &layer.block_offsets)?,
+            inputs: pinned(gpu, &layer.inputs)?,
+            values: pinned(gpu, &layer.values)?,
+            biases,
+        })
+    }
+
+    /// Elements of the offsets, inputs, values and biases (0 without) as pinned.
+    fn lens(&self) -> [usize; 4] {
+        [
+            self.offsets.len(),
+            self.inputs.len(),
+            self.values.len(),
+            self.biases.as_ref().map_or(0, |b| b.len()),
+        ]
+    }
+}
+
+/// What the streaming copied so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct XyStreamStats {
+    /// Layer copies issued.
+    pub copies: usize,
+    /// Bytes copied.
+    pub bytes: usize,
+    /// Device bytes of the two slots.
+    pub slot_bytes: usize,
+}
+
+/// XY layers held in pinned host memory and run from two device slots.
+pub struct StreamedXyLayers {
+    /// The widths through the layers: the first one's input width, then each one's output.
+    pub widths: Vec<usize>,
+    host: Vec<HostLayer>,
+    slots: [DeviceXyLayer; 2],
+    /// The layer whose copy each slot last took.
+    held: [Option<usize>; 2],
+    copy_stream: Arc<CudaStream>,
+    stats: XyStreamStats,
+}
+
+/// Device bytes of the two slots [`StreamedXyLayers::new`] allocates for layers of
+/// `lens` (each layer's offsets, inputs, values and biases, as [`HostLayer::lens`]): each
+/// slot holds the largest of every array.
+pub fn slot_bytes(lens: impl IntoIterator<Item = [usize; 4]>) -> usize {
+    let most = lens.into_iter().fold([0usize; 4], |most, lens| {
+        std::array::from_fn(|i| most[i].max(lens[i]))
+    });
+    2 * 4 * most.iter().sum::<usize>()
+}
+
+impl StreamedXyLayers {
+    /// Pins the layers `range` of `network` on the host (with a bias per output neuron of
+    /// every layer when `biases` is given, as [`crate::gpu::DeviceXyNetwork::upload_with_biases`])
+    /// and allocates the two slots, each sized for the largest of every array.
+    pub fn new(
+        gpu: &Gpu,
+        network: &XyNetwork,
+        range: Range<usize>,
+        biases: Option<&[Vec<f32>]>,
+    ) -> Result<Self, CudaError> {
+        if let Some(b) = biases
+            && b.len() != network.layers.len()
+        {
+            return Err(CudaError::InvalidArgument(format!(
+                "{} bias vectors for an XY network of {} layers",
+                b.len(),
+                network.layers.len()
+            )));
+        }
+        let all = network.widths();
+        let (Some(chosen), Some(widths)) = (
+            network.layers.get(range.clone()),
+            all.get(range.start..=range.end),
+        ) else {
+            return Err(CudaError::InvalidArgument(format!(
+                "layers {}..{} of a network of {} layers",
+                range.start,
+                range.end,
+                network.layers.len()
+            )));
+        };
+        let host = chosen
+            .iter()
+            .zip(widths)
+            .enumerate()
+            .map(|(i, (layer, &inputs))| {
+                let own = biases.map(|b| b[range.start + i].as_slice());
+                HostLayer::new(gpu, layer, inputs, own)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let most = host.iter().fold([1usize; 4], |most, layer| {
+            let lens = layer.lens();
+            std::array::from_fn(|i| most[i].max(lens[i]))
+        });
+        let biased = biases.is_some();
+        let slot =
+            || DeviceXyLayer::slot(gpu, [most[0], most[1], most[2]], biased.then_some(most[3]));
+        let slots = [slot()?, slot()?];
+        let slot_bytes = slot_bytes(host.iter().map(HostLayer::lens));
+        Ok(Self {
+            widths: widths.to_vec(),
+            host,
+            slots,
+            held: [None, None],
+            copy_stream: gpu.new_stream()?,
+            stats: XyStreamStats {
+                slot_bytes,
+                ..XyStreamStats::default()
+            },
+        })
+    }
+
+    /// Number of layers.
+    pub fn len(&self) -> usize {
+        self.host.len()
+    }
+
+    /// Whether there are no layers.
+    pub fn is_empty(&self) -> bool {
+        self.host.is_empty()
+    }
+
+    /// What the streaming copied so far.
+    pub fn stats(&self) -> XyStreamStats {
+        self.stats
+    }
+
+    /// Layer `index` on the device, its copy issued now unless it was issued before; the
+    /// copy of the next layer into the other slot is issued too.
+    pub fn layer(&mut self, index: usize) -> Result<&DeviceXyLayer, CudaError> {
+        if index >= self.host.len() {
+            return Err(CudaError::InvalidArgument(format!(
+                "no streamed XY layer {index} of {}",
+                self.host.len()
+            )));
+        }
+        let slot = index % 2;
+        if self.held[slot] != Some(index) {
+            self.issue(slot, index)?;
+        }
+        let next = index + 1;
+        if next < self.host.len() && self.held[1 - slot] != Some(next) {
+            self.issue(1 - slot, next)?;
+        }
+        Ok(&self.slots[slot])
+    }
+
+    /// Copies layer `index` into `slot` on the copy stream.
+    fn issue(&mut self, slot: usize, index: usize) -> Result<(), CudaError> {
+        let host = &self.host[index];
+        let target = &mut self.slots[slot];
+        target.set_shape(host.group, host.blocks, host.in_width, host.out_width);
+        let mut bytes = 0;
+        let context = "streaming an XY layer";
+        let (offsets, inputs, values, biases) = target.arrays_mut();
+        let mut offsets = offsets.slice_mut(0..host.offsets.len());
+        self.copy_stream
+            .memcpy_htod(&*host.offsets, &mut offsets)
+            .context(context)?;
+        let mut inputs = inputs.slice_mut(0..host.inputs.len());
+        self.copy_stream
+            .memcpy_htod(&*host.inputs, &mut inputs)
+            .context(context)?;
+        let mut values = values.slice_mut(0..host.values.len());
+        self.copy_stream
+            .memcpy_htod(&*host.values, &mut values)
+            .context(context)?;
+        bytes += 4 * (host.offsets.len() + host.inputs.len() + host.values.len());
+        match (biases, &host.biases) {
+            (Some(device), Some(from)) => {
+                let mut device = device.slice_mut(0..from.len());
+                self.copy_stream
+                    .memcpy_htod(&**from, &mut device)
+                    .context(context)?;
+                bytes += 4 * from.len();
+            }
+            (None, None) => {}
+            _ => {
+                return Err(CudaError::InvalidArgument(
+                    "a streamed XY layer's biases do not match its slot".into(),
+                ));
+            }
+        }
+        self.held[slot] = Some(index);
+        self.stats.copies += 1;
+        self.stats.bytes += bytes;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_hold_the_largest_of_every_array_twice() {
+        assert_eq!(
+            slot_bytes([[3, 10, 160, 0], [5, 4, 64, 0]]),
+            2 * 4 * (5 + 10 + 160)
+        );
+        assert_eq!(
+            slot_bytes([[2, 1, 16, 16], [9, 1, 1, 32]]),
+            2 * 4 * (9 + 1 + 16 + 32)
+        );
+        assert_eq!(slot_bytes(std::iter::empty()), 0);
+    }
+}
