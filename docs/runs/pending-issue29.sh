@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Ran as call 1 of the session 2026-11-27d (docs/runs/2026-11-27d-call1.sh; results in
+# docs/adaptive.md, "the batches' cost found and mended").
 # Pending device call for issue 29 (written at the end of the session 2026-11-27c, whose
 # device budget was spent). bf's streamed weights in 4 GiB took 1.93x its unconstrained time
 # on 65536-480 (call 4 of 2026-11-27c, H200: 19 151 ms against 9 942; the plan's transfer
