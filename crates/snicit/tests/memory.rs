@@ -1,6 +1,7 @@
 //! SNICIT's memory model: a batch holds two activation buffers of the widest rows (both
 //! spMMs run on them) and a few bytes more a row, whichever pre-convergence spMM; the
-//! layers are XY's layouts (or BF's slabs before t).
+//! layers are XY's layouts (or BF's slabs before t): the post-convergence ones as the
+//! model's layers (they stream), the pre-convergence ones as fixed bytes.
 
 use spdnn_cuda::memory::WeightPlacement;
 use spdnn_cuda::method::{KernelMethod, LayerChain};
@@ -11,7 +12,6 @@ use spdnn_xy::XyNetwork;
 fn check(chain: &LayerChain<'_>, threshold: usize) {
     let widest = spdnn_cuda::memory::widest(chain);
     let network = XyNetwork::prepare(chain.layers).unwrap();
-    let biases: usize = (0..chain.layers.len()).map(|l| chain.bias_bytes(l)).sum();
     let t = threshold.min(chain.layers.len());
     for pre in [PreConvergence::Xy, PreConvergence::Bf] {
         let options = SnicitOptions {
@@ -20,32 +20,63 @@ fn check(chain: &LayerChain<'_>, threshold: usize) {
             ..Default::default()
         };
         let model = Snicit::memory(chain, &options);
-        assert!(model.exact && !model.streaming);
+        // The post-convergence layers are the model's layers; they stream when there are
+        // at least two.
+        assert!(model.exact);
+        assert_eq!(model.streaming, chain.layers.len() - t > 1, "{pre:?}");
         // Two activation buffers and at most 40 bytes more a row (lists, flags, ids, the
-        // cluster arrays); fixed: the samples' sums and centroids, a row's permutation.
+        // cluster arrays).
         assert!(
             (8 * widest..=8 * widest + 40).contains(&model.per_row),
             "{pre:?}: {} bytes a row for rows of {widest}",
             model.per_row
         );
-        let sums = 4 * options.samples * (options.bins + 1);
-        assert!(model.fixed >= sums && model.fixed <= sums + 4 * widest + 64);
         let slab = chosen_slab_width(&chain.layers[..t], None);
         let slabs = packed_layer_bytes(&chain.layers[..t], slab);
-        let weights: usize = network
+        let layer_bytes: Vec<usize> = network
             .layers
             .iter()
             .enumerate()
-            .map(|(l, layer)| match pre {
-                PreConvergence::Bf if l < t => slabs[l],
-                _ => layer.device_bytes(),
+            .map(|(l, layer)| {
+                chain.bias_bytes(l)
+                    + match pre {
+                        PreConvergence::Bf if l < t => slabs[l],
+                        _ => layer.device_bytes(),
+                    }
             })
-            .sum();
-        assert_eq!(model.weight_bytes(), weights + biases, "{pre:?}");
+            .collect();
+        assert_eq!(model.layers, layer_bytes[t..], "{pre:?}");
+        // Fixed: the pre-convergence layers, the streaming slots beyond two of the largest
+        // layer, the samples' sums and centroids, a row's permutation.
+        let pre_bytes: usize = layer_bytes[..t].iter().sum();
+        let slots = spdnn_xy::stream::slot_bytes(network.layers[t..].iter().enumerate().map(
+            |(i, layer)| {
+                [
+                    layer.block_offsets.len(),
+                    layer.inputs.len().max(1),
+                    layer.values.len().max(1),
+                    chain.bias_bytes(t + i) / 4,
+                ]
+            },
+        ));
+        let excess = slots.saturating_sub(2 * model.largest_layer());
+        let sums = 4 * options.samples * (options.bins + 1);
+        let rest = model.fixed - pre_bytes - excess;
+        assert!(
+            rest >= sums && rest <= sums + 4 * widest + 64,
+            "{pre:?}: fixed {} = {pre_bytes} of layers + {excess} of slots + {rest}",
+            model.fixed
+        );
         assert_eq!(
             model.bytes(1000, &WeightPlacement::Resident),
-            model.fixed + 1000 * model.per_row + weights + biases
+            model.fixed + 1000 * model.per_row + model.weight_bytes()
         );
+        if model.streaming {
+            assert_eq!(
+                model.bytes(1000, &WeightPlacement::Streamed(Default::default())),
+                model.fixed + 1000 * model.per_row + 2 * model.largest_layer()
+            );
+        }
     }
 }
 
