@@ -302,40 +302,49 @@ impl DeviceXyNetwork {
         range: std::ops::Range<usize>,
         biases: Option<&[Vec<f32>]>,
     ) -> Result<Self, CudaError> {
-        if let Some(b) = biases
-            && b.len() != network.layers.len()
-        {
-            return Err(CudaError::InvalidArgument(format!(
-                "{} bias vectors for an XY network of {} layers",
-                b.len(),
-                network.layers.len()
-            )));
-        }
-        let all = network.widths();
-        let (Some(chosen), Some(widths)) = (
-            network.layers.get(range.clone()),
-            all.get(range.start..=range.end),
-        ) else {
-            return Err(CudaError::InvalidArgument(format!(
-                "layers {}..{} of a network of {} layers",
-                range.start,
-                range.end,
-                network.layers.len()
-            )));
-        };
+        let (chosen, widths) = layer_range(network, &range, biases)?;
         let layers = chosen
             .iter()
-            .zip(widths)
+            .zip(&widths)
             .enumerate()
             .map(|(i, (layer, &inputs))| {
                 let own = biases.map(|b| b[range.start + i].as_slice());
                 DeviceXyLayer::upload_with_biases(gpu, layer, inputs, own)
             })
             .collect::<Result<_, _>>()?;
-        Ok(Self {
-            widths: widths.to_vec(),
-            layers,
-        })
+        Ok(Self { widths, layers })
+    }
+}
+
+/// The layers `range` of `network` and the widths through them (the first one's input
+/// width, then each one's output width), after checking that `biases`, when given, has a
+/// vector per layer of the network; an error names a range past the layers.
+pub(crate) fn layer_range<'n>(
+    network: &'n XyNetwork,
+    range: &std::ops::Range<usize>,
+    biases: Option<&[Vec<f32>]>,
+) -> Result<(&'n [XyLayer], Vec<usize>), CudaError> {
+    if let Some(b) = biases
+        && b.len() != network.layers.len()
+    {
+        return Err(CudaError::InvalidArgument(format!(
+            "{} bias vectors for an XY network of {} layers",
+            b.len(),
+            network.layers.len()
+        )));
+    }
+    let all = network.widths();
+    match (
+        network.layers.get(range.clone()),
+        all.get(range.start..=range.end),
+    ) {
+        (Some(chosen), Some(widths)) => Ok((chosen, widths.to_vec())),
+        _ => Err(CudaError::InvalidArgument(format!(
+            "layers {}..{} of a network of {} layers",
+            range.start,
+            range.end,
+            network.layers.len()
+        ))),
     }
 }
 
@@ -1284,4 +1293,39 @@ pub fn launch_gather_rows(
     let config = kernels.gather_rows.config(count_u32)?;
     unsafe { launch.launch(config) }.context("launching xy_gather_rows")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_layer_range_gives_its_layers_and_widths_or_names_the_mistake() {
+        let widths = [6usize, 5, 7, 3];
+        let layers: Vec<Csr> = widths
+            .windows(2)
+            .map(|w| Csr::from_triplets(w[0], w[1], &[(0, 0, 1.0)]).unwrap())
+            .collect();
+        let network = XyNetwork::prepare(&layers).unwrap();
+        let (chosen, through) = layer_range(&network, &(1..3), None).unwrap();
+        assert_eq!(chosen, &network.layers[1..3]);
+        assert_eq!(through, [5, 7, 3]);
+        let (none, through) = layer_range(&network, &(3..3), None).unwrap();
+        assert!(none.is_empty());
+        assert_eq!(through, [3]);
+        let past = layer_range(&network, &(2..4), None).unwrap_err();
+        assert!(
+            past.to_string()
+                .contains("layers 2..4 of a network of 3 layers"),
+            "{past}"
+        );
+        let biases = vec![vec![-0.5f32; 5]; 2];
+        let short = layer_range(&network, &(0..3), Some(&biases)).unwrap_err();
+        assert!(
+            short
+                .to_string()
+                .contains("2 bias vectors for an XY network of 3 layers"),
+            "{short}"
+        );
+    }
 }

@@ -12,7 +12,7 @@ use spdnn_cuda::cudarc::driver::{CudaStream, DeviceRepr, ValidAsZeroBits};
 use spdnn_cuda::{CudaError, DriverResultExt, Gpu, PinnedBuffer};
 
 use crate::format::{XyLayer, XyNetwork};
-use crate::gpu::{DeviceXyLayer, width_u32};
+use crate::gpu::{DeviceXyLayer, layer_range, width_u32};
 
 /// One layer's arrays in pinned host memory and its shape.
 struct HostLayer {
@@ -122,30 +122,10 @@ impl StreamedXyLayers {
         range: Range<usize>,
         biases: Option<&[Vec<f32>]>,
     ) -> Result<Self, CudaError> {
-        if let Some(b) = biases
-            && b.len() != network.layers.len()
-        {
-            return Err(CudaError::InvalidArgument(format!(
-                "{} bias vectors for an XY network of {} layers",
-                b.len(),
-                network.layers.len()
-            )));
-        }
-        let all = network.widths();
-        let (Some(chosen), Some(widths)) = (
-            network.layers.get(range.clone()),
-            all.get(range.start..=range.end),
-        ) else {
-            return Err(CudaError::InvalidArgument(format!(
-                "layers {}..{} of a network of {} layers",
-                range.start,
-                range.end,
-                network.layers.len()
-            )));
-        };
+        let (chosen, widths) = layer_range(network, &range, biases)?;
         let host = chosen
             .iter()
-            .zip(widths)
+            .zip(&widths)
             .enumerate()
             .map(|(i, (layer, &inputs))| {
                 let own = biases.map(|b| b[range.start + i].as_slice());
@@ -162,7 +142,7 @@ impl StreamedXyLayers {
         let slots = [slot()?, slot()?];
         let slot_bytes = slot_bytes(host.iter().map(HostLayer::lens));
         Ok(Self {
-            widths: widths.to_vec(),
+            widths,
             host,
             slots,
             held: [None, None],
