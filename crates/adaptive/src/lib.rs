@@ -323,7 +323,7 @@ fn run_one<K: KernelMethod>(
         }
         CudaError::InvalidArgument(format!(
             "{}: {e} (GPU {}); give a larger --gpu-memory, fewer rows, or a method that \
-             streams its weights (bf)",
+             streams its weights (bf; snicit streams its post-convergence layers)",
             K::NAME,
             gpu.ordinal()
         ))

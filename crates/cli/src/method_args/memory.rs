@@ -14,7 +14,8 @@ use super::GroupArgs;
 pub struct MemoryArgs {
     /// Bytes the run's buffers may hold on each GPU, e.g. 16GiB or 512MiB; more than the
     /// free memory is an error. The input then runs in batches and the weights stream where
-    /// the method can (bf) [default: the free memory less 512 MiB].
+    /// the method can (bf; snicit its post-convergence layers) [default: the free memory
+    /// less 512 MiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub gpu_memory: Option<usize>,
     /// GPUs that take slabs of the input rows, e.g. 0,1 (a GPU named twice gets two
