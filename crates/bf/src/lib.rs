@@ -4,10 +4,10 @@
 //!
 //! Per layer two kernels run (`kernels-cu/bf.cu`): `bf_layer`, one block per non-empty row
 //! and output slab, accumulates `Σ_j y_j·W_j*` over its slab in shared memory, adds the
-//! bias and clips; `bf_compact_rows` lists the rows that stayed non-empty for the next layer. The row count
-//! stays on the device, so the host never waits between layers. Weights are resident when
-//! they fit, otherwise the next layer is copied from pinned host memory on a second stream
-//! into one of two device buffers while the current layer runs.
+//! bias and clips; `bf_compact_rows` lists the rows that stayed non-empty for the next
+//! layer. The row count stays on the device, so the host never waits between layers.
+//! Weights are resident when they fit, otherwise the next layer is copied from pinned host
+//! memory on a second stream into one of two device buffers while the current layer runs.
 //!
 //! Any chain of widths runs (`N_{l-1} × N_l` layers, as compression makes them): each
 //! layer's slabs cut its own outputs, its input rows hold `N_{l-1}` values and its output

@@ -541,6 +541,18 @@ impl Gpu {
         self.alloc_pinned_with_flags(n, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_WRITECOMBINED)
     }
 
+    /// `host` copied into new write-combined pinned memory
+    /// ([`alloc_pinned_write_combined`](Self::alloc_pinned_write_combined)) of at least one
+    /// element: weights kept on the host and streamed to the device.
+    pub fn pin_write_combined<T: DeviceRepr + ValidAsZeroBits + Copy>(
+        &self,
+        host: &[T],
+    ) -> Result<PinnedBuffer<T>, CudaError> {
+        let mut pinned = self.alloc_pinned_write_combined::<T>(host.len().max(1))?;
+        pinned.as_mut_slice()?[..host.len()].copy_from_slice(host);
+        Ok(pinned)
+    }
+
     fn alloc_pinned_with_flags<T: DeviceRepr + ValidAsZeroBits>(
         &self,
         n: usize,

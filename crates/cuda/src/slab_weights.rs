@@ -505,12 +505,10 @@ impl Stream {
             gpu.alloc_zeros::<u32>(capacity)?,
             gpu.alloc_zeros::<u32>(capacity)?,
         ];
-        let mut host = Vec::with_capacity(packed.len());
-        for layer in packed {
-            let mut pinned = gpu.alloc_pinned_write_combined::<u32>(layer.words.len().max(1))?;
-            pinned.as_mut_slice()?[..layer.words.len()].copy_from_slice(&layer.words);
-            host.push(pinned);
-        }
+        let host = packed
+            .iter()
+            .map(|layer| gpu.pin_write_combined(&layer.words))
+            .collect::<Result<Vec<_>, _>>()?;
         let tuner = match streaming.transfer_ms_per_mib {
             Some(ms) if ms.is_finite() && ms > 0.0 => {
                 let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);

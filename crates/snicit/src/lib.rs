@@ -50,7 +50,7 @@ use std::any::Any;
 use std::path::Path;
 
 use rayon::prelude::*;
-use spdnn_cuda::memory::{MemoryModel, Streaming, WeightPlacement};
+use spdnn_cuda::memory::{MemoryModel, WeightPlacement};
 use spdnn_cuda::method::{self, DeviceRun, KernelMethod, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::rows::{self, GpuInference, RowList, RunSpec};
 use spdnn_cuda::{CudaError, Gpu};
@@ -121,9 +121,9 @@ pub struct SnicitOptions {
     /// to the centroid's. Finite and ≥ 0; not with GLARE.
     pub prune: f32,
     /// Stream the post-convergence layers from pinned host memory through two device
-    /// slots, one layer a copy (`None`: every layer resident). The partitioner sets it
-    /// when the layers do not fit beside the rows.
-    pub streaming: Option<Streaming>,
+    /// slots, one layer a copy (off: every layer resident). The partitioner sets it when
+    /// the layers do not fit beside the rows.
+    pub stream_post_layers: bool,
 }
 
 impl Default for SnicitOptions {
@@ -140,7 +140,7 @@ impl Default for SnicitOptions {
             xy: XyOptions::default(),
             glare: None,
             prune: 0.0,
-            streaming: None,
+            stream_post_layers: false,
         }
     }
 }
@@ -174,7 +174,7 @@ impl serde::Serialize for SnicitOptions {
             pre_convergence: self.pre_convergence,
             xy: (self.pre_convergence == PreConvergence::Xy).then_some(&self.xy),
             prune: report::Shortest(self.prune),
-            streamed: self.streaming.is_some(),
+            streamed: self.stream_post_layers,
         }
         .serialize(s)
     }
@@ -377,11 +377,10 @@ impl KernelMethod for Snicit {
         options: &SnicitOptions,
         placement: &WeightPlacement,
     ) -> Option<SnicitOptions> {
+        // One layer a copy whatever the plan's layers a batch: the slots hold no more than
+        // the plan counts for its streamed layers.
         Some(SnicitOptions {
-            streaming: match placement {
-                WeightPlacement::Resident => None,
-                WeightPlacement::Streamed(streaming) => Some(*streaming),
-            },
+            stream_post_layers: matches!(placement, WeightPlacement::Streamed(_)),
             ..options.clone()
         })
     }
@@ -452,19 +451,20 @@ impl KernelMethod for Snicit {
             }
         };
         let post_range = threshold..layers.len();
-        let post = match options.streaming {
-            None => run::PostLayers::Resident(DeviceXyNetwork::upload_with_biases(
+        let post = if options.stream_post_layers {
+            run::PostLayers::Streamed(Box::new(StreamedXyLayers::new(
                 gpu,
                 &network,
                 post_range,
                 chain.biases,
-            )?),
-            Some(_) => run::PostLayers::Streamed(Box::new(StreamedXyLayers::new(
+            )?))
+        } else {
+            run::PostLayers::Resident(DeviceXyNetwork::upload_with_biases(
                 gpu,
                 &network,
                 post_range,
                 chain.biases,
-            )?)),
+            )?)
         };
         let context = Context {
             gpu,

@@ -128,7 +128,7 @@ fn compressed_networks() {
 /// `options` with the post-convergence layers streamed through two slots.
 fn streamed(options: SnicitOptions) -> SnicitOptions {
     SnicitOptions {
-        streaming: Some(spdnn_cuda::memory::Streaming::default()),
+        stream_post_layers: true,
         ..options
     }
 }

@@ -8,8 +8,8 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use spdnn_cuda::cudarc::driver::{CudaStream, DeviceRepr, ValidAsZeroBits};
-use spdnn_cuda::{CudaError, DriverResultExt, Gpu, PinnedBuffer};
+use spdnn_cuda::cudarc::driver::{CudaStream, DeviceRepr};
+use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Gpu, PinnedBuffer};
 
 use crate::format::{XyLayer, XyNetwork};
 use crate::gpu::{DeviceXyLayer, layer_range, width_u32};
@@ -24,16 +24,6 @@ struct HostLayer {
     inputs: PinnedBuffer<u32>,
     values: PinnedBuffer<f32>,
     biases: Option<PinnedBuffer<f32>>,
-}
-
-/// `host` in a new pinned, write-combined buffer (at least one element).
-fn pinned<T: Copy + DeviceRepr + ValidAsZeroBits>(
-    gpu: &Gpu,
-    host: &[T],
-) -> Result<PinnedBuffer<T>, CudaError> {
-    let mut buffer = gpu.alloc_pinned_write_combined::<T>(host.len().max(1))?;
-    buffer.as_mut_slice()?[..host.len()].copy_from_slice(host);
-    Ok(buffer)
 }
 
 impl HostLayer {
@@ -53,7 +43,7 @@ impl HostLayer {
                         layer.width()
                     ))
                 })?;
-                Some(pinned(gpu, &ordered)?)
+                Some(gpu.pin_write_combined(&ordered)?)
             }
         };
         Ok(Self {
@@ -61,9 +51,9 @@ impl HostLayer {
             blocks: layer.blocks() as u32,
             in_width: width_u32(inputs)?,
             out_width: width_u32(layer.width())?,
-            offsets: pinned(gpu, &layer.block_offsets)?,
-            inputs: pinned(gpu, &layer.inputs)?,
-            values: pinned(gpu, &layer.values)?,
+            offsets: gpu.pin_write_combined(&layer.block_offsets)?,
+            inputs: gpu.pin_write_combined(&layer.inputs)?,
+            values: gpu.pin_write_combined(&layer.values)?,
             biases,
         })
     }
@@ -92,8 +82,6 @@ pub struct XyStreamStats {
 
 /// XY layers held in pinned host memory and run from two device slots.
 pub struct StreamedXyLayers {
-    /// The widths through the layers: the first one's input width, then each one's output.
-    pub widths: Vec<usize>,
     host: Vec<HostLayer>,
     slots: [DeviceXyLayer; 2],
     /// The layer whose copy each slot last took.
@@ -102,14 +90,32 @@ pub struct StreamedXyLayers {
     stats: XyStreamStats,
 }
 
-/// Device bytes of the two slots [`StreamedXyLayers::new`] allocates for layers of
-/// `lens` (each layer's offsets, inputs, values and biases, as [`HostLayer::lens`]): each
-/// slot holds the largest of every array.
-pub fn slot_bytes(lens: impl IntoIterator<Item = [usize; 4]>) -> usize {
-    let most = lens.into_iter().fold([0usize; 4], |most, lens| {
+/// The largest of every array over layers of `lens` (each layer's offsets, inputs, values
+/// and biases, as [`HostLayer::lens`]): what each slot holds.
+fn largest_arrays(lens: impl IntoIterator<Item = [usize; 4]>) -> [usize; 4] {
+    lens.into_iter().fold([0usize; 4], |most, lens| {
         std::array::from_fn(|i| most[i].max(lens[i]))
-    });
-    2 * 4 * most.iter().sum::<usize>()
+    })
+}
+
+/// Device bytes of the two slots [`StreamedXyLayers::new`] allocates for layers of `lens`
+/// (each layer's offsets, inputs, values and biases, as [`HostLayer::lens`]): each slot
+/// holds the largest of every array.
+pub fn slot_bytes(lens: impl IntoIterator<Item = [usize; 4]>) -> usize {
+    2 * 4 * largest_arrays(lens).iter().sum::<usize>()
+}
+
+/// Copies `from` into the start of `to` on `stream`; the bytes copied.
+fn copy_into<T: DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    from: &PinnedBuffer<T>,
+    to: &mut DeviceBuffer<T>,
+) -> Result<usize, CudaError> {
+    let mut target = to.slice_mut(0..from.len());
+    stream
+        .memcpy_htod(&**from, &mut target)
+        .context("streaming an XY layer")?;
+    Ok(from.len() * std::mem::size_of::<T>())
 }
 
 impl StreamedXyLayers {
@@ -132,23 +138,17 @@ impl StreamedXyLayers {
                 HostLayer::new(gpu, layer, inputs, own)
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let most = host.iter().fold([1usize; 4], |most, layer| {
-            let lens = layer.lens();
-            std::array::from_fn(|i| most[i].max(lens[i]))
-        });
-        let biased = biases.is_some();
+        let most = largest_arrays(host.iter().map(HostLayer::lens));
         let slot =
-            || DeviceXyLayer::slot(gpu, [most[0], most[1], most[2]], biased.then_some(most[3]));
+            || DeviceXyLayer::slot(gpu, [most[0], most[1], most[2]], biases.map(|_| most[3]));
         let slots = [slot()?, slot()?];
-        let slot_bytes = slot_bytes(host.iter().map(HostLayer::lens));
         Ok(Self {
-            widths,
             host,
             slots,
             held: [None, None],
             copy_stream: gpu.new_stream()?,
             stats: XyStreamStats {
-                slot_bytes,
+                slot_bytes: 2 * 4 * most.iter().sum::<usize>(),
                 ..XyStreamStats::default()
             },
         })
@@ -194,30 +194,13 @@ impl StreamedXyLayers {
         let host = &self.host[index];
         let target = &mut self.slots[slot];
         target.set_shape(host.group, host.blocks, host.in_width, host.out_width);
-        let mut bytes = 0;
-        let context = "streaming an XY layer";
         let (offsets, inputs, values, biases) = target.arrays_mut();
-        let mut offsets = offsets.slice_mut(0..host.offsets.len());
-        self.copy_stream
-            .memcpy_htod(&*host.offsets, &mut offsets)
-            .context(context)?;
-        let mut inputs = inputs.slice_mut(0..host.inputs.len());
-        self.copy_stream
-            .memcpy_htod(&*host.inputs, &mut inputs)
-            .context(context)?;
-        let mut values = values.slice_mut(0..host.values.len());
-        self.copy_stream
-            .memcpy_htod(&*host.values, &mut values)
-            .context(context)?;
-        bytes += 4 * (host.offsets.len() + host.inputs.len() + host.values.len());
+        let stream = &self.copy_stream;
+        let mut bytes = copy_into(stream, &host.offsets, offsets)?
+            + copy_into(stream, &host.inputs, inputs)?
+            + copy_into(stream, &host.values, values)?;
         match (biases, &host.biases) {
-            (Some(device), Some(from)) => {
-                let mut device = device.slice_mut(0..from.len());
-                self.copy_stream
-                    .memcpy_htod(&**from, &mut device)
-                    .context(context)?;
-                bytes += 4 * from.len();
-            }
+            (Some(device), Some(from)) => bytes += copy_into(stream, from, device)?,
             (None, None) => {}
             _ => {
                 return Err(CudaError::InvalidArgument(
