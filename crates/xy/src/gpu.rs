@@ -304,26 +304,25 @@ impl DeviceXyNetwork {
     ) -> Result<Self, CudaError> {
         let (chosen, widths) = layer_range(network, &range, biases)?;
         let layers = chosen
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (layer, &inputs))| {
-                let own = biases.map(|b| b[range.start + i].as_slice());
-                DeviceXyLayer::upload_with_biases(gpu, layer, inputs, own)
-            })
+            .into_iter()
+            .map(|(layer, inputs, own)| DeviceXyLayer::upload_with_biases(gpu, layer, inputs, own))
             .collect::<Result<_, _>>()?;
         Ok(Self { widths, layers })
     }
 }
 
-/// The layers `range` of `network` and the widths through them (the first one's input
-/// width, then each one's output width), after checking that `biases`, when given, has a
-/// vector per layer of the network; an error names a range past the layers.
-pub(crate) fn layer_range<'n>(
+/// One layer of a range: the layer, the width it reads and its biases when there are any.
+pub(crate) type RangeLayer<'n, 'b> = (&'n XyLayer, usize, Option<&'b [f32]>);
+
+/// The layers `range` of `network`, each with the width it reads and its own biases (from
+/// `biases`, a vector per layer of the whole network, checked), and the widths through them
+/// (the first one's input width, then each one's output width); an error names a range
+/// past the layers.
+pub(crate) fn layer_range<'n, 'b>(
     network: &'n XyNetwork,
     range: &std::ops::Range<usize>,
-    biases: Option<&[Vec<f32>]>,
-) -> Result<(&'n [XyLayer], Vec<usize>), CudaError> {
+    biases: Option<&'b [Vec<f32>]>,
+) -> Result<(Vec<RangeLayer<'n, 'b>>, Vec<usize>), CudaError> {
     if let Some(b) = biases
         && b.len() != network.layers.len()
     {
@@ -338,7 +337,18 @@ pub(crate) fn layer_range<'n>(
         network.layers.get(range.clone()),
         all.get(range.start..=range.end),
     ) {
-        (Some(chosen), Some(widths)) => Ok((chosen, widths.to_vec())),
+        (Some(chosen), Some(widths)) => {
+            let layers = chosen
+                .iter()
+                .zip(widths)
+                .enumerate()
+                .map(|(i, (layer, &inputs))| {
+                    let own = biases.map(|b| b[range.start + i].as_slice());
+                    (layer, inputs, own)
+                })
+                .collect();
+            Ok((layers, widths.to_vec()))
+        }
         _ => Err(CudaError::InvalidArgument(format!(
             "layers {}..{} of a network of {} layers",
             range.start,
@@ -1308,8 +1318,16 @@ mod tests {
             .collect();
         let network = XyNetwork::prepare(&layers).unwrap();
         let (chosen, through) = layer_range(&network, &(1..3), None).unwrap();
-        assert_eq!(chosen, &network.layers[1..3]);
+        assert_eq!(chosen.len(), 2);
+        for (i, (layer, inputs, own)) in chosen.into_iter().enumerate() {
+            assert_eq!(layer, &network.layers[1 + i]);
+            assert_eq!((inputs, own), (widths[1 + i], None));
+        }
         assert_eq!(through, [5, 7, 3]);
+        let biases: Vec<Vec<f32>> = widths[1..].iter().map(|&w| vec![-0.5; w]).collect();
+        let (chosen, _) = layer_range(&network, &(1..3), Some(&biases)).unwrap();
+        let own: Vec<_> = chosen.iter().map(|c| c.2.map(<[f32]>::len)).collect();
+        assert_eq!(own, [Some(7), Some(3)]);
         let (none, through) = layer_range(&network, &(3..3), None).unwrap();
         assert!(none.is_empty());
         assert_eq!(through, [3]);

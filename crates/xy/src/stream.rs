@@ -128,15 +128,10 @@ impl StreamedXyLayers {
         range: Range<usize>,
         biases: Option<&[Vec<f32>]>,
     ) -> Result<Self, CudaError> {
-        let (chosen, widths) = layer_range(network, &range, biases)?;
+        let (chosen, _) = layer_range(network, &range, biases)?;
         let host = chosen
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (layer, &inputs))| {
-                let own = biases.map(|b| b[range.start + i].as_slice());
-                HostLayer::new(gpu, layer, inputs, own)
-            })
+            .into_iter()
+            .map(|(layer, inputs, own)| HostLayer::new(gpu, layer, inputs, own))
             .collect::<Result<Vec<_>, _>>()?;
         let most = largest_arrays(host.iter().map(HostLayer::lens));
         let slot =
