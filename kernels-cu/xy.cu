@@ -1,6 +1,7 @@
 // xy.cu: XY-2021 (Xu et al., HPEC 2021). Layers are stored as blocks of G outputs that
 // share one input list (crates/xy/src/format.rs): block b reads inputs[off[b] .. off[b+1])
-// and values[(k)*G + o] is the weight from input k to its output o. Output position
+// and values[((k)*G + o) * value_step] is the weight from input k to its output o (value_step 0:
+// every weight of the layer is the one stored value; 1: each is stored). Output position
 // p = b*G + o; positions chain from layer to layer, so no permutation is ever applied.
 // Every kernel exists for G = 16 (grouped layers) and G = 1 (general layers).
 // Layers may be rectangular (N_in x N_out, e.g. compressed networks): row-major activations
@@ -46,13 +47,15 @@ struct XyRecorder {
 };
 
 // Row-major layer on the listed rows: y_out[row][p] = clip(sum_k y_in[row][inputs[k]] *
-// values[k*G + o] + bias) for p = b*G + o < n_out = blocks*G (with `biases`, not null only in
+// w(k, o) + bias) for p = b*G + o < n_out = blocks*G (with `biases`, not null only in
 // the _neurons instances: biases[p] instead of `bias`, one per output position, trained
 // networks with biases <= 0), and row_alive[row] = 1 when
 // any output of the row is nonzero (row_alive zeroed before). y_in rows have n_in values,
 // y_out rows n_out. Rows are read and written in place (no compaction).
 // Each thread owns one output position and XY_ROW_TILE rows (accumulators in registers);
-// the threads of one block read the same inputs (broadcast), the weights coalesce.
+// the threads of one block read the same inputs (broadcast), the weights coalesce. The input
+// loop is unrolled by four so that four entries' loads are in flight at once (with a few
+// listed rows the layer is bound by load latency); the sums keep their order.
 // With GLARE, inputs in flagged units of a row are the bound (the row's flags are staged
 // in shared memory) and the block's 128 outputs of a row are not written when all are at
 // the bound; the unit's last block sets its flag or writes the bound back (glare.cuh).
@@ -61,8 +64,8 @@ __device__ __forceinline__ void xy_row_major_layer(
     const float* __restrict__ y_in, float* __restrict__ y_out, const unsigned int* __restrict__ active_rows,
     const unsigned int* __restrict__ active_count, unsigned char* __restrict__ row_alive,
     const unsigned int* __restrict__ block_offsets, const unsigned int* __restrict__ inputs,
-    const float* __restrict__ values, unsigned int blocks, unsigned int n_in, unsigned int n_out, float bias,
-    float upper, const float* __restrict__ biases, XyRecorder recorder) {
+    const float* __restrict__ values, unsigned int value_step, unsigned int blocks, unsigned int n_in,
+    unsigned int n_out, float bias, float upper, const float* __restrict__ biases, XyRecorder recorder) {
     __shared__ unsigned char row_at_bound[GLARE ? XY_ROW_TILE : 1][GLARE ? GLARE_MAX_ROW_UNITS : 1];
     __shared__ unsigned int off_bound_rows;
     __shared__ unsigned int vetoed_rows;
@@ -107,9 +110,10 @@ __device__ __forceinline__ void xy_row_major_layer(
     }
     if (valid) {
         const unsigned int end = block_offsets[block + 1];
+#pragma unroll 4
         for (unsigned int k = block_offsets[block]; k < end; ++k) {
             const unsigned int input = inputs[k];
-            const float w = values[(unsigned long long)k * G + out];
+            const float w = values[((unsigned long long)k * G + out) * value_step];
             tally.add(GLARE_WEIGHT_READS, 2);
 #pragma unroll
             for (int i = 0; i < XY_ROW_TILE; ++i) {
@@ -227,11 +231,11 @@ __device__ __forceinline__ void xy_row_major_layer(
     const float *__restrict__ y_in, float *__restrict__ y_out, const unsigned int *__restrict__ active_rows,   \
         const unsigned int *__restrict__ active_count, unsigned char *__restrict__ row_alive,                  \
         const unsigned int *__restrict__ block_offsets, const unsigned int *__restrict__ inputs,               \
-        const float *__restrict__ values, unsigned int blocks, unsigned int n_in, unsigned int n_out,          \
-        float bias, float upper
+        const float *__restrict__ values, unsigned int value_step, unsigned int blocks, unsigned int n_in,     \
+        unsigned int n_out, float bias, float upper
 #define XY_ROW_MAJOR_PASS                                                                                      \
-    y_in, y_out, active_rows, active_count, row_alive, block_offsets, inputs, values, blocks, n_in, n_out, bias, \
-        upper
+    y_in, y_out, active_rows, active_count, row_alive, block_offsets, inputs, values, value_step, blocks, n_in, \
+        n_out, bias, upper
 #define XY_RECORDER_ARGS                                                                                       \
     const unsigned char *__restrict__ in_flags, unsigned char *__restrict__ out_flags,                         \
         unsigned long long *__restrict__ arrivals, unsigned char *__restrict__ skipped, unsigned int shift,   \
@@ -316,8 +320,8 @@ template <int G, bool GLARE, bool CENSUS>
 __device__ __forceinline__ void xy_neuron_major_layer(
     const float* __restrict__ y_in, float* __restrict__ y_out, unsigned int columns, unsigned int stride,
     unsigned char* __restrict__ column_alive, const unsigned int* __restrict__ block_offsets,
-    const unsigned int* __restrict__ inputs, const float* __restrict__ values, float bias, float upper,
-    const float* __restrict__ biases, XyRecorder recorder) {
+    const unsigned int* __restrict__ inputs, const float* __restrict__ values, unsigned int value_step, float bias,
+    float upper, const float* __restrict__ biases, XyRecorder recorder) {
     __shared__ unsigned int chunk_inputs[XY_CHUNK];
     __shared__ float chunk_values[XY_CHUNK * G];
     __shared__ unsigned char chunk_at_bound[GLARE ? XY_CHUNK : 1];
@@ -347,7 +351,7 @@ __device__ __forceinline__ void xy_neuron_major_layer(
             tally.add(GLARE_WEIGHT_READS, 1);
         }
         for (unsigned int i = threadIdx.x; i < len * G; i += blockDim.x) {
-            chunk_values[i] = values[(unsigned long long)base * G + i];
+            chunk_values[i] = values[((unsigned long long)base * G + i) * value_step];
             tally.add(GLARE_WEIGHT_READS, 1);
         }
         __syncthreads();
@@ -463,8 +467,10 @@ __device__ __forceinline__ void xy_neuron_major_layer(
 #define XY_NEURON_MAJOR_ARGS                                                                                   \
     const float *__restrict__ y_in, float *__restrict__ y_out, unsigned int columns, unsigned int stride,       \
         unsigned char *__restrict__ column_alive, const unsigned int *__restrict__ block_offsets,              \
-        const unsigned int *__restrict__ inputs, const float *__restrict__ values, float bias, float upper
-#define XY_NEURON_MAJOR_PASS y_in, y_out, columns, stride, column_alive, block_offsets, inputs, values, bias, upper
+        const unsigned int *__restrict__ inputs, const float *__restrict__ values, unsigned int value_step,       \
+        float bias, float upper
+#define XY_NEURON_MAJOR_PASS                                                                                   \
+    y_in, y_out, columns, stride, column_alive, block_offsets, inputs, values, value_step, bias, upper
 
 #if SPDNN_KEEP(xy_neuron_major_layer_g16)
 // Launch: grid (blocks, ceil(columns / 256)), block 256, static shared 64 x 17 words.

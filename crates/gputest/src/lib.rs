@@ -277,12 +277,23 @@ pub fn compressed(problem: &Problem) -> (Problem, usize) {
     )
 }
 
+/// A nonzero dyadic weight of either sign, ±k/4 for k in 1..=8.
+fn nonzero_dyadic() -> impl Strategy<Value = f32> + Clone {
+    (1i32..=8, proptest::bool::ANY)
+        .prop_map(|(k, negative)| if negative { -(k as f32) } else { k as f32 } / 4.0)
+}
+
+/// `layer` with every weight set to `value` (its pattern kept).
+fn one_value(layer: &Csr, value: f32) -> Csr {
+    let triplets: Vec<(u32, u32, f32)> = layer.triplets().map(|(r, c, _)| (r, c, value)).collect();
+    Csr::from_triplets(layer.nrows(), layer.ncols(), &triplets).expect("valid triplets")
+}
+
 /// A layer whose outputs come in groups of 16 sharing one input set (the structure XY
 /// detects), with shuffled output ids and exact dyadic values of both signs.
 fn grouped_layer(n: usize) -> impl Strategy<Value = Csr> {
     let groups = n / 16;
-    let nonzero = (1i32..=8, proptest::bool::ANY)
-        .prop_map(|(k, negative)| if negative { -(k as f32) } else { k as f32 } / 4.0);
+    let nonzero = nonzero_dyadic();
     (
         Just((0..n as u32).collect::<Vec<u32>>()).prop_shuffle(),
         proptest::collection::vec(
@@ -306,14 +317,17 @@ fn grouped_layer(n: usize) -> impl Strategy<Value = Csr> {
 
 /// Exact random problems whose layers are mostly grouped (N = 16·g, g ≤ `max_groups`),
 /// mixed with unstructured layers, 1–4 layers (deep enough for every XY phase, shallow
-/// enough that every dyadic partial sum stays exact in f32).
+/// enough that every dyadic partial sum stays exact in f32). Some layers, grouped or not,
+/// have one weight value throughout, as the challenge's do (XY then stores it once).
 pub fn grouped_problem(max_groups: usize, max_rows: usize) -> impl Strategy<Value = Problem> {
     (1..=max_groups, 1..=4usize, 1..=max_rows).prop_flat_map(|(groups, depth, rows)| {
         let n = groups * 16;
         let weight = (-8i32..=8).prop_map(|k| k as f32 / 4.0);
         let layer = prop_oneof![
             3 => grouped_layer(n),
+            1 => (grouped_layer(n), nonzero_dyadic()).prop_map(|(layer, value)| one_value(&layer, value)),
             1 => sparse_matrix(n, n, 0.2, weight),
+            1 => nonzero_dyadic().prop_flat_map(move |value| sparse_matrix(n, n, 0.2, Just(value))),
         ];
         (
             proptest::collection::vec(layer, depth),

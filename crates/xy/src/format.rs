@@ -75,7 +75,11 @@ impl XyLayer {
     /// Device bytes of this layer's arrays as [`crate::gpu::DeviceXyLayer`] uploads them
     /// (its per-neuron biases apart).
     pub fn device_bytes(&self) -> usize {
-        layout_bytes(self.blocks(), self.inputs.len(), self.values.len())
+        layout_bytes(
+            self.blocks(),
+            self.inputs.len(),
+            stored_values(&self.values).len(),
+        )
     }
 
     /// Whether this layer has blocks of [`GROUP`] outputs.
@@ -571,6 +575,26 @@ fn order_layer(layer: &Csr) -> XyLayer {
     general_layer(Columns::of(layer))
 }
 
+/// The one value every weight of `values` has, bit for bit (`None` when empty or when two
+/// differ). The challenge's layers (RadiX-Net) have one weight value; trained and random
+/// networks do not.
+pub fn shared_value(values: &[f32]) -> Option<f32> {
+    let (first, rest) = values.split_first()?;
+    rest.iter()
+        .all(|v| v.to_bits() == first.to_bits())
+        .then_some(*first)
+}
+
+/// The values a layer keeps on the device: the first alone when every value is the same
+/// bit for bit ([`shared_value`]; the kernels then read it for every entry, `value_step`
+/// 0), otherwise all of them (`value_step` 1).
+pub fn stored_values(values: &[f32]) -> &[f32] {
+    match shared_value(values) {
+        Some(_) => &values[..1],
+        None => values,
+    }
+}
+
 /// Device bytes of a layer of `blocks` blocks, `inputs` input entries and `values` values:
 /// the offsets, and the inputs and values (one element each when empty, as
 /// `upload_nonempty` allocates), 32-bit each.
@@ -590,7 +614,8 @@ pub fn layer_device_bytes(layer: &Csr) -> usize {
 }
 
 /// The 32-bit elements of each array [`layer_device_bytes`] counts: the block offsets, the
-/// inputs and the values (at least one each, as uploaded).
+/// inputs and the values (at least one each, as uploaded; one value when every weight is
+/// the same, [`stored_values`]: the layout holds the CSR's values, rearranged).
 pub fn layer_device_arrays(layer: &Csr) -> [usize; 3] {
     let (outputs, nnz) = (layer.ncols(), layer.nnz());
     let grouped = outputs.is_multiple_of(GROUP) && sizes_are_groups(&proposed_classes(layer).2);
@@ -599,7 +624,11 @@ pub fn layer_device_arrays(layer: &Csr) -> [usize; 3] {
     } else {
         (outputs, nnz)
     };
-    [blocks + 1, inputs.max(1), nnz.max(1)]
+    [
+        blocks + 1,
+        inputs.max(1),
+        stored_values(layer.values()).len().max(1),
+    ]
 }
 
 /// Whether every class size is a multiple of [`GROUP`].
@@ -854,6 +883,38 @@ mod tests {
             }
         }
         Csr::from_triplets(32, 32, &triplets).unwrap()
+    }
+
+    #[test]
+    fn a_layer_of_one_weight_value_stores_it_once() {
+        assert_eq!(shared_value(&[]), None);
+        assert_eq!(shared_value(&[0.25, 0.25, 0.25]), Some(0.25));
+        // Bit for bit: -0.0 is not 0.0, and any differing value keeps them all.
+        assert_eq!(shared_value(&[0.0, -0.0]), None);
+        assert_eq!(shared_value(&[0.25, 0.25, 0.5]), None);
+        assert_eq!(stored_values(&[0.25, 0.25, 0.5]), &[0.25, 0.25, 0.5]);
+        assert_eq!(stored_values(&[-1.5, -1.5]), &[-1.5]);
+
+        // The challenge's layers share one value: one stored, and the model agrees.
+        let challenge = spdnn_sdgc::generator::network(256, 3, 3).unwrap();
+        let prepared = XyNetwork::prepare(challenge.layers()).unwrap();
+        for (layer, xy) in challenge.layers().iter().zip(&prepared.layers) {
+            assert_eq!(layer_device_arrays(layer)[2], 1);
+            assert_eq!(layer_device_bytes(layer), xy.device_bytes());
+            assert_eq!(
+                xy.device_bytes(),
+                layout_bytes(xy.blocks(), xy.inputs.len(), 1)
+            );
+        }
+        // Distinct values: every one stored.
+        let distinct = two_groups();
+        let xy = XyNetwork::prepare(std::slice::from_ref(&distinct)).unwrap();
+        assert_eq!(layer_device_arrays(&distinct)[2], 64);
+        assert_eq!(
+            xy.layers[0].device_bytes(),
+            layout_bytes(2, 4, 64),
+            "two blocks, two inputs each, 64 values"
+        );
     }
 
     #[test]

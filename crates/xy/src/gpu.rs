@@ -176,10 +176,31 @@ pub struct DeviceXyLayer {
     out_width: u32,
     offsets: DeviceBuffer<u32>,
     inputs: DeviceBuffer<u32>,
+    /// Every entry's weight, or one weight that every entry has
+    /// ([`crate::format::stored_values`]).
     values: DeviceBuffer<f32>,
+    /// 1 when `values` holds every entry's weight, 0 when it holds the one they share (the
+    /// kernels read `values[entry * value_step]`).
+    value_step: u32,
     /// A bias per output position (`N_l` values, the layer's position order), for a
     /// network with a bias per neuron.
     biases: Option<DeviceBuffer<f32>>,
+}
+
+/// A layer's shape as the kernels take it: what a streaming slot is told with each copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LayerShape {
+    pub group: u32,
+    pub blocks: u32,
+    pub in_width: u32,
+    pub out_width: u32,
+    pub value_step: u32,
+}
+
+/// The kernels' step through a layer's stored values: 0 when they all share one
+/// ([`crate::format::stored_values`] keeps it alone), 1 otherwise.
+pub(crate) fn value_step(values: &[f32]) -> u32 {
+    u32::from(crate::format::shared_value(values).is_none())
 }
 
 /// `width` as a `u32` index bound, or an error naming it.
@@ -206,6 +227,7 @@ impl DeviceXyLayer {
         biases: Option<&[f32]>,
     ) -> Result<Self, CudaError> {
         let biases = upload_in_position_order(gpu, biases, &layer.outputs, "an XY layer")?;
+        let values = crate::format::stored_values(&layer.values);
         Ok(Self {
             group: layer.group,
             blocks: layer.blocks() as u32,
@@ -213,7 +235,8 @@ impl DeviceXyLayer {
             out_width: width_u32(layer.width())?,
             offsets: gpu.upload(&layer.block_offsets)?,
             inputs: gpu.upload_nonempty(&layer.inputs)?,
-            values: gpu.upload_nonempty(&layer.values)?,
+            values: gpu.upload_nonempty(values)?,
+            value_step: value_step(&layer.values),
             biases,
         })
     }
@@ -234,14 +257,26 @@ impl DeviceXyLayer {
             offsets: gpu.alloc_zeros(lens[0].max(1))?,
             inputs: gpu.alloc_zeros(lens[1].max(1))?,
             values: gpu.alloc_zeros(lens[2].max(1))?,
+            value_step: 1,
             biases: biases.map(|n| gpu.alloc_zeros(n.max(1))).transpose()?,
         })
     }
 
     /// Sets the shape of the layer a slot now holds.
-    pub(crate) fn set_shape(&mut self, group: u32, blocks: u32, in_width: u32, out_width: u32) {
-        (self.group, self.blocks, self.in_width, self.out_width) =
-            (group, blocks, in_width, out_width);
+    pub(crate) fn set_shape(&mut self, shape: LayerShape) {
+        (
+            self.group,
+            self.blocks,
+            self.in_width,
+            self.out_width,
+            self.value_step,
+        ) = (
+            shape.group,
+            shape.blocks,
+            shape.in_width,
+            shape.out_width,
+            shape.value_step,
+        );
     }
 
     /// The arrays, to copy a layer into a slot.
@@ -969,6 +1004,7 @@ impl<'a> XyRun<'a> {
             .arg(&*layer.offsets)
             .arg(&*layer.inputs)
             .arg(&*layer.values)
+            .arg(&layer.value_step)
             .arg(&bias)
             .arg(&upper);
         if let Some(biases) = &layer.biases {
@@ -1261,6 +1297,7 @@ pub fn launch_row_major(
         .arg(&*layer.offsets)
         .arg(&*layer.inputs)
         .arg(&*layer.values)
+        .arg(&layer.value_step)
         .arg(&layer.blocks)
         .arg(&n_in)
         .arg(&n_out)

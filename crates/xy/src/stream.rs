@@ -11,15 +11,13 @@ use std::sync::Arc;
 use spdnn_cuda::cudarc::driver::{CudaStream, DeviceRepr};
 use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Gpu, PinnedBuffer};
 
+use crate::format::stored_values;
 use crate::format::{XyLayer, XyNetwork};
-use crate::gpu::{DeviceXyLayer, layer_range, width_u32};
+use crate::gpu::{DeviceXyLayer, LayerShape, layer_range, value_step, width_u32};
 
 /// One layer's arrays in pinned host memory and its shape.
 struct HostLayer {
-    group: u32,
-    blocks: u32,
-    in_width: u32,
-    out_width: u32,
+    shape: LayerShape,
     offsets: PinnedBuffer<u32>,
     inputs: PinnedBuffer<u32>,
     values: PinnedBuffer<f32>,
@@ -47,13 +45,16 @@ impl HostLayer {
             }
         };
         Ok(Self {
-            group: layer.group,
-            blocks: layer.blocks() as u32,
-            in_width: width_u32(inputs)?,
-            out_width: width_u32(layer.width())?,
+            shape: LayerShape {
+                group: layer.group,
+                blocks: layer.blocks() as u32,
+                in_width: width_u32(inputs)?,
+                out_width: width_u32(layer.width())?,
+                value_step: value_step(&layer.values),
+            },
             offsets: gpu.pin_write_combined(&layer.block_offsets)?,
             inputs: gpu.pin_write_combined(&layer.inputs)?,
-            values: gpu.pin_write_combined(&layer.values)?,
+            values: gpu.pin_write_combined(stored_values(&layer.values))?,
             biases,
         })
     }
@@ -188,7 +189,7 @@ impl StreamedXyLayers {
     fn issue(&mut self, slot: usize, index: usize) -> Result<(), CudaError> {
         let host = &self.host[index];
         let target = &mut self.slots[slot];
-        target.set_shape(host.group, host.blocks, host.in_width, host.out_width);
+        target.set_shape(host.shape);
         let (offsets, inputs, values, biases) = target.arrays_mut();
         let stream = &self.copy_stream;
         let mut bytes = copy_into(stream, &host.offsets, offsets)?
