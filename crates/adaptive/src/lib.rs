@@ -414,6 +414,8 @@ pub fn probe<K: KernelMethod>(
         let pinned = gpu.alloc_pinned_write_combined::<u8>(bytes)?;
         let mut device = gpu.alloc_zeros::<u8>(bytes)?;
         let stream = gpu.new_stream()?;
+        // The buffers' allocation (and zeroing) on the main stream comes first.
+        spdnn_cuda::order::join(gpu, gpu.stream(), &stream)?;
         let mut timer = gpu.timer()?;
         let mut best = f64::INFINITY;
         for _ in 0..3 {
@@ -423,6 +425,10 @@ pub fn probe<K: KernelMethod>(
                 .map_err(|e| CudaError::driver("timing a weight copy", e))?;
             best = best.min(timer.stop(&stream)?);
         }
+        // The buffers are freed next.
+        stream
+            .synchronize()
+            .map_err(|e| CudaError::driver("waiting for the timed copies", e))?;
         best / (bytes as f64 / (1u64 << 20) as f64)
     };
     let upload = |rows: usize| {

@@ -197,6 +197,14 @@ impl Gpu {
         }
         let ctx = CudaContext::new(ordinal)
             .context(&format!("creating a context on device {ordinal}"))?;
+        // SAFETY: before any stream or buffer of this context exists. The project orders
+        // its streams itself: everything runs on the main stream but the weight copies and
+        // the copy-rate probe, which order themselves with fences (`crate::order`).
+        // SPDNN_CUDARC_EVENT_TRACKING=1 keeps cudarc's tracking on (both then order the
+        // streams): to measure what it costs.
+        if std::env::var_os(crate::order::TRACKING_VAR).is_none_or(|v| v != "1") {
+            unsafe { ctx.disable_event_tracking() };
+        }
         let stream = ctx
             .new_stream()
             .context(&format!("creating a stream on device {ordinal}"))?;
@@ -296,7 +304,10 @@ impl Gpu {
         &self.stream
     }
 
-    /// A further non-blocking stream, e.g. for copies overlapping the main stream.
+    /// A further non-blocking stream, e.g. for copies overlapping the main stream. Nothing
+    /// orders it against the main stream (cudarc's event tracking is off, see
+    /// [`crate::order`]): order it with a [`crate::Fence`], and synchronise it before
+    /// dropping buffers it used.
     pub fn new_stream(&self) -> Result<Arc<CudaStream>, CudaError> {
         self.ctx.new_stream().context("creating a stream")
     }

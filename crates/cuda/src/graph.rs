@@ -42,11 +42,12 @@ impl Gpu {
     ///
     /// `stream` must be a `new_stream()` stream (e.g. [`Gpu::stream`]), never the
     /// legacy NULL stream. The device is synchronised first, and cudarc's automatic
-    /// cross-stream event tracking is paused during the capture (a wait on an event
-    /// recorded outside the capture would invalidate it), so: enqueue work only on
-    /// `stream` inside `body`, do not use this device from other threads meanwhile,
-    /// and order later work on other streams after the graph yourself (the graph's
-    /// replays are not tracked). Buffers used inside must outlive the graph.
+    /// cross-stream event tracking, should a context have it on ([`Gpu::new`] turns it
+    /// off), is paused during the capture (a wait on an event recorded outside the capture
+    /// would invalidate it), so: enqueue work only on `stream` inside `body`, do not use
+    /// this device from other threads meanwhile, and order later work on other streams
+    /// after the graph yourself ([`crate::Fence`]). Buffers used inside must outlive the
+    /// graph.
     pub fn capture_graph<F>(
         &self,
         stream: &Arc<CudaStream>,

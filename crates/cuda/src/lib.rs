@@ -30,6 +30,7 @@ pub mod kernel_table;
 pub mod memory;
 pub mod method;
 pub mod modules;
+pub mod order;
 pub mod rows;
 pub mod slab_weights;
 mod source;
@@ -51,6 +52,7 @@ pub use error::{CudaError, DriverResultExt};
 pub use graph::CapturedGraph;
 pub use kernel::{IntoGrid, Kernel, KernelDecl, SharedMemory};
 pub use modules::{CompileStats, ModuleSpec, PreparationClock};
+pub use order::Fence;
 pub use source::{
     BUILTIN_HEADERS, COMMON_HEADER, Define, KernelSource, SELECT_KERNELS, SELFTEST,
     SELFTEST_ACTIVATION, SELFTEST_AXPY, selection_options,

@@ -8,7 +8,7 @@ use cudarc::driver::{CudaEvent, CudaStream, CudaView};
 use spdnn_formats::{ColumnSlabs, Csr, SparseMatrix};
 
 use crate::memory::{Streaming, tuned_batch};
-use crate::{CudaError, DeviceBuffer, DriverResultExt, Gpu, PinnedBuffer};
+use crate::{CudaError, DeviceBuffer, DriverResultExt, Fence, Gpu, PinnedBuffer};
 
 /// Shared memory a kernel may take without opting in: 48 KiB.
 pub const DEFAULT_SHARED_BYTES: usize = 48 * 1024;
@@ -333,6 +333,11 @@ struct Stream {
     copy_stream: Arc<CudaStream>,
     /// The stream the layers run on (the tuning events mark it).
     main: Arc<CudaStream>,
+    /// Each buffer's last copy, which the layers read after (the main stream waits).
+    copied: [Fence; 2],
+    /// The main stream's work when a copy is issued (the copy waits: the layers that read
+    /// the buffer before, and its allocation).
+    released: Fence,
     /// Words of each buffer.
     capacity: usize,
     /// Layers of the next batch when no tuning says otherwise, `N_L`.
@@ -348,6 +353,14 @@ struct Tuner {
     events: [CudaEvent; 2],
     /// The layer whose start each event marks.
     marked: [Option<usize>; 2],
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // The buffers and the pinned layers are freed next: no copy may still use them
+        // (an error here has nowhere to go; the device reports it again on its next call).
+        let _ = self.copy_stream.synchronize();
+    }
 }
 
 /// What the streaming did in the runs so far.
@@ -400,8 +413,8 @@ impl DeviceSlabWeights {
     /// transfer rate, the next batch's size retuned then (the paper's online rule,
     /// [`crate::memory::tuned_batch`]).
     ///
-    /// cudarc's per-buffer event tracking orders a copy after the kernels that read the
-    /// buffer before and the kernels after the copy.
+    /// Fences order a copy after the kernels that read the buffer before and the kernels
+    /// after the copy ([`crate::order`]).
     pub fn with_streaming(
         gpu: &Gpu,
         packed: Vec<PackedLayer>,
@@ -531,6 +544,8 @@ impl Stream {
             held: [None, None],
             copy_stream: gpu.new_stream()?,
             main: gpu.stream().clone(),
+            copied: [Fence::new(gpu)?, Fence::new(gpu)?],
+            released: Fence::new(gpu)?,
             capacity,
             layers,
             tuner,
@@ -608,6 +623,7 @@ impl Stream {
             CudaError::InvalidArgument(format!("layer {layer} was not streamed in"))
         })?;
         let offset = held.offsets[layer - held.start];
+        self.copied[slot].wait_on(&self.main)?;
         Ok((&self.slots[slot], offset))
     }
 
@@ -650,6 +666,7 @@ impl Stream {
         tuned: bool,
     ) -> Result<(), CudaError> {
         let total = self.host.len();
+        self.released.order(&self.main, &self.copy_stream)?;
         let mut offsets = Vec::new();
         let mut used = 0usize;
         for layer in start..(start + count.max(1)).min(total) {
@@ -672,6 +689,7 @@ impl Stream {
             offsets.push(used);
             used += words;
         }
+        self.copied[slot].mark(&self.copy_stream)?;
         let n = offsets.len();
         self.held[slot] = Some(Held { start, offsets });
         let stats = &mut self.stats;

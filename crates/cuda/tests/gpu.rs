@@ -223,6 +223,8 @@ fn pinned_buffer_round_trip_on_a_copy_stream() {
     let copy = gpu.new_stream().unwrap();
     let mut d = gpu.alloc_zeros::<f32>(n).unwrap();
     let mut d2 = gpu.alloc_zeros::<f32>(n).unwrap();
+    // Nothing orders a second stream against the main one but a fence: the zeroing first.
+    spdnn_cuda::order::join(&gpu, gpu.stream(), &copy).unwrap();
     copy.memcpy_htod(&*pinned, &mut *d).unwrap();
     copy.memcpy_htod(&*wc, &mut *d2).unwrap();
     copy.synchronize().unwrap();

@@ -2,14 +2,14 @@
 //! layers do not fit beside the rows (T4-adaptive's streaming, seed 001 §III-A, with one
 //! layer a copy). Layer `i` runs from slot `i mod 2`; when it is asked for, the copy of
 //! layer `i + 1` into the other slot is issued on a second stream, so it runs while layer
-//! `i` computes. cudarc's per-buffer events order each copy after the kernels that read
-//! the slot before, and the kernels after their copy.
+//! `i` computes. Fences order each copy after the kernels that read the slot before, and
+//! the kernels after their copy (`spdnn_cuda::order`).
 
 use std::ops::Range;
 use std::sync::Arc;
 
 use spdnn_cuda::cudarc::driver::{CudaStream, DeviceRepr};
-use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Gpu, PinnedBuffer};
+use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Fence, Gpu, PinnedBuffer};
 
 use crate::format::stored_values;
 use crate::format::{XyLayer, XyNetwork};
@@ -88,7 +88,22 @@ pub struct StreamedXyLayers {
     /// The layer whose copy each slot last took.
     held: [Option<usize>; 2],
     copy_stream: Arc<CudaStream>,
+    /// The stream the layers run on.
+    main: Arc<CudaStream>,
+    /// Each slot's last copy, which its layer's kernels wait for.
+    copied: [Fence; 2],
+    /// The main stream's work when a copy is issued (the copy waits: the kernels that read
+    /// the slot before, and its allocation).
+    released: Fence,
     stats: XyStreamStats,
+}
+
+impl Drop for StreamedXyLayers {
+    fn drop(&mut self) {
+        // The slots and the pinned layers are freed next: no copy may still use them (an
+        // error here has nowhere to go; the device reports it again on its next call).
+        let _ = self.copy_stream.synchronize();
+    }
 }
 
 /// The largest of every array over layers of `lens` (each layer's offsets, inputs, values
@@ -143,6 +158,9 @@ impl StreamedXyLayers {
             slots,
             held: [None, None],
             copy_stream: gpu.new_stream()?,
+            main: gpu.stream().clone(),
+            copied: [Fence::new(gpu)?, Fence::new(gpu)?],
+            released: Fence::new(gpu)?,
             stats: XyStreamStats {
                 slot_bytes: 2 * 4 * most.iter().sum::<usize>(),
                 ..XyStreamStats::default()
@@ -182,6 +200,7 @@ impl StreamedXyLayers {
         if next < self.host.len() && self.held[1 - slot] != Some(next) {
             self.issue(1 - slot, next)?;
         }
+        self.copied[slot].wait_on(&self.main)?;
         Ok(&self.slots[slot])
     }
 
@@ -192,6 +211,7 @@ impl StreamedXyLayers {
         target.set_shape(host.shape);
         let (offsets, inputs, values, biases) = target.arrays_mut();
         let stream = &self.copy_stream;
+        self.released.order(&self.main, stream)?;
         let mut bytes = copy_into(stream, &host.offsets, offsets)?
             + copy_into(stream, &host.inputs, inputs)?
             + copy_into(stream, &host.values, values)?;
@@ -204,6 +224,7 @@ impl StreamedXyLayers {
                 ));
             }
         }
+        self.copied[slot].mark(stream)?;
         self.held[slot] = Some(index);
         self.stats.copies += 1;
         self.stats.bytes += bytes;

@@ -1,0 +1,70 @@
+//! Ordering work between the streams of one GPU.
+//!
+//! [`Gpu::new`] turns cudarc's per-buffer event tracking off: with it, every buffer argument
+//! of every launch cost a stream wait and an event record on the host (about 18 driver calls
+//! for a launch of eight buffers), which bound the launches of short kernels. Work on the
+//! main stream ([`Gpu::stream`]) is ordered by the stream itself; code that uses a second
+//! stream ([`Gpu::new_stream`]: the weight streams, the copy-rate probe) orders it against
+//! the main stream with a [`Fence`] and synchronises that stream before it frees buffers the
+//! second stream used.
+
+use std::sync::Arc;
+
+/// The environment variable that, set to `1`, keeps cudarc's event tracking on (to measure
+/// its cost; the fences order the streams either way).
+pub const TRACKING_VAR: &str = "SPDNN_CUDARC_EVENT_TRACKING";
+
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{CudaEvent, CudaStream};
+
+use crate::{CudaError, DriverResultExt, Gpu};
+
+/// A point in one stream's work that another stream can wait for (an event without
+/// timing, recorded again for each use).
+pub struct Fence {
+    event: CudaEvent,
+}
+
+impl std::fmt::Debug for Fence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fence").finish_non_exhaustive()
+    }
+}
+
+impl Fence {
+    /// A fence of `gpu`'s context.
+    pub fn new(gpu: &Gpu) -> Result<Self, CudaError> {
+        Ok(Self {
+            event: gpu
+                .context()
+                .new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                .context("creating a stream fence")?,
+        })
+    }
+
+    /// Marks the work enqueued on `stream` so far.
+    pub fn mark(&self, stream: &CudaStream) -> Result<(), CudaError> {
+        self.event
+            .record(stream)
+            .context("recording a stream fence")
+    }
+
+    /// Makes the work enqueued on `stream` from now on wait for the work the last
+    /// [`Self::mark`] marked (a later mark does not change what it waits for).
+    pub fn wait_on(&self, stream: &CudaStream) -> Result<(), CudaError> {
+        stream
+            .wait(&self.event)
+            .context("waiting on a stream fence")
+    }
+
+    /// Makes `later` wait for everything enqueued on `earlier` so far.
+    pub fn order(&self, earlier: &CudaStream, later: &CudaStream) -> Result<(), CudaError> {
+        self.mark(earlier)?;
+        self.wait_on(later)
+    }
+}
+
+/// Makes `later` wait for everything enqueued on `earlier` so far (a fence used once).
+pub fn join(gpu: &Gpu, earlier: &CudaStream, later: &Arc<CudaStream>) -> Result<(), CudaError> {
+    Fence::new(gpu)?.order(earlier, later)
+}
