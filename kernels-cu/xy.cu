@@ -21,6 +21,10 @@
 #ifndef XY_TRANSPOSE_TILE
 #error "XY_TRANSPOSE_TILE must come from Rust (-D)"
 #endif
+// Input entries of a row-major block's outputs staged in shared memory (when they fit).
+#ifndef XY_ROW_STAGE
+#error "XY_ROW_STAGE must come from Rust (-D)"
+#endif
 // Rows of threads in a block of the transposes (each walks the tile with this stride).
 #ifndef XY_TRANSPOSE_ROWS
 #error "XY_TRANSPOSE_ROWS must come from Rust (-D)"
@@ -53,9 +57,12 @@ struct XyRecorder {
 // any output of the row is nonzero (row_alive zeroed before). y_in rows have n_in values,
 // y_out rows n_out. Rows are read and written in place (no compaction).
 // Each thread owns one output position and XY_ROW_TILE rows (accumulators in registers);
-// the threads of one block read the same inputs (broadcast), the weights coalesce. The input
-// loop is unrolled by four so that four entries' loads are in flight at once (with a few
-// listed rows the layer is bound by load latency); the sums keep their order.
+// the threads of one block read the same inputs (broadcast), the weights coalesce. With a
+// few listed rows (SNICIT's post-convergence layers) a layer is bound by load latency, so:
+// the input lists of the block's outputs, contiguous in `inputs`, are staged in shared memory
+// with one coalesced load when they fit (XY_ROW_STAGE entries; else each thread reads its
+// own), and the input loop is unrolled by four, four entries' gathers in flight; the sums
+// keep their order.
 // With GLARE, inputs in flagged units of a row are the bound (the row's flags are staged
 // in shared memory) and the block's 128 outputs of a row are not written when all are at
 // the bound; the unit's last block sets its flag or writes the bound back (glare.cuh).
@@ -69,6 +76,7 @@ __device__ __forceinline__ void xy_row_major_layer(
     __shared__ unsigned char row_at_bound[GLARE ? XY_ROW_TILE : 1][GLARE ? GLARE_MAX_ROW_UNITS : 1];
     __shared__ unsigned int off_bound_rows;
     __shared__ unsigned int vetoed_rows;
+    __shared__ unsigned int staged_inputs[XY_ROW_STAGE];
     const unsigned int count = *active_count;
     const unsigned int first = blockIdx.x * XY_ROW_TILE;
     if (first >= count) {
@@ -77,6 +85,19 @@ __device__ __forceinline__ void xy_row_major_layer(
     const unsigned int position = blockIdx.y * blockDim.x + threadIdx.x;
     const unsigned int block = position / G;
     const bool valid = block < blocks;
+    // The XY blocks of this block's outputs (the grid's y covers n_out = blocks * G, so the
+    // first exists) and their input entries [stage_begin, stage_end).
+    const unsigned int first_block = blockIdx.y * blockDim.x / G;
+    const unsigned int end_block = min(blocks, ((blockIdx.y + 1) * blockDim.x + G - 1) / G);
+    const unsigned int stage_begin = block_offsets[first_block];
+    const unsigned int stage_end = block_offsets[end_block];
+    const bool staged = stage_end - stage_begin <= XY_ROW_STAGE;  // the same for the whole block
+    if (staged) {
+        for (unsigned int i = threadIdx.x; i < stage_end - stage_begin; i += blockDim.x) {
+            staged_inputs[i] = inputs[stage_begin + i];
+        }
+        __syncthreads();
+    }
     if (!GLARE && !valid) {
         return;
     }
@@ -112,7 +133,7 @@ __device__ __forceinline__ void xy_row_major_layer(
         const unsigned int end = block_offsets[block + 1];
 #pragma unroll 4
         for (unsigned int k = block_offsets[block]; k < end; ++k) {
-            const unsigned int input = inputs[k];
+            const unsigned int input = staged ? staged_inputs[k - stage_begin] : inputs[k];
             const float w = values[((unsigned long long)k * G + out) * value_step];
             tally.add(GLARE_WEIGHT_READS, 2);
 #pragma unroll
@@ -244,14 +265,16 @@ __device__ __forceinline__ void xy_row_major_layer(
 #define XY_NO_RECORDER {nullptr, nullptr, nullptr, nullptr, 0u, 0u, nullptr}
 
 #if SPDNN_KEEP(xy_row_major_layer_g16)
-// Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, no shared memory.
+// Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
+// XY_ROW_STAGE words.
 extern "C" __global__ void xy_row_major_layer_g16(XY_ROW_MAJOR_ARGS) {
     xy_row_major_layer<16, false, false>(XY_ROW_MAJOR_PASS, nullptr, XY_NO_RECORDER);
 }
 #endif  // SPDNN_KEEP(xy_row_major_layer_g16)
 
 #if SPDNN_KEEP(xy_row_major_layer_g1)
-// Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, no shared memory.
+// Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
+// XY_ROW_STAGE words.
 extern "C" __global__ void xy_row_major_layer_g1(XY_ROW_MAJOR_ARGS) {
     xy_row_major_layer<1, false, false>(XY_ROW_MAJOR_PASS, nullptr, XY_NO_RECORDER);
 }
@@ -260,14 +283,16 @@ extern "C" __global__ void xy_row_major_layer_g1(XY_ROW_MAJOR_ARGS) {
 #if SPDNN_KEEP(xy_row_major_layer_neurons_g16)
 // The row-major layer with a bias per output position (biases: n_out values in the layer's
 // position order; `bias` unused). Trained networks, biases <= 0; not with GLARE.
-// Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, no shared memory.
+// Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
+// XY_ROW_STAGE words.
 extern "C" __global__ void xy_row_major_layer_neurons_g16(XY_ROW_MAJOR_ARGS, const float* __restrict__ biases) {
     xy_row_major_layer<16, false, false>(XY_ROW_MAJOR_PASS, biases, XY_NO_RECORDER);
 }
 #endif  // SPDNN_KEEP(xy_row_major_layer_neurons_g16)
 
 #if SPDNN_KEEP(xy_row_major_layer_neurons_g1)
-// Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, no shared memory.
+// Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
+// XY_ROW_STAGE words.
 extern "C" __global__ void xy_row_major_layer_neurons_g1(XY_ROW_MAJOR_ARGS, const float* __restrict__ biases) {
     xy_row_major_layer<1, false, false>(XY_ROW_MAJOR_PASS, biases, XY_NO_RECORDER);
 }
@@ -276,7 +301,7 @@ extern "C" __global__ void xy_row_major_layer_neurons_g1(XY_ROW_MAJOR_ARGS, cons
 #if SPDNN_KEEP(xy_row_major_layer_g16_glare)
 // GLARE variants (census: counting accesses into census[0 .. GLARE_CENSUS_WORDS)).
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
-// XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + 2 words.
+// XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + XY_ROW_STAGE + 2 words.
 extern "C" __global__ void xy_row_major_layer_g16_glare(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
     xy_row_major_layer<16, true, false>(XY_ROW_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
@@ -284,7 +309,7 @@ extern "C" __global__ void xy_row_major_layer_g16_glare(XY_ROW_MAJOR_ARGS, XY_RE
 
 #if SPDNN_KEEP(xy_row_major_layer_g1_glare)
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
-// XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + 2 words.
+// XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + XY_ROW_STAGE + 2 words.
 extern "C" __global__ void xy_row_major_layer_g1_glare(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
     xy_row_major_layer<1, true, false>(XY_ROW_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
@@ -292,7 +317,7 @@ extern "C" __global__ void xy_row_major_layer_g1_glare(XY_ROW_MAJOR_ARGS, XY_REC
 
 #if SPDNN_KEEP(xy_row_major_layer_g16_glare_census)
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
-// XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + 2 words.
+// XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + XY_ROW_STAGE + 2 words.
 extern "C" __global__ void xy_row_major_layer_g16_glare_census(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
     xy_row_major_layer<16, true, true>(XY_ROW_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }
@@ -300,7 +325,7 @@ extern "C" __global__ void xy_row_major_layer_g16_glare_census(XY_ROW_MAJOR_ARGS
 
 #if SPDNN_KEEP(xy_row_major_layer_g1_glare_census)
 // Launch: grid (ceil(capacity / XY_ROW_TILE), ceil(n_out / 128)), block 128, static shared
-// XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + 2 words.
+// XY_ROW_TILE x GLARE_MAX_ROW_UNITS bytes + XY_ROW_STAGE + 2 words.
 extern "C" __global__ void xy_row_major_layer_g1_glare_census(XY_ROW_MAJOR_ARGS, XY_RECORDER_ARGS) {
     xy_row_major_layer<1, true, true>(XY_ROW_MAJOR_PASS, nullptr, XY_RECORDER_PASS);
 }

@@ -208,6 +208,12 @@ impl Gpu {
         let stream = ctx
             .new_stream()
             .context(&format!("creating a stream on device {ordinal}"))?;
+        // Other handles of this device in the process may have frees pending on their
+        // streams (asynchronous, stream-ordered): finish them, so that their memory counts as
+        // free here (cudarc did this when it made a context's first stream with its event
+        // tracking on).
+        ctx.synchronize()
+            .context(&format!("synchronising device {ordinal}"))?;
         let name = ctx
             .name()
             .context(&format!("querying the name of device {ordinal}"))?;

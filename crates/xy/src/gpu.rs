@@ -28,6 +28,9 @@ pub const ROW_TILE: u32 = 8;
 pub const ROW_THREADS: u32 = 128;
 /// Threads per block of the neuron-major kernels (one per sample column).
 pub const COLUMN_THREADS: u32 = 256;
+/// Input entries of a row-major block's outputs staged in shared memory when they fit
+/// (`XY_ROW_STAGE`: 4 KiB; a grouped challenge layer's block needs 8 × 32).
+pub const ROW_STAGE: u32 = 1024;
 /// Edge of the square tile of the transposes (`XY_TRANSPOSE_TILE`), and their blocks' width.
 pub const TRANSPOSE_TILE: u32 = 32;
 /// Rows of threads in a block of the transposes (`XY_TRANSPOSE_ROWS`).
@@ -38,6 +41,7 @@ const THREADS: u32 = 256;
 /// xy.cu's own definitions (it is compiled with glare.cuh's too).
 pub const XY_DEFINES: &[Define] = &[
     Define::new("XY_ROW_TILE", ROW_TILE as u64),
+    Define::new("XY_ROW_STAGE", ROW_STAGE as u64),
     Define::new("XY_TRANSPOSE_TILE", TRANSPOSE_TILE as u64),
     Define::new("XY_TRANSPOSE_ROWS", TRANSPOSE_ROWS as u64),
 ];
