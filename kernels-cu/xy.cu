@@ -30,7 +30,8 @@
 #error "XY_TRANSPOSE_ROWS must come from Rust (-D)"
 #endif
 // The row-major GLARE kernel keeps one bit per row of its tile.
-static_assert(XY_ROW_TILE >= 1 && XY_ROW_TILE <= 32, "XY_ROW_TILE must be 1 to 32");
+static_assert(XY_ROW_TILE >= 4 && XY_ROW_TILE <= 32 && (XY_ROW_TILE & (XY_ROW_TILE - 1)) == 0,
+              "XY_ROW_TILE must be a power of two from 4 to 32 (the kernel's narrower tiles halve it)");
 
 #define XY_CHUNK 64  // block inputs staged in shared memory at a time (neuron-major)
 
@@ -66,6 +67,50 @@ struct XyRecorder {
 // With GLARE, inputs in flagged units of a row are the bound (the row's flags are staged
 // in shared memory) and the block's 128 outputs of a row are not written when all are at
 // the bound; the unit's last block sets its flag or writes the bound back (glare.cuh).
+// What the row-major layer's sum over one output's entries reads: entry k's input is
+// inputs[k - inputs_base] (the staged lists in shared memory, or `inputs` itself with base 0).
+struct XyRowTerms {
+    const unsigned int* inputs;
+    unsigned int inputs_base;
+    const float* values;
+    unsigned int value_step;
+    unsigned int begin;
+    unsigned int end;
+    unsigned int out;
+    const float* y_in;
+    const unsigned long long* row_base;
+    // GLARE: row_at_bound[i * GLARE_MAX_ROW_UNITS + unit], the tile's rows' flags.
+    const unsigned char* row_at_bound;
+    unsigned int shift;
+    float upper;
+};
+
+// acc[i] += y_in[row i][input k] * w(k, out) over the output's entries k, for the first R row
+// slots of the tile, one rounding per term in a fixed order: rows with equal inputs get equal
+// outputs wherever they sit in a tile, whatever R (SNICIT relies on it).
+template <int R, int G, bool GLARE, bool CENSUS>
+__device__ __forceinline__ void xy_row_major_terms(const XyRowTerms& t, float (&acc)[XY_ROW_TILE],
+                                                   GlareTally<CENSUS>& tally) {
+#pragma unroll 4
+    for (unsigned int k = t.begin; k < t.end; ++k) {
+        const unsigned int input = t.inputs[k - t.inputs_base];
+        const float w = t.values[((unsigned long long)k * G + t.out) * t.value_step];
+        tally.add(GLARE_WEIGHT_READS, 2);
+#pragma unroll
+        for (int i = 0; i < R; ++i) {
+            float v;
+            if (GLARE) {
+                const bool at_bound = t.row_at_bound[i * GLARE_MAX_ROW_UNITS + (input >> t.shift)] != 0;
+                tally.add(at_bound ? GLARE_READS_SKIPPED : GLARE_READS, 1);
+                v = glare_read(at_bound, t.y_in + t.row_base[i] + input, t.upper);
+            } else {
+                v = t.y_in[t.row_base[i] + input];
+            }
+            acc[i] = __fmaf_rn(v, w, acc[i]);
+        }
+    }
+}
+
 template <int G, bool GLARE, bool CENSUS>
 __device__ __forceinline__ void xy_row_major_layer(
     const float* __restrict__ y_in, float* __restrict__ y_out, const unsigned int* __restrict__ active_rows,
@@ -130,26 +175,30 @@ __device__ __forceinline__ void xy_row_major_layer(
         acc[i] = 0.0f;
     }
     if (valid) {
-        const unsigned int end = block_offsets[block + 1];
-#pragma unroll 4
-        for (unsigned int k = block_offsets[block]; k < end; ++k) {
-            const unsigned int input = staged ? staged_inputs[k - stage_begin] : inputs[k];
-            const float w = values[((unsigned long long)k * G + out) * value_step];
-            tally.add(GLARE_WEIGHT_READS, 2);
-#pragma unroll
-            for (int i = 0; i < XY_ROW_TILE; ++i) {
-                // One rounding per term, in a fixed order: rows with equal inputs get equal
-                // outputs wherever they sit in a tile (SNICIT relies on it).
-                float v;
-                if (GLARE) {
-                    const bool at_bound = row_at_bound[i][input >> recorder.shift] != 0;
-                    tally.add(at_bound ? GLARE_READS_SKIPPED : GLARE_READS, 1);
-                    v = glare_read(at_bound, y_in + row_base[i] + input, upper);
-                } else {
-                    v = y_in[row_base[i] + input];
-                }
-                acc[i] = __fmaf_rn(v, w, acc[i]);
-            }
+        const XyRowTerms terms{staged ? staged_inputs : inputs,
+                               staged ? stage_begin : 0u,
+                               values,
+                               value_step,
+                               block_offsets[block],
+                               block_offsets[block + 1],
+                               out,
+                               y_in,
+                               row_base,
+                               &row_at_bound[0][0],
+                               recorder.shift,
+                               upper};
+        // Only as many row slots as the tile has rows (rounded up to a power of two): a
+        // SNICIT post-convergence layer lists one or two rows, and the full tile's loads and
+        // multiply-adds for them bound the kernel by instruction issue. GLARE keeps the full
+        // tile (its census counts every slot).
+        if (GLARE || tile > XY_ROW_TILE / 2) {
+            xy_row_major_terms<XY_ROW_TILE, G, GLARE>(terms, acc, tally);
+        } else if (tile > 2) {
+            xy_row_major_terms<XY_ROW_TILE / 2, G, GLARE>(terms, acc, tally);
+        } else if (tile == 2) {
+            xy_row_major_terms<2, G, GLARE>(terms, acc, tally);
+        } else {
+            xy_row_major_terms<1, G, GLARE>(terms, acc, tally);
         }
         tally.add(GLARE_WEIGHT_READS, 2);
     }
