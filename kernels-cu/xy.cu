@@ -51,6 +51,53 @@ struct XyRecorder {
     unsigned long long* census;
 };
 
+// acc[i] += y_in[row i][input k] * w(k, out) over entries k in [begin, end), for the first R
+// row slots of the tile, one rounding per term in a fixed order: rows with equal inputs get
+// equal outputs wherever they sit in a tile, whatever R (SNICIT relies on it). Entry k's input
+// is staged_inputs[k - stage_begin] (STAGED) or inputs[k]. GLARE: row_at_bound[i *
+// GLARE_MAX_ROW_UNITS + unit], the tile's rows' flags.
+template <int R, int G, bool GLARE, bool CENSUS, bool STAGED>
+__device__ __forceinline__ void xy_row_major_terms(
+    const unsigned int* __restrict__ staged_inputs, unsigned int stage_begin,
+    const unsigned int* __restrict__ inputs, const float* __restrict__ values, unsigned int value_step,
+    unsigned int begin, unsigned int end, unsigned int out, const float* __restrict__ y_in,
+    const unsigned long long (&row_base)[XY_ROW_TILE], const unsigned char* __restrict__ row_at_bound,
+    unsigned int shift, float upper, float (&acc)[XY_ROW_TILE], GlareTally<CENSUS>& tally) {
+#pragma unroll 4
+    for (unsigned int k = begin; k < end; ++k) {
+        const unsigned int input = STAGED ? staged_inputs[k - stage_begin] : inputs[k];
+        const float w = values[((unsigned long long)k * G + out) * value_step];
+        tally.add(GLARE_WEIGHT_READS, 2);
+#pragma unroll
+        for (int i = 0; i < R; ++i) {
+            float v;
+            if (GLARE) {
+                const bool at_bound = row_at_bound[i * GLARE_MAX_ROW_UNITS + (input >> shift)] != 0;
+                tally.add(at_bound ? GLARE_READS_SKIPPED : GLARE_READS, 1);
+                v = glare_read(at_bound, y_in + row_base[i] + input, upper);
+            } else {
+                v = y_in[row_base[i] + input];
+            }
+            acc[i] = __fmaf_rn(v, w, acc[i]);
+        }
+    }
+}
+
+// xy_row_major_terms with the input lists staged or not (each pointer keeps its memory space).
+#define XY_ROW_MAJOR_TERMS(R)                                                                                   \
+    do {                                                                                                       \
+        if (staged) {                                                                                          \
+            xy_row_major_terms<R, G, GLARE, CENSUS, true>(staged_inputs, stage_begin, inputs, values, value_step, \
+                                                          begin, end, out, y_in, row_base, &row_at_bound[0][0],   \
+                                                          recorder.shift, upper, acc, tally);                    \
+        } else {                                                                                               \
+            xy_row_major_terms<R, G, GLARE, CENSUS, false>(staged_inputs, stage_begin, inputs, values,           \
+                                                           value_step, begin, end, out, y_in, row_base,          \
+                                                           &row_at_bound[0][0], recorder.shift, upper, acc,      \
+                                                           tally);                                               \
+        }                                                                                                      \
+    } while (0)
+
 // Row-major layer on the listed rows: y_out[row][p] = clip(sum_k y_in[row][inputs[k]] *
 // w(k, o) + bias) for p = b*G + o < n_out = blocks*G (with `biases`, not null only in
 // the _neurons instances: biases[p] instead of `bias`, one per output position, trained
@@ -67,50 +114,6 @@ struct XyRecorder {
 // With GLARE, inputs in flagged units of a row are the bound (the row's flags are staged
 // in shared memory) and the block's 128 outputs of a row are not written when all are at
 // the bound; the unit's last block sets its flag or writes the bound back (glare.cuh).
-// What the row-major layer's sum over one output's entries reads: entry k's input is
-// inputs[k - inputs_base] (the staged lists in shared memory, or `inputs` itself with base 0).
-struct XyRowTerms {
-    const unsigned int* inputs;
-    unsigned int inputs_base;
-    const float* values;
-    unsigned int value_step;
-    unsigned int begin;
-    unsigned int end;
-    unsigned int out;
-    const float* y_in;
-    const unsigned long long* row_base;
-    // GLARE: row_at_bound[i * GLARE_MAX_ROW_UNITS + unit], the tile's rows' flags.
-    const unsigned char* row_at_bound;
-    unsigned int shift;
-    float upper;
-};
-
-// acc[i] += y_in[row i][input k] * w(k, out) over the output's entries k, for the first R row
-// slots of the tile, one rounding per term in a fixed order: rows with equal inputs get equal
-// outputs wherever they sit in a tile, whatever R (SNICIT relies on it).
-template <int R, int G, bool GLARE, bool CENSUS>
-__device__ __forceinline__ void xy_row_major_terms(const XyRowTerms& t, float (&acc)[XY_ROW_TILE],
-                                                   GlareTally<CENSUS>& tally) {
-#pragma unroll 4
-    for (unsigned int k = t.begin; k < t.end; ++k) {
-        const unsigned int input = t.inputs[k - t.inputs_base];
-        const float w = t.values[((unsigned long long)k * G + t.out) * t.value_step];
-        tally.add(GLARE_WEIGHT_READS, 2);
-#pragma unroll
-        for (int i = 0; i < R; ++i) {
-            float v;
-            if (GLARE) {
-                const bool at_bound = t.row_at_bound[i * GLARE_MAX_ROW_UNITS + (input >> t.shift)] != 0;
-                tally.add(at_bound ? GLARE_READS_SKIPPED : GLARE_READS, 1);
-                v = glare_read(at_bound, t.y_in + t.row_base[i] + input, t.upper);
-            } else {
-                v = t.y_in[t.row_base[i] + input];
-            }
-            acc[i] = __fmaf_rn(v, w, acc[i]);
-        }
-    }
-}
-
 template <int G, bool GLARE, bool CENSUS>
 __device__ __forceinline__ void xy_row_major_layer(
     const float* __restrict__ y_in, float* __restrict__ y_out, const unsigned int* __restrict__ active_rows,
@@ -175,30 +178,20 @@ __device__ __forceinline__ void xy_row_major_layer(
         acc[i] = 0.0f;
     }
     if (valid) {
-        const XyRowTerms terms{staged ? staged_inputs : inputs,
-                               staged ? stage_begin : 0u,
-                               values,
-                               value_step,
-                               block_offsets[block],
-                               block_offsets[block + 1],
-                               out,
-                               y_in,
-                               row_base,
-                               &row_at_bound[0][0],
-                               recorder.shift,
-                               upper};
+        const unsigned int begin = block_offsets[block];
+        const unsigned int end = block_offsets[block + 1];
         // Only as many row slots as the tile has rows (rounded up to a power of two): a
         // SNICIT post-convergence layer lists one or two rows, and the full tile's loads and
         // multiply-adds for them bound the kernel by instruction issue. GLARE keeps the full
         // tile (its census counts every slot).
         if (GLARE || tile > XY_ROW_TILE / 2) {
-            xy_row_major_terms<XY_ROW_TILE, G, GLARE>(terms, acc, tally);
+            XY_ROW_MAJOR_TERMS(XY_ROW_TILE);
         } else if (tile > 2) {
-            xy_row_major_terms<XY_ROW_TILE / 2, G, GLARE>(terms, acc, tally);
+            XY_ROW_MAJOR_TERMS(XY_ROW_TILE / 2);
         } else if (tile == 2) {
-            xy_row_major_terms<2, G, GLARE>(terms, acc, tally);
+            XY_ROW_MAJOR_TERMS(2);
         } else {
-            xy_row_major_terms<1, G, GLARE>(terms, acc, tally);
+            XY_ROW_MAJOR_TERMS(1);
         }
         tally.add(GLARE_WEIGHT_READS, 2);
     }
