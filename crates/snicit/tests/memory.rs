@@ -54,7 +54,10 @@ fn check(chain: &LayerChain<'_>, threshold: usize) {
                 [
                     layer.block_offsets.len(),
                     layer.inputs.len().max(1),
-                    spdnn_xy::format::stored_values(&layer.values).len().max(1),
+                    spdnn_xy::format::stored_values(&layer.values)
+                        .0
+                        .len()
+                        .max(1),
                     chain.bias_bytes(t + i) / 4,
                 ]
             },

@@ -78,7 +78,7 @@ impl XyLayer {
         layout_bytes(
             self.blocks(),
             self.inputs.len(),
-            stored_values(&self.values).len(),
+            stored_values(&self.values).0.len(),
         )
     }
 
@@ -585,13 +585,13 @@ pub fn shared_value(values: &[f32]) -> Option<f32> {
         .then_some(*first)
 }
 
-/// The values a layer keeps on the device: the first alone when every value is the same
-/// bit for bit ([`shared_value`]; the kernels then read it for every entry, `value_step`
-/// 0), otherwise all of them (`value_step` 1).
-pub fn stored_values(values: &[f32]) -> &[f32] {
+/// The values a layer keeps on the device and the kernels' step through them (they read
+/// `values[entry × step]`): the first alone and step 0 when every value is the same bit for
+/// bit ([`shared_value`]), otherwise all of them and step 1. One pass over the values.
+pub fn stored_values(values: &[f32]) -> (&[f32], u32) {
     match shared_value(values) {
-        Some(_) => &values[..1],
-        None => values,
+        Some(_) => (&values[..1], 0),
+        None => (values, 1),
     }
 }
 
@@ -627,7 +627,7 @@ pub fn layer_device_arrays(layer: &Csr) -> [usize; 3] {
     [
         blocks + 1,
         inputs.max(1),
-        stored_values(layer.values()).len().max(1),
+        stored_values(layer.values()).0.len().max(1),
     ]
 }
 
@@ -892,8 +892,11 @@ mod tests {
         // Bit for bit: -0.0 is not 0.0, and any differing value keeps them all.
         assert_eq!(shared_value(&[0.0, -0.0]), None);
         assert_eq!(shared_value(&[0.25, 0.25, 0.5]), None);
-        assert_eq!(stored_values(&[0.25, 0.25, 0.5]), &[0.25, 0.25, 0.5]);
-        assert_eq!(stored_values(&[-1.5, -1.5]), &[-1.5]);
+        assert_eq!(
+            stored_values(&[0.25, 0.25, 0.5]),
+            (&[0.25, 0.25, 0.5][..], 1)
+        );
+        assert_eq!(stored_values(&[-1.5, -1.5]), (&[-1.5][..], 0));
 
         // The challenge's layers share one value: one stored, and the model agrees.
         let challenge = spdnn_sdgc::generator::network(256, 3, 3).unwrap();

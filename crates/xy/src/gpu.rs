@@ -201,12 +201,6 @@ pub(crate) struct LayerShape {
     pub value_step: u32,
 }
 
-/// The kernels' step through a layer's stored values: 0 when they all share one
-/// ([`crate::format::stored_values`] keeps it alone), 1 otherwise.
-pub(crate) fn value_step(values: &[f32]) -> u32 {
-    u32::from(crate::format::shared_value(values).is_none())
-}
-
 /// `width` as a `u32` index bound, or an error naming it.
 pub(crate) fn width_u32(width: usize) -> Result<u32, CudaError> {
     u32::try_from(width).map_err(|_| {
@@ -231,7 +225,7 @@ impl DeviceXyLayer {
         biases: Option<&[f32]>,
     ) -> Result<Self, CudaError> {
         let biases = upload_in_position_order(gpu, biases, &layer.outputs, "an XY layer")?;
-        let values = crate::format::stored_values(&layer.values);
+        let (values, value_step) = crate::format::stored_values(&layer.values);
         Ok(Self {
             group: layer.group,
             blocks: layer.blocks() as u32,
@@ -240,7 +234,7 @@ impl DeviceXyLayer {
             offsets: gpu.upload(&layer.block_offsets)?,
             inputs: gpu.upload_nonempty(&layer.inputs)?,
             values: gpu.upload_nonempty(values)?,
-            value_step: value_step(&layer.values),
+            value_step,
             biases,
         })
     }

@@ -13,7 +13,7 @@ use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Fence, Gpu, PinnedBuf
 
 use crate::format::stored_values;
 use crate::format::{XyLayer, XyNetwork};
-use crate::gpu::{DeviceXyLayer, LayerShape, layer_range, value_step, width_u32};
+use crate::gpu::{DeviceXyLayer, LayerShape, layer_range, width_u32};
 
 /// One layer's arrays in pinned host memory and its shape.
 struct HostLayer {
@@ -44,17 +44,18 @@ impl HostLayer {
                 Some(gpu.pin_write_combined(&ordered)?)
             }
         };
+        let (values, value_step) = stored_values(&layer.values);
         Ok(Self {
             shape: LayerShape {
                 group: layer.group,
                 blocks: layer.blocks() as u32,
                 in_width: width_u32(inputs)?,
                 out_width: width_u32(layer.width())?,
-                value_step: value_step(&layer.values),
+                value_step,
             },
             offsets: gpu.pin_write_combined(&layer.block_offsets)?,
             inputs: gpu.pin_write_combined(&layer.inputs)?,
-            values: gpu.pin_write_combined(stored_values(&layer.values))?,
+            values: gpu.pin_write_combined(values)?,
             biases,
         })
     }
