@@ -52,7 +52,7 @@ pub use error::{CudaError, DriverResultExt};
 pub use graph::CapturedGraph;
 pub use kernel::{IntoGrid, Kernel, KernelDecl, SharedMemory};
 pub use modules::{CompileStats, ModuleSpec, PreparationClock};
-pub use order::Fence;
+pub use order::{Fence, SlotCopies};
 pub use source::{
     BUILTIN_HEADERS, COMMON_HEADER, Define, KernelSource, SELECT_KERNELS, SELFTEST,
     SELFTEST_ACTIVATION, SELFTEST_AXPY, selection_options,

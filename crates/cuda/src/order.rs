@@ -9,6 +9,8 @@
 //! the main stream with a [`Fence`] and synchronises that stream before it frees buffers the
 //! second stream used.
 
+use std::sync::Arc;
+
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream};
 
@@ -66,4 +68,66 @@ impl Fence {
 /// Makes `later` wait for everything enqueued on `earlier` so far (a fence used once).
 pub fn join(gpu: &Gpu, earlier: &CudaStream, later: &CudaStream) -> Result<(), CudaError> {
     Fence::new(gpu)?.order(earlier, later)
+}
+
+/// A second stream that fills two device slots while the main stream reads them: the double
+/// buffering of streamed weights (BF's slab batches, XY's layers), ordered with fences. A
+/// copy into a slot waits for the main stream's work when it begins (the kernels that read
+/// the slot before, and its allocation); the main stream's later work waits for the slot's
+/// last copy once [`Self::ready`] says so. Dropped, it waits for its copies: hold it as
+/// the first field of its owner, so that the slots and the pinned sources are freed after.
+pub struct SlotCopies {
+    copy: Arc<CudaStream>,
+    main: Arc<CudaStream>,
+    /// Each slot's last copy.
+    copied: [Fence; 2],
+    /// The main stream's work when a copy begins.
+    released: Fence,
+}
+
+impl std::fmt::Debug for SlotCopies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlotCopies").finish_non_exhaustive()
+    }
+}
+
+impl SlotCopies {
+    /// A new copy stream of `gpu`, against its main stream.
+    pub fn new(gpu: &Gpu) -> Result<Self, CudaError> {
+        Ok(Self {
+            copy: gpu.new_stream()?,
+            main: gpu.stream().clone(),
+            copied: [Fence::new(gpu)?, Fence::new(gpu)?],
+            released: Fence::new(gpu)?,
+        })
+    }
+
+    /// The main stream, which reads the slots.
+    pub fn main(&self) -> &Arc<CudaStream> {
+        &self.main
+    }
+
+    /// The copy stream, for copies into a slot, after the main stream's work so far.
+    pub fn begin(&self) -> Result<&Arc<CudaStream>, CudaError> {
+        self.released.order(&self.main, &self.copy)?;
+        Ok(&self.copy)
+    }
+
+    /// The copies enqueued since [`Self::begin`] are `slot`'s, which its readers wait for.
+    pub fn end(&self, slot: usize) -> Result<(), CudaError> {
+        self.copied[slot].mark(&self.copy)
+    }
+
+    /// The main stream's work from now on waits for `slot`'s last copy.
+    pub fn ready(&self, slot: usize) -> Result<(), CudaError> {
+        self.copied[slot].wait_on(&self.main)
+    }
+}
+
+impl Drop for SlotCopies {
+    fn drop(&mut self) {
+        // The slots and the pinned sources are freed next: no copy may still use them (an
+        // error here has nowhere to go; the device reports it again on its next call).
+        let _ = self.copy.synchronize();
+    }
 }

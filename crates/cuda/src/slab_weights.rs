@@ -1,14 +1,12 @@
 //! Column-slab weights on the device (read by `kernels-cu/slabs.cuh`), resident or
 //! streamed layer by layer through two device buffers from pinned host memory.
 
-use std::sync::Arc;
-
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaEvent, CudaStream, CudaView};
+use cudarc::driver::{CudaEvent, CudaView};
 use spdnn_formats::{ColumnSlabs, Csr, SparseMatrix};
 
 use crate::memory::{Streaming, tuned_batch};
-use crate::{CudaError, DeviceBuffer, DriverResultExt, Fence, Gpu, PinnedBuffer};
+use crate::{CudaError, DeviceBuffer, DriverResultExt, Gpu, PinnedBuffer, SlotCopies};
 
 /// Shared memory a kernel may take without opting in: 48 KiB.
 pub const DEFAULT_SHARED_BYTES: usize = 48 * 1024;
@@ -327,17 +325,13 @@ impl Held {
 
 /// Two device buffers of batches of layers and the pinned host copies they are filled from.
 struct Stream {
+    /// The copies into the buffers, against the stream the layers run on (which the tuning
+    /// events mark). First: dropped first, it waits for them before the buffers and the
+    /// pinned layers are freed.
+    copies: SlotCopies,
     host: Vec<PinnedBuffer<u32>>,
     slots: [DeviceBuffer<u32>; 2],
     held: [Option<Held>; 2],
-    copy_stream: Arc<CudaStream>,
-    /// The stream the layers run on (the tuning events mark it).
-    main: Arc<CudaStream>,
-    /// Each buffer's last copy, which the layers read after (the main stream waits).
-    copied: [Fence; 2],
-    /// The main stream's work when a copy is issued (the copy waits: the layers that read
-    /// the buffer before, and its allocation).
-    released: Fence,
     /// Words of each buffer.
     capacity: usize,
     /// Layers of the next batch when no tuning says otherwise, `N_L`.
@@ -353,14 +347,6 @@ struct Tuner {
     events: [CudaEvent; 2],
     /// The layer whose start each event marks.
     marked: [Option<usize>; 2],
-}
-
-impl Drop for Stream {
-    fn drop(&mut self) {
-        // The buffers and the pinned layers are freed next: no copy may still use them
-        // (an error here has nowhere to go; the device reports it again on its next call).
-        let _ = self.copy_stream.synchronize();
-    }
 }
 
 /// What the streaming did in the runs so far.
@@ -539,13 +525,10 @@ impl Stream {
             _ => None,
         };
         Ok(Self {
+            copies: SlotCopies::new(gpu)?,
             host,
             slots,
             held: [None, None],
-            copy_stream: gpu.new_stream()?,
-            main: gpu.stream().clone(),
-            copied: [Fence::new(gpu)?, Fence::new(gpu)?],
-            released: Fence::new(gpu)?,
             capacity,
             layers,
             tuner,
@@ -585,7 +568,7 @@ impl Stream {
             // Marks the start of this layer's enqueue: the end of the layer before.
             let slot = layer % 2;
             tuner.events[slot]
-                .record(&self.main)
+                .record(self.copies.main())
                 .context("recording a tuning event")?;
             tuner.marked[slot] = Some(layer);
         }
@@ -623,7 +606,7 @@ impl Stream {
             CudaError::InvalidArgument(format!("layer {layer} was not streamed in"))
         })?;
         let offset = held.offsets[layer - held.start];
-        self.copied[slot].wait_on(&self.main)?;
+        self.copies.ready(slot)?;
         Ok((&self.slots[slot], offset))
     }
 
@@ -666,7 +649,7 @@ impl Stream {
         tuned: bool,
     ) -> Result<(), CudaError> {
         let total = self.host.len();
-        self.released.order(&self.main, &self.copy_stream)?;
+        let copy_stream = self.copies.begin()?;
         let mut offsets = Vec::new();
         let mut used = 0usize;
         for layer in start..(start + count.max(1)).min(total) {
@@ -683,13 +666,13 @@ impl Stream {
                 )));
             }
             let mut target = self.slots[slot].slice_mut(used..used + words);
-            self.copy_stream
+            copy_stream
                 .memcpy_htod(&*self.host[layer], &mut target)
                 .context("streaming a batch of weight layers")?;
             offsets.push(used);
             used += words;
         }
-        self.copied[slot].mark(&self.copy_stream)?;
+        self.copies.end(slot)?;
         let n = offsets.len();
         self.held[slot] = Some(Held { start, offsets });
         let stats = &mut self.stats;

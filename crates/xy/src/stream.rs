@@ -9,7 +9,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use spdnn_cuda::cudarc::driver::{CudaStream, DeviceRepr};
-use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Fence, Gpu, PinnedBuffer};
+use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Gpu, PinnedBuffer, SlotCopies};
 
 use crate::format::stored_values;
 use crate::format::{XyLayer, XyNetwork};
@@ -84,27 +84,14 @@ pub struct XyStreamStats {
 
 /// XY layers held in pinned host memory and run from two device slots.
 pub struct StreamedXyLayers {
+    /// The copies into the slots (first: dropped first, it waits for them before the slots
+    /// and the pinned layers are freed).
+    copies: SlotCopies,
     host: Vec<HostLayer>,
     slots: [DeviceXyLayer; 2],
     /// The layer whose copy each slot last took.
     held: [Option<usize>; 2],
-    copy_stream: Arc<CudaStream>,
-    /// The stream the layers run on.
-    main: Arc<CudaStream>,
-    /// Each slot's last copy, which its layer's kernels wait for.
-    copied: [Fence; 2],
-    /// The main stream's work when a copy is issued (the copy waits: the kernels that read
-    /// the slot before, and its allocation).
-    released: Fence,
     stats: XyStreamStats,
-}
-
-impl Drop for StreamedXyLayers {
-    fn drop(&mut self) {
-        // The slots and the pinned layers are freed next: no copy may still use them (an
-        // error here has nowhere to go; the device reports it again on its next call).
-        let _ = self.copy_stream.synchronize();
-    }
 }
 
 /// The largest of every array over layers of `lens` (each layer's offsets, inputs, values
@@ -155,13 +142,10 @@ impl StreamedXyLayers {
             || DeviceXyLayer::slot(gpu, [most[0], most[1], most[2]], biases.map(|_| most[3]));
         let slots = [slot()?, slot()?];
         Ok(Self {
+            copies: SlotCopies::new(gpu)?,
             host,
             slots,
             held: [None, None],
-            copy_stream: gpu.new_stream()?,
-            main: gpu.stream().clone(),
-            copied: [Fence::new(gpu)?, Fence::new(gpu)?],
-            released: Fence::new(gpu)?,
             stats: XyStreamStats {
                 slot_bytes: 2 * 4 * most.iter().sum::<usize>(),
                 ..XyStreamStats::default()
@@ -201,7 +185,7 @@ impl StreamedXyLayers {
         if next < self.host.len() && self.held[1 - slot] != Some(next) {
             self.issue(1 - slot, next)?;
         }
-        self.copied[slot].wait_on(&self.main)?;
+        self.copies.ready(slot)?;
         Ok(&self.slots[slot])
     }
 
@@ -211,8 +195,7 @@ impl StreamedXyLayers {
         let target = &mut self.slots[slot];
         target.set_shape(host.shape);
         let (offsets, inputs, values, biases) = target.arrays_mut();
-        let stream = &self.copy_stream;
-        self.released.order(&self.main, stream)?;
+        let stream = self.copies.begin()?;
         let mut bytes = copy_into(stream, &host.offsets, offsets)?
             + copy_into(stream, &host.inputs, inputs)?
             + copy_into(stream, &host.values, values)?;
@@ -225,7 +208,7 @@ impl StreamedXyLayers {
                 ));
             }
         }
-        self.copied[slot].mark(stream)?;
+        self.copies.end(slot)?;
         self.held[slot] = Some(index);
         self.stats.copies += 1;
         self.stats.bytes += bytes;
