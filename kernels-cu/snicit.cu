@@ -222,6 +222,34 @@ extern "C" __global__ void snicit_update_glare(float* __restrict__ y, unsigned i
 }
 #endif  // SPDNN_KEEP(snicit_update_glare)
 
+#if SPDNN_KEEP(snicit_hold_rows)
+// Holds back listed rows of a converted batch for a later post-convergence pass over
+// several batches: exported row rows[i] (of y, count x n) goes to slot base + i of held
+// (slots x n), whose centroid is slot centres[i]; the slot is live, not dead, and its
+// row_alive flag clear.
+// Launch: grid (listed rows), block SNICIT_THREADS, no shared memory.
+extern "C" __global__ void snicit_hold_rows(const float* __restrict__ y, unsigned int n,
+                                            const unsigned int* __restrict__ rows,
+                                            const unsigned int* __restrict__ centres, unsigned int base,
+                                            float* __restrict__ held, unsigned int* __restrict__ centroid_of,
+                                            unsigned char* __restrict__ live, unsigned char* __restrict__ dead,
+                                            unsigned char* __restrict__ row_alive) {
+    const unsigned int i = blockIdx.x;
+    const unsigned int slot = base + i;
+    const float* src = y + (unsigned long long)rows[i] * n;
+    float* dst = held + (unsigned long long)slot * n;
+    for (unsigned int p = threadIdx.x; p < n; p += blockDim.x) {
+        dst[p] = src[p];
+    }
+    if (threadIdx.x == 0) {
+        centroid_of[slot] = centres[i];
+        live[slot] = 1;
+        dead[slot] = 0;
+        row_alive[slot] = 0;
+    }
+}
+#endif  // SPDNN_KEEP(snicit_hold_rows)
+
 #if SPDNN_KEEP(snicit_recover)
 // Final recovery: row j of the block is non-empty when it is live (its own flag from the
 // last layer), an empty residue of a centroid (the centroid's flag), or dead (never).

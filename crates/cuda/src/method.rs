@@ -175,14 +175,31 @@ pub trait DeviceRun {
     fn load(&mut self, rows: &Csr) -> Result<(), CudaError>;
 
     /// Runs every layer over the loaded rows and flags their categories on the device:
-    /// the timed region. In a profiled pass, marks each step on `probe`.
+    /// the timed region. In a profiled pass, marks each step on `probe`. A method may hold
+    /// back part of a batch's work to do it once for several batches
+    /// ([`Self::holds_back`]); the rows this call finished are then those of
+    /// [`Self::row_flags`], which may be none, or earlier batches' too.
     fn run(&mut self, probe: &mut Probe) -> Result<(), CudaError>;
 
-    /// For each loaded row, whether it has a nonzero after the last layer (waits).
+    /// Whether rows already run are held back, unfinished, until [`Self::finish`].
+    fn holds_back(&self) -> bool {
+        false
+    }
+
+    /// Finishes every row held back (timed, after a pass's last batch); their results are
+    /// then those of [`Self::row_flags`] and [`Self::output`]. Marks its steps on `probe`.
+    fn finish(&mut self, _probe: &mut Probe) -> Result<(), CudaError> {
+        Ok(())
+    }
+
+    /// For each row the last [`Self::run`] or [`Self::finish`] finished (without holding
+    /// back: the loaded rows), in the order the rows were loaded, whether it has a nonzero
+    /// after the last layer (waits).
     fn row_flags(&mut self) -> Result<Vec<u8>, CudaError>;
 
-    /// The final activations of the loaded rows, rows × `N_L` row-major (the last layer's
-    /// width) in the network's neuron order; rows that are not categories are zero (waits).
+    /// The final activations of the rows of [`Self::row_flags`], rows × `N_L` row-major
+    /// (the last layer's width) in the network's neuron order; rows that are not
+    /// categories are zero (waits).
     fn output(&mut self) -> Result<Vec<f32>, CudaError>;
 
     /// The stages of the breakdown, in order, each reported even when a pass spends
@@ -218,8 +235,10 @@ pub struct Probe {
 struct Profile {
     stream: std::sync::Arc<CudaStream>,
     timeline: Timeline,
-    /// Per mark after the first: (stage, ends a layer).
-    marks: Vec<(&'static str, bool)>,
+    /// Per mark after the first: (stage, the layer it ends, if it ends one).
+    marks: Vec<(&'static str, Option<usize>)>,
+    /// The layer the next layer mark ends (0-based).
+    next_layer: usize,
     /// Stage every mark goes to while set (a method running another's layers).
     within: Option<&'static str>,
 }
@@ -240,6 +259,7 @@ impl Probe {
                 stream,
                 timeline,
                 marks: Vec::new(),
+                next_layer: 0,
                 within: None,
             }),
         })
@@ -269,13 +289,26 @@ impl Probe {
         }
     }
 
+    /// The next layer marked is layer `index` (0-based; marks count on from it): a step
+    /// that finishes rows held back from earlier batches, whose first layer is not the
+    /// chain's first.
+    pub fn next_layer_is(&mut self, index: usize) {
+        if let Some(p) = self.profile.as_mut() {
+            p.next_layer = index;
+        }
+    }
+
     fn mark(&mut self, stage: &'static str, layer: bool) -> Result<(), CudaError> {
         let Some(p) = self.profile.as_mut() else {
             return Ok(());
         };
         let stage = p.within.unwrap_or(stage);
         p.timeline.mark(&p.stream, stage)?;
-        p.marks.push((stage, layer));
+        let index = layer.then(|| {
+            p.next_layer += 1;
+            p.next_layer - 1
+        });
+        p.marks.push((stage, index));
         Ok(())
     }
 
@@ -285,14 +318,12 @@ impl Probe {
             return Ok(());
         };
         let intervals = p.timeline.intervals()?;
-        let mut layer = 0;
-        for (&(stage, is_layer), (_, ms)) in p.marks.iter().zip(&intervals) {
-            if is_layer {
-                match breakdown.layer_ms.get_mut(layer) {
-                    Some(total) => *total += ms,
-                    None => breakdown.layer_ms.push(*ms),
+        for (&(stage, layer), (_, ms)) in p.marks.iter().zip(&intervals) {
+            if let Some(layer) = layer {
+                if breakdown.layer_ms.len() <= layer {
+                    breakdown.layer_ms.resize(layer + 1, 0.0);
                 }
-                layer += 1;
+                breakdown.layer_ms[layer] += ms;
             }
             match breakdown.stages.iter_mut().find(|(s, _)| s == stage) {
                 Some((_, total)) => *total += ms,
@@ -366,21 +397,20 @@ pub fn drive(
     let mut output = spec
         .keep_output
         .then(|| Vec::with_capacity(rows * input.ncols()));
-    // Runs the loaded batch between two events, ms; `keep`: its categories (and output) are
-    // the run's.
-    let mut timed_run =
-        |prepared: &mut dyn DeviceRun, probe: &mut Probe, keep: bool| -> Result<f64, CudaError> {
-            timer.start(&stream)?;
-            prepared.run(probe)?;
-            let ms = timer.stop(&stream)?;
-            if keep {
-                flags.extend(prepared.row_flags()?);
-                if let Some(values) = output.as_mut() {
-                    values.extend(prepared.output()?);
-                }
+    // Runs the loaded batch (or finishes the rows held back) between two events, ms;
+    // `keep`: the categories (and output) of the rows it finished are the run's.
+    let mut timed = |prepared: &mut dyn DeviceRun, step: Step, probe: &mut Probe, keep: bool| {
+        timer.start(&stream)?;
+        step.take(prepared, probe)?;
+        let ms = timer.stop(&stream)?;
+        if keep {
+            flags.extend(prepared.row_flags()?);
+            if let Some(values) = output.as_mut() {
+                values.extend(prepared.output()?);
             }
-            Ok(ms)
-        };
+        }
+        Ok::<f64, CudaError>(ms)
+    };
     let passes = if spec.profiled_only {
         0
     } else {
@@ -391,7 +421,10 @@ pub fn drive(
         let mut elapsed = 0.0;
         for rows_of_batch in &batches {
             prepared.load(rows_of_batch)?;
-            elapsed += timed_run(&mut *prepared, &mut Probe::off(), last)?;
+            elapsed += timed(&mut *prepared, Step::Run, &mut Probe::off(), last)?;
+        }
+        if prepared.holds_back() {
+            elapsed += timed(&mut *prepared, Step::Finish, &mut Probe::off(), last)?;
         }
         if pass >= spec.warmup {
             infer_ms.push(elapsed);
@@ -407,13 +440,25 @@ pub fn drive(
         layer_ms: Vec::new(),
     };
     let mut profiled_ms = 0.0;
-    for rows_of_batch in &batches {
-        prepared.load(rows_of_batch)?;
+    let steps = batches
+        .iter()
+        .map(Some)
+        .chain(std::iter::once(None))
+        .collect::<Vec<_>>();
+    for batch_or_finish in steps {
+        let step = match batch_or_finish {
+            Some(rows_of_batch) => {
+                prepared.load(rows_of_batch)?;
+                Step::Run
+            }
+            None if prepared.holds_back() => Step::Finish,
+            None => break,
+        };
         let mut probe = Probe::recording(gpu)?;
         if spec.profiled_only {
-            profiled_ms += timed_run(&mut *prepared, &mut probe, true)?;
+            profiled_ms += timed(&mut *prepared, step, &mut probe, true)?;
         } else {
-            prepared.run(&mut probe)?;
+            step.take(&mut *prepared, &mut probe)?;
         }
         probe.add_to(&mut breakdown)?;
     }
@@ -426,6 +471,9 @@ pub fn drive(
         for rows_of_batch in &batches {
             prepared.load(rows_of_batch)?;
             prepared.run(&mut Probe::off())?;
+        }
+        if prepared.holds_back() {
+            prepared.finish(&mut Probe::off())?;
         }
         accesses = prepared.finish_census()?;
     }
@@ -451,6 +499,24 @@ pub fn drive(
         accesses,
         compile: crate::CompileStats::default(),
     })
+}
+
+/// What a timed step of [`drive`] does.
+#[derive(Clone, Copy)]
+enum Step {
+    /// Runs the loaded batch.
+    Run,
+    /// Finishes the rows held back.
+    Finish,
+}
+
+impl Step {
+    fn take(self, prepared: &mut dyn DeviceRun, probe: &mut Probe) -> Result<(), CudaError> {
+        match self {
+            Self::Run => prepared.run(probe),
+            Self::Finish => prepared.finish(probe),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@
 pub mod cluster;
 
 mod bf_pre;
+mod held;
 mod run;
 
 use std::any::Any;
@@ -60,8 +61,10 @@ use spdnn_xy::gpu::{DeviceXyNetwork, XyRun};
 use spdnn_xy::stream::StreamedXyLayers;
 use spdnn_xy::{XyNetwork, XyOptions};
 
-use run::{Context, Kernels, Outcome, Pre};
+use held::{Held, HeldGroup};
+use run::{Context, Kernels, Outcome, Pre, Ran};
 
+pub use held::{HELD_SHARE, held_bytes, held_slots};
 pub use run::{KERNELS, SNICIT, SNICIT_DEFINES};
 
 /// The kernels a run with `options` compiles ahead (on a network with a bias per neuron
@@ -124,6 +127,19 @@ pub struct SnicitOptions {
     /// slots, one layer a copy (off: every layer resident). The partitioner sets it when
     /// the layers do not fit beside the rows.
     pub stream_post_layers: bool,
+    /// Hold back each batch's non-empty rows after its conversion and run the
+    /// post-convergence layers once over the rows of several batches (slots for
+    /// ⌈batch / [`HELD_SHARE`]⌉ rows; a batch with more runs alone). On by default; not
+    /// with GLARE.
+    pub hold_back: bool,
+}
+
+impl SnicitOptions {
+    /// Whether a run with these options on a chain of `layers` layers holds rows back:
+    /// asked for, without GLARE, and with post-convergence layers.
+    pub fn holds_back(&self, layers: usize) -> bool {
+        self.hold_back && self.glare.is_none() && self.threshold < layers
+    }
 }
 
 impl Default for SnicitOptions {
@@ -141,6 +157,7 @@ impl Default for SnicitOptions {
             glare: None,
             prune: 0.0,
             stream_post_layers: false,
+            hold_back: true,
         }
     }
 }
@@ -162,6 +179,8 @@ impl serde::Serialize for SnicitOptions {
             prune: report::Shortest,
             #[serde(skip_serializing_if = "std::ops::Not::not")]
             streamed: bool,
+            #[serde(skip_serializing_if = "report::is_on")]
+            hold_back: bool,
         }
         Parameters {
             threshold: self.threshold,
@@ -175,6 +194,7 @@ impl serde::Serialize for SnicitOptions {
             xy: (self.pre_convergence == PreConvergence::Xy).then_some(&self.xy),
             prune: report::Shortest(self.prune),
             streamed: self.stream_post_layers,
+            hold_back: self.hold_back,
         }
         .serialize(s)
     }
@@ -197,6 +217,11 @@ mod report {
 
     /// A count, or `"all"` when unset.
     pub struct CountOrAll(pub Option<usize>);
+
+    /// Whether a switch is on (a switch reported only when off).
+    pub fn is_on(switch: &bool) -> bool {
+        *switch
+    }
 
     impl serde::Serialize for CountOrAll {
         fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -364,11 +389,20 @@ impl KernelMethod for Snicit {
         let census = options
             .glare
             .map_or(0, |_| spdnn_glare::Census::bytes(layers.len()));
+        // The held rows' slots, ⌈rows / HELD_SHARE⌉ of them: at most one slot more than a
+        // share of a slot a row.
+        let (held_per_row, held_fixed) = if options.holds_back(layers.len()) {
+            let (one, two) = (Held::bytes(1, w_post), Held::bytes(2, w_post));
+            let slot = two - one;
+            (slot.div_ceil(HELD_SHARE), one)
+        } else {
+            (0, 0)
+        };
         MemoryModel {
-            per_row,
+            per_row: per_row + held_per_row,
             streaming: post.len() > 1,
             layers: post,
-            fixed: fixed + census + pre + slots.saturating_sub(2 * largest),
+            fixed: fixed + census + pre + slots.saturating_sub(2 * largest) + held_fixed,
             exact: options.glare.is_none(),
         }
     }
@@ -481,7 +515,18 @@ impl KernelMethod for Snicit {
             },
             widths,
         };
+        let held = if options.holds_back(layers.len()) {
+            Some(Held::new(
+                gpu,
+                held_slots(rows),
+                run::post_widest(&context.widths, threshold),
+            )?)
+        } else {
+            None
+        };
         Ok(Box::new(SnicitRun {
+            held,
+            finished: Vec::new(),
             batch_flags: gpu.alloc_zeros::<u8>(rows.max(1))?,
             context,
             batch: None,
@@ -527,9 +572,37 @@ pub const STAGES: [&str; 4] = [
     "recovery",
 ];
 
+/// Rows a `run` or `finish` finished.
+enum Finished {
+    /// The loaded batch's rows.
+    Loaded,
+    /// Rows held back, finished by one pass over their slots.
+    Held(HeldGroup),
+}
+
+/// The error of results asked of held rows in a run that holds none.
+fn no_held_rows() -> CudaError {
+    CudaError::InvalidArgument("SNICIT: held rows finished in a run that holds none".into())
+}
+
+impl SnicitRun<'_> {
+    /// Forgets what the last step finished; frees the held slots when no rows wait in
+    /// them.
+    fn start_step(&mut self) {
+        self.finished.clear();
+        if let Some(held) = self.held.as_mut().filter(|h| !h.holds_rows()) {
+            held.clear();
+        }
+    }
+}
+
 /// Everything one SNICIT run keeps: the shared context and the loaded batch.
 struct SnicitRun<'g> {
     context: Context<'g>,
+    /// The rows held back for one post-convergence pass over several batches.
+    held: Option<Held>,
+    /// What the last `run` or `finish` finished, in load order.
+    finished: Vec<Finished>,
     /// The loaded batch (its buffers are allocated with it, untimed).
     batch: Option<run::BatchRun<'g>>,
     batch_flags: spdnn_cuda::DeviceBuffer<u8>,
@@ -552,25 +625,82 @@ impl DeviceRun for SnicitRun<'_> {
     }
 
     fn run(&mut self, probe: &mut Probe) -> Result<(), CudaError> {
+        self.start_step();
         let batch = self
             .batch
             .as_mut()
             .ok_or_else(|| CudaError::InvalidArgument("SNICIT: no batch was loaded".into()))?;
-        let outcome = self.context.run(batch, &mut self.batch_flags, probe)?;
+        let mut groups = Vec::new();
+        let (outcome, ran) = self.context.run(
+            batch,
+            &mut self.batch_flags,
+            self.held.as_mut(),
+            &mut groups,
+            probe,
+        )?;
+        self.finished.extend(groups.into_iter().map(Finished::Held));
+        if ran == Ran::Finished {
+            self.finished.push(Finished::Loaded);
+        }
         if probe.is_recording() {
             self.outcome.add(&outcome);
         }
         Ok(())
     }
 
+    fn holds_back(&self) -> bool {
+        self.held.as_ref().is_some_and(Held::holds_rows)
+    }
+
+    fn finish(&mut self, probe: &mut Probe) -> Result<(), CudaError> {
+        self.start_step();
+        if let Some(held) = self.held.as_mut().filter(|h| h.holds_rows()) {
+            let group = self.context.finish_held(held, probe)?;
+            if probe.is_recording() {
+                // Outside the timed stages: the slots still non-empty after the last layer.
+                self.outcome.nonempty_at_end += self.context.held_nonempty(held)?;
+                self.outcome.held_passes += 1;
+            }
+            self.finished.push(Finished::Held(group));
+        }
+        Ok(())
+    }
+
     fn row_flags(&mut self) -> Result<Vec<u8>, CudaError> {
-        rows::download_row_flags(self.context.gpu, &self.batch_flags, self.loaded)
+        let mut flags = Vec::new();
+        for finished in &self.finished {
+            match (finished, &self.held) {
+                (Finished::Loaded, _) => flags.extend(rows::download_row_flags(
+                    self.context.gpu,
+                    &self.batch_flags,
+                    self.loaded,
+                )?),
+                (Finished::Held(group), Some(held)) => {
+                    flags.extend(self.context.held_row_flags(held, group)?)
+                }
+                (Finished::Held(_), None) => return Err(no_held_rows()),
+            }
+        }
+        Ok(flags)
     }
 
     fn output(&mut self) -> Result<Vec<f32>, CudaError> {
-        let mut dense = vec![0.0f32; self.loaded * self.context.output_width()];
-        if let Some(batch) = self.batch.as_mut() {
-            self.context.write_output(batch, 0, &mut dense)?;
+        let n = self.context.output_width();
+        let mut dense = Vec::new();
+        for finished in &self.finished {
+            match (finished, self.held.as_mut()) {
+                (Finished::Loaded, _) => {
+                    let start = dense.len();
+                    dense.resize(start + self.loaded * n, 0.0);
+                    if let Some(batch) = self.batch.as_mut() {
+                        self.context.write_output(batch, 0, &mut dense[start..])?;
+                    }
+                }
+                (Finished::Held(group), Some(held)) => {
+                    dense.extend(self.context.held_output(held, group)?)
+                }
+                (Finished::Held(_), None) => return Err(no_held_rows()),
+            }
         }
         Ok(dense)
     }
@@ -620,6 +750,16 @@ impl DeviceRun for SnicitRun<'_> {
                 outcome.nonempty_at_end.to_string(),
             ),
             ("preprocessing_ms".into(), format!("{:.1}", self.prepare_ms)),
+            (
+                "held_back".into(),
+                match &self.held {
+                    Some(_) => format!(
+                        "{} batches held back, {} ran alone, {} post-convergence passes over held rows",
+                        outcome.held_batches, outcome.alone_batches, outcome.held_passes
+                    ),
+                    None => "off".into(),
+                },
+            ),
             ("prune".into(), self.context.options.prune.to_string()),
         ];
         if self.context.options.prune > 0.0 {

@@ -21,6 +21,7 @@ use spdnn_xy::stream::{StreamedXyLayers, XyStreamStats};
 use crate::SnicitOptions;
 use crate::bf_pre::BfPre;
 use crate::cluster;
+use crate::held::{Held, HeldGroup};
 use spdnn_bf::BfBatch;
 
 /// Threads per block of the SNICIT kernels (`SNICIT_THREADS`: the block sums' scratch).
@@ -43,6 +44,8 @@ pub const ASSIGN: KernelDecl = KernelDecl::new(&SNICIT, "snicit_assign", THREADS
 pub const UPDATE: KernelDecl = KernelDecl::new(&SNICIT, "snicit_update", THREADS);
 /// `snicit_update_glare`: [`UPDATE`] reading through the GLARE recorder.
 pub const UPDATE_GLARE: KernelDecl = KernelDecl::new(&SNICIT, "snicit_update_glare", THREADS);
+/// `snicit_hold_rows`: one block per row held back, grid (count).
+pub const HOLD_ROWS: KernelDecl = KernelDecl::new(&SNICIT, "snicit_hold_rows", THREADS);
 /// `snicit_recover`: one thread per exported row ([`KernelDecl::config_for`] the count).
 pub const RECOVER: KernelDecl = KernelDecl::new(&SNICIT, "snicit_recover", THREADS);
 /// `snicit_recover_values`: one block per exported row, grid (count).
@@ -55,6 +58,7 @@ pub const KERNELS: &[KernelDecl] = &[
     ASSIGN,
     UPDATE,
     UPDATE_GLARE,
+    HOLD_ROWS,
     RECOVER,
     RECOVER_VALUES,
 ];
@@ -77,19 +81,21 @@ pub(crate) struct Kernels {
     assign: Kernel,
     update: Kernel,
     update_glare: Kernel,
-    recover: Kernel,
-    recover_values: Kernel,
+    pub(crate) hold_rows: Kernel,
+    pub(crate) recover: Kernel,
+    pub(crate) recover_values: Kernel,
     all_rows: Kernel,
     compact: Kernel,
     mark_rows: Kernel,
 }
 
 /// SNICIT's own kernels, in the order they are compiled ahead.
-const OWN: [&KernelDecl; 9] = [
+const OWN: [&KernelDecl; 10] = [
     &SUM_BINS,
     &ASSIGN,
     &UPDATE,
     &UPDATE_GLARE,
+    &HOLD_ROWS,
     &RECOVER,
     &RECOVER_VALUES,
     &rows::ALL_ROWS,
@@ -127,6 +133,7 @@ impl Kernels {
             assign: gpu.kernel(&ASSIGN)?,
             update: gpu.kernel(&UPDATE)?,
             update_glare: gpu.kernel(&UPDATE_GLARE)?,
+            hold_rows: gpu.kernel(&HOLD_ROWS)?,
             recover: gpu.kernel(&RECOVER)?,
             recover_values: gpu.kernel(&RECOVER_VALUES)?,
             all_rows: gpu.kernel(&rows::ALL_ROWS)?,
@@ -148,6 +155,12 @@ pub(crate) struct Outcome {
     /// Centroids plus rows with a non-empty residue after the last layer (counted in the
     /// profiled pass only, after its recovery step; what pruning reduces).
     pub nonempty_at_end: usize,
+    /// Batches whose rows were held back for a pass over several batches.
+    pub held_batches: usize,
+    /// Batches that ran alone (their non-empty rows did not fit the held rows' slots).
+    pub alone_batches: usize,
+    /// Post-convergence passes over held rows.
+    pub held_passes: usize,
 }
 
 impl Outcome {
@@ -156,6 +169,9 @@ impl Outcome {
         self.centroids += other.centroids;
         self.nonempty_after_conversion += other.nonempty_after_conversion;
         self.nonempty_at_end += other.nonempty_at_end;
+        self.held_batches += other.held_batches;
+        self.alone_batches += other.alone_batches;
+        self.held_passes += other.held_passes;
     }
 }
 
@@ -248,7 +264,7 @@ impl PostGlare {
 
 /// The widest activations from the threshold layer's on (`N_t`, …, `N_L`): what the
 /// exported rows and the post-convergence buffers hold.
-fn post_widest(widths: &[usize], threshold: usize) -> usize {
+pub(crate) fn post_widest(widths: &[usize], threshold: usize) -> usize {
     widths
         .get(threshold..)
         .and_then(|w| w.iter().copied().max())
@@ -277,21 +293,49 @@ enum PreRun<'a> {
 }
 
 /// The clustered rows after the conversion.
-struct Clustered {
+pub(crate) struct Clustered {
     /// The activations of the exported rows (count × `N_l` after layer `l`, in a buffer of
     /// count × the widest post-convergence width), current after the last layer.
-    y: DeviceBuffer<f32>,
-    live: DeviceBuffer<u8>,
-    dead: DeviceBuffer<u8>,
-    centroid_of: DeviceBuffer<u32>,
+    pub y: DeviceBuffer<f32>,
+    pub live: DeviceBuffer<u8>,
+    pub dead: DeviceBuffer<u8>,
+    pub centroid_of: DeviceBuffer<u32>,
     /// Batch-local row of each exported row.
-    ids: Vec<u32>,
+    pub ids: Vec<u32>,
     /// The length of the first non-empty list (bounds every later one).
     listed: usize,
 }
 
+/// What one pass of the post-convergence layers runs on: a batch's clustered rows, or the
+/// rows held back from several batches ([`Held`]).
+pub(crate) struct PostState<'s> {
+    /// The rows' activations (current after the pass) and the other buffer.
+    pub y: &'s mut DeviceBuffer<f32>,
+    pub y_other: &'s mut DeviceBuffer<f32>,
+    /// The non-empty rows (current: the first list) and the next list.
+    pub lists: &'s mut PingPong<RowList>,
+    pub row_alive: &'s mut DeviceBuffer<u8>,
+    pub centroid_of: &'s DeviceBuffer<u32>,
+    pub live: &'s mut DeviceBuffer<u8>,
+    pub dead: &'s mut DeviceBuffer<u8>,
+    pub recorder: Option<&'s mut Recorder>,
+    /// The first list's length (bounds every later one).
+    pub listed: usize,
+}
+
+/// What became of a batch [`Context::run`] ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ran {
+    /// Its rows are finished: its flags and output are the batch's own.
+    Finished,
+    /// Its rows are held back ([`Held`]) for a later pass over several batches.
+    HeldBack,
+}
+
 /// One batch in flight.
 pub(crate) struct BatchRun<'a> {
+    /// Rows of the batch.
+    rows: usize,
     /// The pre-convergence state, until the conversion takes its activation buffers.
     pre: Option<PreRun<'a>>,
     clustered: Option<Clustered>,
@@ -305,7 +349,7 @@ impl<'a> Context<'a> {
     }
 
     /// The width of the rows at the threshold layer, `N_t` (exported and clustered).
-    fn threshold_width(&self) -> usize {
+    pub(crate) fn threshold_width(&self) -> usize {
         self.widths.get(self.threshold).copied().unwrap_or(0)
     }
 
@@ -351,6 +395,7 @@ impl<'a> Context<'a> {
             None => None,
         };
         Ok(BatchRun {
+            rows: input.nrows(),
             pre: Some(pre),
             clustered: None,
             post: PostBuffers {
@@ -366,18 +411,23 @@ impl<'a> Context<'a> {
     }
 
     /// Runs a loaded batch through every layer and writes its category flags
-    /// (batch-local rows) into `flags`. Marks each layer and step on `probe` (stages
-    /// [`crate::STAGES`]).
+    /// (batch-local rows) into `flags`; or, with `held`, holds back its rows after the
+    /// conversion for one post-convergence pass over several batches, when its non-empty
+    /// rows fit the held rows' slots (a batch whose rows do not runs alone, after the rows
+    /// held so far are finished). Groups of held rows this finishes go to `finished`, in
+    /// order. Marks each layer and step on `probe` (stages [`crate::STAGES`]).
     pub(crate) fn run(
         &mut self,
         batch: &mut BatchRun<'a>,
         flags: &mut DeviceBuffer<u8>,
+        held: Option<&mut Held>,
+        finished: &mut Vec<HeldGroup>,
         probe: &mut Probe,
-    ) -> Result<Outcome, CudaError> {
+    ) -> Result<(Outcome, Ran), CudaError> {
         let gpu = self.gpu;
         let stream = gpu.stream().clone();
         let mut outcome = Outcome::default();
-        let [pre_stage, conversion, post_stage, recovery] = crate::STAGES;
+        let [pre_stage, conversion, _, recovery] = crate::STAGES;
         // Pre-convergence: whatever the spMM marks belongs to this stage.
         probe.within(Some(pre_stage));
         let pre = match (&mut self.pre, &mut batch.pre) {
@@ -397,9 +447,12 @@ impl<'a> Context<'a> {
             .context("clearing the row flags")?;
         if self.post.len() == 0 {
             // The threshold is at or past the last layer: no conversion.
+            if let Some(held) = held {
+                self.finish_held_eagerly(held, finished, &mut outcome, probe)?;
+            }
             self.mark_pre_categories(batch, flags)?;
             probe.step(recovery)?;
-            return Ok(outcome);
+            return Ok((outcome, Ran::Finished));
         }
 
         // Conversion at the threshold layer: the rows alive there go into the spare
@@ -411,11 +464,30 @@ impl<'a> Context<'a> {
         outcome.rows_at_threshold = count;
         if count == 0 {
             probe.step(conversion)?;
+            if let Some(held) = held {
+                // Nothing to compute: the rows are held (all zero) to keep their order.
+                held.hold_empty(batch.rows);
+                outcome.held_batches = 1;
+                return Ok((outcome, Ran::HeldBack));
+            }
             probe.step(recovery)?;
-            return Ok(outcome);
+            return Ok((outcome, Ran::Finished));
         }
         let (clustered, centroids) = self.convert(exported, &mut batch.post.lists)?;
         outcome.centroids = centroids;
+        if let Some(held) = held {
+            match self.hold(held, &clustered, batch.rows, finished, &mut outcome, probe)? {
+                Some(listed) => {
+                    probe.step(conversion)?;
+                    outcome.nonempty_after_conversion = listed;
+                    outcome.held_batches = 1;
+                    return Ok((outcome, Ran::HeldBack));
+                }
+                // Too many non-empty rows: the batch runs alone (the rows held before it
+                // are finished).
+                None => outcome.alone_batches = 1,
+            }
+        }
         probe.step(conversion)?;
 
         // Post-convergence: the load-reduced spMM on the non-empty rows, then the update.
@@ -426,93 +498,20 @@ impl<'a> Context<'a> {
         // The list only shrinks: its first length sizes every later grid.
         let listed = gpu.download(&*post.lists.current().count)?[0] as usize;
         outcome.nonempty_after_conversion = listed;
-        let listed_u32 = listed.max(1) as u32;
-        let layers_total = self.threshold + self.post.len();
-        if let Some(recorder) = post.recorder.as_mut() {
-            // The exported rows are all in memory: no unit recorded yet (R_0).
-            recorder.clear(gpu)?;
-        }
-        let upper = self.activation.1;
-        // GLARE refuses pruning: its update never prunes.
-        let prune = if self.glare.is_some() {
-            0.0f32
-        } else {
-            self.options.prune
-        };
-        for index in 0..self.post.len() {
-            let layer = self.post.layer(index)?;
-            let absolute = self.threshold + index + 1;
-            let list = post.lists.current();
-            let recorder = match (self.glare.as_mut(), post.recorder.as_mut()) {
-                (Some(g), Some(r)) => Some(RecorderStep::new(
-                    r,
-                    &mut g.census,
-                    absolute - 1,
-                    g.shift,
-                    g.units,
-                    g.counting,
-                )),
-                _ => None,
-            };
-            launch_row_major(
-                gpu,
-                &self.kernels.xy,
-                layer,
-                RowMajorStep {
-                    y_in: &clustered.y,
-                    y_out: y_other,
-                    list: &list.rows,
-                    count: &list.count,
-                    row_alive: &mut post.row_alive,
-                    capacity: listed,
-                    activation: self.activation,
-                    recorder,
-                },
-            )?;
-            std::mem::swap(&mut clustered.y, y_other);
-            let clear_flags = i32::from(absolute < layers_total);
-            let glare = match (&self.glare, post.recorder.as_mut()) {
-                (Some(g), Some(r)) => {
-                    r.flags.swap();
-                    Some((g, &*r))
-                }
-                _ => None,
-            };
-            let kernel = if glare.is_some() {
-                &self.kernels.update_glare
-            } else {
-                &self.kernels.update
-            };
-            // The rows now have the layer's output width.
-            let n_u32 = layer.widths().1 as u32;
-            let mut update = stream.launch_builder(kernel);
-            update
-                .arg(&mut *clustered.y)
-                .arg(&n_u32)
-                .arg(&*list.rows)
-                .arg(&*list.count)
-                .arg(&*clustered.centroid_of)
-                .arg(&mut *post.row_alive)
-                .arg(&mut *clustered.live)
-                .arg(&mut *clustered.dead)
-                .arg(&clear_flags);
-            let units_u32 = glare.map_or(0, |(g, _)| g.units as u32);
-            if let Some((g, r)) = glare {
-                update
-                    .arg(&**r.flags.current())
-                    .arg(&g.shift)
-                    .arg(&units_u32)
-                    .arg(&upper);
-            } else {
-                update.arg(&prune);
-            }
-            let config = kernel.config(listed_u32)?;
-            unsafe { update.launch(config) }.context("launching snicit_update")?;
-            if absolute.is_multiple_of(self.options.refresh_interval) && absolute < layers_total {
-                refresh(gpu, &self.kernels, &mut post.lists, &clustered.live, listed)?;
-            }
-            probe.layer(post_stage)?;
-        }
+        self.post_layers(
+            PostState {
+                y: &mut clustered.y,
+                y_other,
+                lists: &mut post.lists,
+                row_alive: &mut post.row_alive,
+                centroid_of: &clustered.centroid_of,
+                live: &mut clustered.live,
+                dead: &mut clustered.dead,
+                recorder: post.recorder.as_mut(),
+                listed,
+            },
+            probe,
+        )?;
         clustered.listed = listed;
 
         // Recovery.
@@ -535,7 +534,119 @@ impl<'a> Context<'a> {
             outcome.nonempty_at_end = live.iter().filter(|&&l| l != 0).count();
         }
         batch.clustered = Some(clustered);
-        Ok(outcome)
+        Ok((outcome, Ran::Finished))
+    }
+
+    /// The post-convergence layers over `state`'s listed rows: each layer the load-reduced
+    /// spMM (XY's row-major kernel) on the listed rows, then the update; the list is
+    /// compacted every `refresh_interval` layers. Marks each layer on `probe`.
+    pub(crate) fn post_layers(
+        &mut self,
+        state: PostState<'_>,
+        probe: &mut Probe,
+    ) -> Result<(), CudaError> {
+        let PostState {
+            y,
+            y_other,
+            lists,
+            row_alive,
+            centroid_of,
+            live,
+            dead,
+            mut recorder,
+            listed,
+        } = state;
+        let gpu = self.gpu;
+        let stream = gpu.stream().clone();
+        let post_stage = crate::STAGES[2];
+        let listed_u32 = listed.max(1) as u32;
+        let layers_total = self.threshold + self.post.len();
+        if let Some(recorder) = recorder.as_deref_mut() {
+            // The exported rows are all in memory: no unit recorded yet (R_0).
+            recorder.clear(gpu)?;
+        }
+        let upper = self.activation.1;
+        // GLARE refuses pruning: its update never prunes.
+        let prune = if self.glare.is_some() {
+            0.0f32
+        } else {
+            self.options.prune
+        };
+        for index in 0..self.post.len() {
+            let layer = self.post.layer(index)?;
+            let absolute = self.threshold + index + 1;
+            let list = lists.current();
+            let step = match (self.glare.as_mut(), recorder.as_deref_mut()) {
+                (Some(g), Some(r)) => Some(RecorderStep::new(
+                    r,
+                    &mut g.census,
+                    absolute - 1,
+                    g.shift,
+                    g.units,
+                    g.counting,
+                )),
+                _ => None,
+            };
+            launch_row_major(
+                gpu,
+                &self.kernels.xy,
+                layer,
+                RowMajorStep {
+                    y_in: y,
+                    y_out: y_other,
+                    list: &list.rows,
+                    count: &list.count,
+                    row_alive,
+                    capacity: listed,
+                    activation: self.activation,
+                    recorder: step,
+                },
+            )?;
+            std::mem::swap(&mut *y, &mut *y_other);
+            let clear_flags = i32::from(absolute < layers_total);
+            let glare = match (&self.glare, recorder.as_deref_mut()) {
+                (Some(g), Some(r)) => {
+                    r.flags.swap();
+                    Some((g, &*r))
+                }
+                _ => None,
+            };
+            let kernel = if glare.is_some() {
+                &self.kernels.update_glare
+            } else {
+                &self.kernels.update
+            };
+            // The rows now have the layer's output width.
+            let n_u32 = layer.widths().1 as u32;
+            let mut update = stream.launch_builder(kernel);
+            update
+                .arg(&mut **y)
+                .arg(&n_u32)
+                .arg(&*list.rows)
+                .arg(&*list.count)
+                .arg(&**centroid_of)
+                .arg(&mut **row_alive)
+                .arg(&mut **live)
+                .arg(&mut **dead)
+                .arg(&clear_flags);
+            let units_u32 = glare.map_or(0, |(g, _)| g.units as u32);
+            if let Some((g, r)) = glare {
+                update
+                    .arg(&**r.flags.current())
+                    .arg(&g.shift)
+                    .arg(&units_u32)
+                    .arg(&upper);
+            } else {
+                update.arg(&prune);
+            }
+            let config = kernel.config(listed_u32)?;
+            unsafe { update.launch(config) }.context("launching snicit_update")?;
+            if absolute.is_multiple_of(self.options.refresh_interval) && absolute < layers_total {
+                refresh(gpu, &self.kernels, lists, live, listed)?;
+            }
+            probe.layer(post_stage)?;
+        }
+        Ok(())
     }
 
     /// Category flags straight from the pre-convergence state.
@@ -754,7 +865,7 @@ fn exported_twice() -> CudaError {
 
 /// Lists the live rows of `0..count` (centroids and non-empty residues), current in the
 /// returned pair; a refresh compacts into the other list.
-fn first_lists(
+pub(crate) fn first_lists(
     gpu: &Gpu,
     kernels: &Kernels,
     lists: &mut PingPong<RowList>,

@@ -611,3 +611,70 @@ fn a_profiled_only_run_is_the_timed_run() {
         profiled.details
     );
 }
+
+/// The numbers of the `held_back` detail: batches held back, batches run alone, passes.
+fn held_counts(result: &GpuInference) -> [usize; 3] {
+    let text = result
+        .detail("held_back")
+        .unwrap_or_else(|| panic!("no held_back in {:?}", result.details));
+    let numbers: Vec<usize> = text
+        .split_whitespace()
+        .filter_map(|word| word.parse().ok())
+        .collect();
+    numbers
+        .try_into()
+        .unwrap_or_else(|_| panic!("three counts in {text:?}"))
+}
+
+/// Rows held back over several batches (the default) are the rows of batches run alone,
+/// bit for bit, and the reference's: on MNIST-recipe rows of a generated challenge network
+/// in batches of 200 rows (13 slots each; about nine rows a batch live at layer 30), the
+/// slots fill and are passed over several times, and the last held rows are finished after
+/// the last batch. A random network's batches have more non-empty rows than slots: they run
+/// alone, between held ones, and stay exact.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn held_rows_are_the_rows_run_alone() {
+    let gpu = spdnn_gputest::gpu();
+    let rows = spdnn_gputest::sized(3000, 600);
+    let layers = spdnn_gputest::challenge_layers(120);
+    let problem = spdnn_gputest::challenge_problem_mnist(1024, layers, rows, 7);
+    let spec = RunSpec {
+        warmup: 1,
+        repetitions: 1,
+        keep_output: true,
+        batch: Some(200),
+        ..RunSpec::default()
+    };
+    let held = run_spec(&gpu, &problem, &options(30), &spec).expect("held back");
+    let alone = run_spec(
+        &gpu,
+        &problem,
+        &SnicitOptions {
+            hold_back: false,
+            ..options(30)
+        },
+        &spec,
+    )
+    .expect("batches alone");
+    spdnn_gputest::compare(&problem, &held, spdnn_gputest::Tolerance::Exact).unwrap();
+    assert_eq!(held.categories, alone.categories);
+    assert_eq!(held.output, alone.output);
+    let [held_batches, _, passes] = held_counts(&held);
+    assert!(held_batches > 0, "{:?}", held.details);
+    assert!(passes >= 2, "{:?}", held.details);
+    assert!(passes < held_batches, "{:?}", held.details);
+    assert_eq!(alone.detail("held_back"), Some("off"));
+    // The breakdown's layers are the chain's, whether the post-convergence layers ran in
+    // a batch's step or in the finishing one.
+    assert_eq!(held.layer_ms.len(), problem.layers.len());
+    check_exact_random(&run_with(SnicitOptions {
+        batch: Some(37),
+        ..options(2)
+    }));
+    check_exact_random(&run_with(SnicitOptions {
+        batch: Some(37),
+        hold_back: false,
+        ..options(2)
+    }));
+}

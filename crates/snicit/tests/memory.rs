@@ -6,7 +6,8 @@
 use spdnn_cuda::memory::WeightPlacement;
 use spdnn_cuda::method::{KernelMethod, LayerChain};
 use spdnn_cuda::slab_weights::{chosen_slab_width, packed_layer_bytes};
-use spdnn_snicit::{PreConvergence, Snicit, SnicitOptions};
+use spdnn_formats::SparseMatrix;
+use spdnn_snicit::{HELD_SHARE, PreConvergence, Snicit, SnicitOptions, held_bytes, held_slots};
 use spdnn_xy::XyNetwork;
 
 fn check(chain: &LayerChain<'_>, threshold: usize) {
@@ -17,6 +18,7 @@ fn check(chain: &LayerChain<'_>, threshold: usize) {
         let options = SnicitOptions {
             threshold,
             pre_convergence: pre,
+            hold_back: false,
             ..Default::default()
         };
         let model = Snicit::memory(chain, &options);
@@ -78,6 +80,46 @@ fn check(chain: &LayerChain<'_>, threshold: usize) {
             assert_eq!(
                 model.bytes(1000, &WeightPlacement::Streamed(Default::default())),
                 model.fixed + 1000 * model.per_row + 2 * model.largest_layer()
+            );
+        }
+        // Holding rows back (the default) adds the held slots, ⌈rows / HELD_SHARE⌉ of the
+        // widest post-convergence rows: a share of a slot a row (rounded up to a byte) and
+        // one slot more, so never less than the slots and at most one slot and a byte a
+        // row more.
+        let held = Snicit::memory(
+            chain,
+            &SnicitOptions {
+                hold_back: true,
+                ..options.clone()
+            },
+        );
+        let added = |rows: usize| {
+            held.bytes(rows, &WeightPlacement::Resident)
+                - model.bytes(rows, &WeightPlacement::Resident)
+        };
+        if t < chain.layers.len() {
+            let post_widest = chain.layers[t..]
+                .iter()
+                .map(SparseMatrix::ncols)
+                .chain([chain.layers[t].nrows()])
+                .max()
+                .unwrap();
+            let slot = held_bytes(2, post_widest) - held_bytes(1, post_widest);
+            for rows in [1, 2, 15, 16, 17, 999, 60000] {
+                let slots = held_bytes(held_slots(rows), post_widest);
+                assert!(
+                    (slots..=slots + slot + rows).contains(&added(rows)),
+                    "{pre:?}: {rows} rows hold {slots} bytes of slots, the model {}",
+                    added(rows)
+                );
+            }
+            assert_eq!(held_slots(17), 2);
+            assert_eq!(HELD_SHARE, 16);
+        } else {
+            assert_eq!(
+                added(1000),
+                0,
+                "{pre:?}: no post-convergence layers, no slots"
             );
         }
     }

@@ -45,6 +45,10 @@ pub struct SnicitArgs {
     /// the accuracy it costs. Not with --glare.
     #[arg(long, value_name = "EPS", value_parser = non_negative, allow_hyphen_values = true)]
     pub prune: Option<f32>,
+    /// Run the post-convergence layers once per batch, instead of holding each batch's
+    /// non-empty rows back for one pass over the rows of several batches.
+    #[arg(long)]
+    pub no_hold_back: bool,
 }
 
 /// The pre-convergence spMM of SNICIT.
@@ -102,6 +106,9 @@ impl GroupArgs for SnicitArgs {
             if let Some(eps) = self.prune {
                 snicit.prune = eps;
             }
+            if self.no_hold_back {
+                snicit.hold_back = false;
+            }
         });
     }
 
@@ -116,6 +123,7 @@ impl GroupArgs for SnicitArgs {
             ("--batch", self.batch.is_some()),
             ("--pre-convergence", self.pre_convergence.is_some()),
             ("--prune", self.prune.is_some()),
+            ("--no-hold-back", self.no_hold_back),
         ]
     }
 }
