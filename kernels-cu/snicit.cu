@@ -250,6 +250,37 @@ extern "C" __global__ void snicit_hold_rows(const float* __restrict__ y, unsigne
 }
 #endif  // SPDNN_KEEP(snicit_hold_rows)
 
+#if SPDNN_KEEP(snicit_match_held)
+// For each candidate row candidates[i] of y (count x n), the first held centroid slot
+// (centres[0 .. centre_count), rows of held, slots x n) whose row equals it at every
+// position, or 0xffffffff: matches[i].
+// Launch: grid (candidates), block SNICIT_THREADS, no shared memory.
+extern "C" __global__ void snicit_match_held(const float* __restrict__ y, unsigned int n,
+                                             const unsigned int* __restrict__ candidates,
+                                             const float* __restrict__ held,
+                                             const unsigned int* __restrict__ centres, unsigned int centre_count,
+                                             unsigned int* __restrict__ matches) {
+    const unsigned int i = blockIdx.x;
+    const float* row = y + (unsigned long long)candidates[i] * n;
+    unsigned int found = 0xffffffffu;
+    for (unsigned int c = 0; c < centre_count; ++c) {
+        const float* centre = held + (unsigned long long)centres[c] * n;
+        int differs = 0;
+        for (unsigned int p = threadIdx.x; p < n; p += blockDim.x) {
+            differs |= row[p] != centre[p];
+        }
+        // Block-uniform: every thread gets the same answer.
+        if (!__syncthreads_or(differs)) {
+            found = centres[c];
+            break;
+        }
+    }
+    if (threadIdx.x == 0) {
+        matches[i] = found;
+    }
+}
+#endif  // SPDNN_KEEP(snicit_match_held)
+
 #if SPDNN_KEEP(snicit_recover)
 // Final recovery: row j of the block is non-empty when it is live (its own flag from the
 // last layer), an empty residue of a centroid (the centroid's flag), or dead (never).

@@ -22,6 +22,9 @@ use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Gpu, PushKernelArg};
 
 use crate::run::{Clustered, Context, Outcome, PostState, first_lists};
 
+/// No slot (a row not held, or no match).
+const NONE: u32 = u32::MAX;
+
 /// Batch rows per held slot: a batch of `B` rows holds `⌈B / HELD_SHARE⌉` slots.
 pub const HELD_SHARE: usize = 16;
 
@@ -32,8 +35,9 @@ pub fn held_slots(rows: usize) -> usize {
 
 /// Device bytes of the held slots for `capacity` rows of `width` values: the slots'
 /// activations (two buffers), the live, dead and row-alive flags, the centroids' slots, the
-/// two lists, the identity and the slots' flags; and what a batch's hold uploads (its rows
-/// and their centroids' slots, at most `capacity` each).
+/// two lists, the identity and the slots' flags; and what a batch's hold allocates for a
+/// while (at most `capacity` each: the batch's centroids, the held centroid slots and their
+/// matches, then its new rows and their centroids' slots).
 pub fn held_bytes(capacity: usize, width: usize) -> usize {
     let capacity = capacity.max(1);
     2 * 4 * capacity * width.max(1)
@@ -42,7 +46,7 @@ pub fn held_bytes(capacity: usize, width: usize) -> usize {
         + 2 * RowList::bytes(capacity)
         + 4 * capacity
         + capacity
-        + 2 * 4 * capacity
+        + 5 * 4 * capacity
 }
 
 /// What a held row's result is.
@@ -74,6 +78,8 @@ pub(crate) struct Held {
     slot_flags: DeviceBuffer<u8>,
     /// Slots filled.
     used: usize,
+    /// The filled slots that are centroids (their own centroid), in order.
+    centres: Vec<u32>,
     /// The rows of the batches held since the last pass.
     rows: Vec<HeldRow>,
 }
@@ -111,6 +117,7 @@ impl Held {
             identity: gpu.upload(&identity)?,
             slot_flags: gpu.alloc_zeros(capacity)?,
             used: 0,
+            centres: Vec::new(),
             rows: Vec::new(),
         })
     }
@@ -129,6 +136,7 @@ impl Held {
     /// Frees the slots of the last pass (its group's results on the device are gone).
     pub(crate) fn clear(&mut self) {
         self.used = 0;
+        self.centres.clear();
         self.rows.clear();
     }
 
@@ -182,25 +190,46 @@ impl Context<'_> {
             self.finish_held_eagerly(held, finished, outcome, probe)?;
             return Ok(None);
         }
-        if held.used + listed.len() > held.capacity {
+        // The batch's centroids equal to a centroid held before, at every position, take
+        // its slot (rows of separate batches converge to the same rows).
+        let centroids: Vec<u32> = listed
+            .iter()
+            .copied()
+            .filter(|&j| centroid_of[j as usize] == j)
+            .collect();
+        let mut matches = self.match_held(held, clustered, &centroids)?;
+        let unmatched =
+            |matches: &[u32]| listed.len() - matches.iter().filter(|&&m| m != NONE).count();
+        if held.used + unmatched(&matches) > held.capacity {
+            // The slots are full: finish them, and the batch's rows start the next ones.
             self.finish_held_eagerly(held, finished, outcome, probe)?;
+            matches = vec![NONE; centroids.len()];
         }
+        // Each exported row's slot (listed rows only): a match's, or the next free one.
+        let mut slot_of = vec![NONE; live.len()];
+        for (&j, &m) in centroids.iter().zip(&matches) {
+            slot_of[j as usize] = m;
+        }
+        outcome.held_matches += matches.iter().filter(|&&m| m != NONE).count();
+        let new_rows: Vec<u32> = listed
+            .iter()
+            .copied()
+            .filter(|&j| slot_of[j as usize] == NONE)
+            .collect();
         let base = held.used;
-        // Each exported row's slot (listed rows only).
-        let mut slot_of = vec![u32::MAX; live.len()];
-        for (i, &j) in listed.iter().enumerate() {
+        for (i, &j) in new_rows.iter().enumerate() {
             slot_of[j as usize] = (base + i) as u32;
         }
         let slot_of_centroid = |j: usize| -> Result<u32, CudaError> {
             let c = centroid_of[j] as usize;
             match slot_of.get(c) {
-                Some(&slot) if slot != u32::MAX => Ok(slot),
+                Some(&slot) if slot != NONE => Ok(slot),
                 _ => Err(CudaError::InvalidArgument(format!(
                     "SNICIT: exported row {j}'s centroid {c} is not a non-empty row"
                 ))),
             }
         };
-        let centres: Vec<u32> = listed
+        let centres: Vec<u32> = new_rows
             .iter()
             .map(|&j| slot_of_centroid(j as usize))
             .collect::<Result<_, _>>()?;
@@ -215,9 +244,9 @@ impl Context<'_> {
                 CudaError::InvalidArgument(format!("SNICIT: exported row {row} of {rows}"))
             })? = code;
         }
-        if !listed.is_empty() {
+        if !new_rows.is_empty() {
             let (n_u32, base_u32) = (self.threshold_width() as u32, base as u32);
-            let rows_on_device = gpu.upload(&listed)?;
+            let rows_on_device = gpu.upload(&new_rows)?;
             let centres_on_device = gpu.upload(&centres)?;
             let kernel = &self.kernels.hold_rows;
             let mut launch = gpu.stream().launch_builder(kernel);
@@ -232,12 +261,48 @@ impl Context<'_> {
                 .arg(&mut *held.live)
                 .arg(&mut *held.dead)
                 .arg(&mut *held.row_alive);
-            let config = kernel.config(listed.len() as u32)?;
+            let config = kernel.config(new_rows.len() as u32)?;
             unsafe { launch.launch(config) }.context("launching snicit_hold_rows")?;
         }
-        held.used += listed.len();
+        for (&j, &centre) in new_rows.iter().zip(&centres) {
+            if slot_of[j as usize] == centre {
+                held.centres.push(centre);
+            }
+        }
+        held.used += new_rows.len();
         held.rows.extend(batch_rows);
         Ok(Some(listed.len()))
+    }
+
+    /// For each of the exported rows `candidates`, the held centroid slot whose row equals
+    /// it at every position, or [`NONE`] (waits).
+    fn match_held(
+        &self,
+        held: &Held,
+        clustered: &Clustered,
+        candidates: &[u32],
+    ) -> Result<Vec<u32>, CudaError> {
+        if candidates.is_empty() || held.centres.is_empty() {
+            return Ok(vec![NONE; candidates.len()]);
+        }
+        let gpu = self.gpu;
+        let candidates_on_device = gpu.upload(candidates)?;
+        let centres_on_device = gpu.upload(&held.centres)?;
+        let mut matches = gpu.alloc_zeros::<u32>(candidates.len())?;
+        let (n_u32, centre_count) = (self.threshold_width() as u32, held.centres.len() as u32);
+        let kernel = &self.kernels.match_held;
+        let mut launch = gpu.stream().launch_builder(kernel);
+        launch
+            .arg(&*clustered.y)
+            .arg(&n_u32)
+            .arg(&*candidates_on_device)
+            .arg(&*held.y)
+            .arg(&*centres_on_device)
+            .arg(&centre_count)
+            .arg(&mut *matches);
+        let config = kernel.config(candidates.len() as u32)?;
+        unsafe { launch.launch(config) }.context("launching snicit_match_held")?;
+        gpu.download(&*matches)
     }
 
     /// Finishes the rows held so far, when there are any, and downloads their results:

@@ -754,8 +754,12 @@ impl DeviceRun for SnicitRun<'_> {
                 "held_back".into(),
                 match &self.held {
                     Some(_) => format!(
-                        "{} batches held back, {} ran alone, {} post-convergence passes over held rows",
-                        outcome.held_batches, outcome.alone_batches, outcome.held_passes
+                        "{} batches held back, {} ran alone, {} post-convergence passes over \
+                         held rows, {} centroids equal to held ones",
+                        outcome.held_batches,
+                        outcome.alone_batches,
+                        outcome.held_passes,
+                        outcome.held_matches
                     ),
                     None => "off".into(),
                 },

@@ -46,6 +46,8 @@ pub const UPDATE: KernelDecl = KernelDecl::new(&SNICIT, "snicit_update", THREADS
 pub const UPDATE_GLARE: KernelDecl = KernelDecl::new(&SNICIT, "snicit_update_glare", THREADS);
 /// `snicit_hold_rows`: one block per row held back, grid (count).
 pub const HOLD_ROWS: KernelDecl = KernelDecl::new(&SNICIT, "snicit_hold_rows", THREADS);
+/// `snicit_match_held`: one block per candidate row, grid (count).
+pub const MATCH_HELD: KernelDecl = KernelDecl::new(&SNICIT, "snicit_match_held", THREADS);
 /// `snicit_recover`: one thread per exported row ([`KernelDecl::config_for`] the count).
 pub const RECOVER: KernelDecl = KernelDecl::new(&SNICIT, "snicit_recover", THREADS);
 /// `snicit_recover_values`: one block per exported row, grid (count).
@@ -59,6 +61,7 @@ pub const KERNELS: &[KernelDecl] = &[
     UPDATE,
     UPDATE_GLARE,
     HOLD_ROWS,
+    MATCH_HELD,
     RECOVER,
     RECOVER_VALUES,
 ];
@@ -82,6 +85,7 @@ pub(crate) struct Kernels {
     update: Kernel,
     update_glare: Kernel,
     pub(crate) hold_rows: Kernel,
+    pub(crate) match_held: Kernel,
     pub(crate) recover: Kernel,
     pub(crate) recover_values: Kernel,
     all_rows: Kernel,
@@ -90,12 +94,13 @@ pub(crate) struct Kernels {
 }
 
 /// SNICIT's own kernels, in the order they are compiled ahead.
-const OWN: [&KernelDecl; 10] = [
+const OWN: [&KernelDecl; 11] = [
     &SUM_BINS,
     &ASSIGN,
     &UPDATE,
     &UPDATE_GLARE,
     &HOLD_ROWS,
+    &MATCH_HELD,
     &RECOVER,
     &RECOVER_VALUES,
     &rows::ALL_ROWS,
@@ -134,6 +139,7 @@ impl Kernels {
             update: gpu.kernel(&UPDATE)?,
             update_glare: gpu.kernel(&UPDATE_GLARE)?,
             hold_rows: gpu.kernel(&HOLD_ROWS)?,
+            match_held: gpu.kernel(&MATCH_HELD)?,
             recover: gpu.kernel(&RECOVER)?,
             recover_values: gpu.kernel(&RECOVER_VALUES)?,
             all_rows: gpu.kernel(&rows::ALL_ROWS)?,
@@ -161,6 +167,8 @@ pub(crate) struct Outcome {
     pub alone_batches: usize,
     /// Post-convergence passes over held rows.
     pub held_passes: usize,
+    /// Centroids that took a held centroid's slot (equal to it at every position).
+    pub held_matches: usize,
 }
 
 impl Outcome {
@@ -172,6 +180,7 @@ impl Outcome {
         self.held_batches += other.held_batches;
         self.alone_batches += other.alone_batches;
         self.held_passes += other.held_passes;
+        self.held_matches += other.held_matches;
     }
 }
 
