@@ -25,12 +25,13 @@ use crate::run::{Clustered, Context, Outcome, PostState, first_lists};
 /// No slot (a row not held, or no match).
 const NONE: u32 = u32::MAX;
 
-/// Batch rows per held slot: a batch of `B` rows holds `⌈B / HELD_SHARE⌉` slots.
+/// Batch rows per held slot by default: a batch of `B` rows holds `⌈B / HELD_SHARE⌉` slots
+/// ([`crate::SnicitOptions::held_share`]).
 pub const HELD_SHARE: usize = 16;
 
-/// The held slots of a batch of `rows` rows.
-pub fn held_slots(rows: usize) -> usize {
-    rows.div_ceil(HELD_SHARE).max(1)
+/// The held slots of a batch of `rows` rows, `share` rows a slot.
+pub fn held_slots(rows: usize, share: usize) -> usize {
+    rows.div_ceil(share.max(1)).max(1)
 }
 
 /// Device bytes of the held slots for `capacity` rows of `width` values: the slots'

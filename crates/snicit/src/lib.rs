@@ -129,9 +129,11 @@ pub struct SnicitOptions {
     pub stream_post_layers: bool,
     /// Hold back each batch's non-empty rows after its conversion and run the
     /// post-convergence layers once over the rows of several batches (slots for
-    /// ⌈batch / [`HELD_SHARE`]⌉ rows; a batch with more runs alone). On by default; not
+    /// ⌈batch / `held_share`⌉ rows; a batch with more runs alone). On by default; not
     /// with GLARE.
     pub hold_back: bool,
+    /// Batch rows per held slot, at least 1 ([`HELD_SHARE`] by default).
+    pub held_share: usize,
 }
 
 impl SnicitOptions {
@@ -158,6 +160,7 @@ impl Default for SnicitOptions {
             prune: 0.0,
             stream_post_layers: false,
             hold_back: true,
+            held_share: HELD_SHARE,
         }
     }
 }
@@ -181,6 +184,8 @@ impl serde::Serialize for SnicitOptions {
             streamed: bool,
             #[serde(skip_serializing_if = "report::is_on")]
             hold_back: bool,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            held_share: Option<usize>,
         }
         Parameters {
             threshold: self.threshold,
@@ -195,6 +200,8 @@ impl serde::Serialize for SnicitOptions {
             prune: report::Shortest(self.prune),
             streamed: self.stream_post_layers,
             hold_back: self.hold_back,
+            held_share: (self.hold_back && self.held_share != HELD_SHARE)
+                .then_some(self.held_share),
         }
         .serialize(s)
     }
@@ -251,6 +258,7 @@ impl MethodOptions for SnicitOptions {
             ("bins n", self.bins),
             ("refresh interval", self.refresh_interval),
             ("batch", self.batch.unwrap_or(1)),
+            ("held share", self.held_share),
         ];
         for (what, value) in counts {
             if value == 0 {
@@ -394,7 +402,7 @@ impl KernelMethod for Snicit {
         let (held_per_row, held_fixed) = if options.holds_back(layers.len()) {
             let (one, two) = (Held::bytes(1, w_post), Held::bytes(2, w_post));
             let slot = two - one;
-            (slot.div_ceil(HELD_SHARE), one)
+            (slot.div_ceil(options.held_share.max(1)), one)
         } else {
             (0, 0)
         };
@@ -518,7 +526,7 @@ impl KernelMethod for Snicit {
         let held = if options.holds_back(layers.len()) {
             Some(Held::new(
                 gpu,
-                held_slots(rows),
+                held_slots(rows, options.held_share),
                 run::post_widest(&context.widths, threshold),
             )?)
         } else {

@@ -12,7 +12,7 @@ use spdnn_gputest::{
     Problem, check_challenge, check_compressed, check_exact_random, check_general_random,
     check_glare, check_grouped_random, check_official_1024, check_rectangular_random,
 };
-use spdnn_snicit::{PreConvergence, Snicit, SnicitOptions, infer};
+use spdnn_snicit::{HELD_SHARE, PreConvergence, Snicit, SnicitOptions, infer};
 use spdnn_xy::XyOptions;
 
 /// One warm-up and two timed runs (one at sanitize scale), the output kept.
@@ -628,20 +628,32 @@ fn held_counts(result: &GpuInference) -> [usize; 4] {
 }
 
 /// Rows held back over several batches (the default) are the rows of batches run alone,
-/// bit for bit, and the reference's: on MNIST-recipe rows of a generated challenge network
-/// (about three rows in a hundred live at layer 30) in batches of 200 rows (13 slots) and of
-/// 20 rows (2 slots: the slots fill and are passed over several times, and a batch with more
-/// non-empty rows than slots runs alone). A random network's batches have more non-empty
-/// rows than slots: they run alone, between held ones, and stay exact.
+/// bit for bit, and the reference's, on MNIST-recipe rows of a generated challenge network
+/// and on synthetic ones, in batches and held slots of several sizes: at threshold 30 the
+/// rows of every batch converge to the same row (each batch's centroid takes the slot of
+/// the first batch's); at thresholds 10 and 2 they have not, and the slots fill (passes
+/// before the last batch) or a batch has more non-empty rows than slots (it runs alone).
+/// A random network's batches run alone, between held ones, and stay exact.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn held_rows_are_the_rows_run_alone() {
     let gpu = spdnn_gputest::gpu();
     let rows = spdnn_gputest::sized(3000, 600);
-    let layers = spdnn_gputest::challenge_layers(120);
-    let problem = spdnn_gputest::challenge_problem_mnist(1024, layers, rows, 7);
+    let mnist =
+        spdnn_gputest::challenge_problem_mnist(1024, spdnn_gputest::challenge_layers(120), rows, 7);
+    let synthetic = spdnn_gputest::challenge_problem(1024, 40, 300, 7);
+    // (problem, threshold, batch, rows a held slot)
+    let configs = [
+        (&mnist, 30, 200, HELD_SHARE),
+        (&mnist, 30, 20, HELD_SHARE),
+        (&mnist, 10, 100, 1),
+        (&mnist, 10, 100, HELD_SHARE),
+        (&mnist, 2, 50, 4),
+        (&synthetic, 2, 64, 2),
+        (&synthetic, 2, 64, 8),
+    ];
     let mut counts = Vec::new();
-    for batch in [200, 20] {
+    for (problem, threshold, batch, share) in configs {
         let spec = RunSpec {
             warmup: 1,
             repetitions: 1,
@@ -649,39 +661,41 @@ fn held_rows_are_the_rows_run_alone() {
             batch: Some(batch),
             ..RunSpec::default()
         };
-        let held = run_spec(&gpu, &problem, &options(30), &spec).expect("held back");
+        let config = format!("threshold {threshold}, batch {batch}, share {share}");
+        let held_options = SnicitOptions {
+            held_share: share,
+            ..options(threshold)
+        };
+        let held = run_spec(&gpu, problem, &held_options, &spec).expect("held back");
         let alone = run_spec(
             &gpu,
-            &problem,
+            problem,
             &SnicitOptions {
                 hold_back: false,
-                ..options(30)
+                ..options(threshold)
             },
             &spec,
         )
         .expect("batches alone");
-        spdnn_gputest::compare(&problem, &held, spdnn_gputest::Tolerance::Exact).unwrap();
-        assert_eq!(held.categories, alone.categories, "batch {batch}");
-        assert_eq!(held.output, alone.output, "batch {batch}");
+        spdnn_gputest::compare(problem, &held, spdnn_gputest::Tolerance::Exact)
+            .unwrap_or_else(|e| panic!("{config}: {e}"));
+        assert_eq!(held.categories, alone.categories, "{config}");
+        assert_eq!(held.output, alone.output, "{config}");
         assert_eq!(alone.detail("held_back"), Some("off"));
         // The breakdown's layers are the chain's, whether the post-convergence layers ran
         // in a batch's step or in the finishing one.
-        assert_eq!(held.layer_ms.len(), problem.layers.len());
+        assert_eq!(held.layer_ms.len(), problem.layers.len(), "{config}");
         let [held_batches, alone_batches, passes, matches] = held_counts(&held);
-        assert!(held_batches > 0, "batch {batch}: {:?}", held.details);
-        assert!(passes <= held_batches, "batch {batch}: {:?}", held.details);
-        counts.push((batch, held_batches, alone_batches, passes, matches));
+        assert!(passes <= held_batches, "{config}: {:?}", held.details);
+        counts.push((config, held_batches, alone_batches, passes, matches));
     }
-    // Batches of 20 rows fill their two slots more than once; batches' centroids converge
-    // to rows held before.
-    assert!(
-        counts.iter().any(|&(_, _, _, passes, _)| passes >= 2),
-        "{counts:?}"
-    );
-    assert!(
-        counts.iter().any(|&(_, _, _, _, matches)| matches > 0),
-        "{counts:?}"
-    );
+    // Every path taken somewhere: batches held, slots passed over before the last batch,
+    // batches run alone, centroids equal to held ones.
+    let any = |f: fn(&(String, usize, usize, usize, usize)) -> bool| counts.iter().any(f);
+    assert!(any(|c| c.1 > 0), "{counts:?}");
+    assert!(any(|c| c.3 >= 2), "{counts:?}");
+    assert!(any(|c| c.2 > 0 && c.1 > 0), "{counts:?}");
+    assert!(any(|c| c.4 > 0), "{counts:?}");
     check_exact_random(&run_with(SnicitOptions {
         batch: Some(37),
         ..options(2)

@@ -106,14 +106,15 @@ fn check(chain: &LayerChain<'_>, threshold: usize) {
                 .unwrap();
             let slot = held_bytes(2, post_widest) - held_bytes(1, post_widest);
             for rows in [1, 2, 15, 16, 17, 999, 60000] {
-                let slots = held_bytes(held_slots(rows), post_widest);
+                let slots = held_bytes(held_slots(rows, HELD_SHARE), post_widest);
                 assert!(
                     (slots..=slots + slot + rows).contains(&added(rows)),
                     "{pre:?}: {rows} rows hold {slots} bytes of slots, the model {}",
                     added(rows)
                 );
             }
-            assert_eq!(held_slots(17), 2);
+            assert_eq!(held_slots(17, HELD_SHARE), 2);
+            assert_eq!(held_slots(17, 1), 17);
             assert_eq!(HELD_SHARE, 16);
         } else {
             assert_eq!(
