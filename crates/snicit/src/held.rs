@@ -341,8 +341,6 @@ impl Context<'_> {
         let stream = gpu.stream().clone();
         let used = held.used;
         if used > 0 {
-            // The pass's layers are the chain's after the threshold layer.
-            probe.next_layer_is(self.threshold);
             first_lists(gpu, &self.kernels, &mut held.lists, &held.live, used)?;
             self.post_layers(
                 PostState {

@@ -568,6 +568,9 @@ impl<'a> Context<'a> {
         let gpu = self.gpu;
         let stream = gpu.stream().clone();
         let post_stage = crate::STAGES[2];
+        // The pass's layers are the chain's after the threshold layer, whichever step runs
+        // it (a batch's, after a pass over held rows in the same step, or the finishing one).
+        probe.next_layer_is(self.threshold);
         let listed_u32 = listed.max(1) as u32;
         let layers_total = self.threshold + self.post.len();
         if let Some(recorder) = recorder.as_deref_mut() {
