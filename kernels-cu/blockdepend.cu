@@ -16,7 +16,9 @@
 // the second tile buffer (free during layer 1) with many loads in flight, then each x·W[k, c]
 // is scattered with shared-memory atomics (any order). Later layers are pulled: lane c % 32
 // of a warp computes output c for up to BD_ROWS rows of the tile from a dense (row-major,
-// padded) or sliced-ELL layer (groups of 32 columns, slot-major (input, weight) pairs), one
+// padded) or sliced-ELL layer (groups of 32 columns, slot-major (input, weight) pairs, or, for
+// a layer whose stored weights are all one value, 16- or 32-bit input indices with the value
+// in the descriptor and the top bit marking padding, weight +0: the same pairs decoded), one
 // fused multiply-add per slot from 0 in the layout's order, then the bias and the clip.
 // Every padded output column (up to a multiple of 32) is written (clip(0 + b) = 0 there,
 // b <= 0), so float4 reads of the next layer never see stale data.
@@ -62,6 +64,18 @@
 #ifndef BD_FORMAT_ELL
 #error "BD_FORMAT_ELL must come from Rust (-D)"
 #endif
+#ifndef BD_FORMAT_ELL_INDEX16
+#error "BD_FORMAT_ELL_INDEX16 must come from Rust (-D)"
+#endif
+#ifndef BD_FORMAT_ELL_INDEX32
+#error "BD_FORMAT_ELL_INDEX32 must come from Rust (-D)"
+#endif
+#ifndef BD_INDEX16_PADDING
+#error "BD_INDEX16_PADDING must come from Rust (-D)"
+#endif
+#ifndef BD_INDEX32_PADDING
+#error "BD_INDEX32_PADDING must come from Rust (-D)"
+#endif
 #ifndef BD_TILE_WAVES
 #error "BD_TILE_WAVES must come from Rust (-D)"
 #endif
@@ -79,7 +93,8 @@
 #endif
 
 // One layer's descriptor (BD_DESC_WORDS words: format, in, out, dense stride (layer 1: the
-// width of its ELL form, 0 for CSR), offset low, offset high, ELL group table, unused).
+// width of its ELL form, 0 for CSR), offset low, offset high (ELL: in 8-byte units of ell),
+// ELL group table, the one value's bits (index-only ELL; else 0)).
 struct BdLayer {
     unsigned int format;
     unsigned int in_width;
@@ -87,6 +102,7 @@ struct BdLayer {
     unsigned int dense_stride;
     unsigned long long offset;
     unsigned int group_table;
+    unsigned int value_bits;
 };
 
 __device__ __forceinline__ BdLayer bd_layer_at(const unsigned int* __restrict__ desc, unsigned int l) {
@@ -98,7 +114,35 @@ __device__ __forceinline__ BdLayer bd_layer_at(const unsigned int* __restrict__ 
     layer.dense_stride = d[3];
     layer.offset = (unsigned long long)d[4] | ((unsigned long long)d[5] << 32);
     layer.group_table = d[6];
+    layer.value_bits = d[7];
     return layer;
+}
+
+// One ELL entry as the (input, weight) it multiplies with: a stored pair as it is; an
+// index-only entry of a one-value layer with that value, or +0 where its top bit marks
+// padding (the pair form's padding weight), its input in the other bits. So every form gives
+// the pair form's sums bit for bit.
+__device__ __forceinline__ void bd_ell_decode(uint2 e, float, unsigned int& k, float& w) {
+    k = e.x;
+    w = __uint_as_float(e.y);
+}
+__device__ __forceinline__ void bd_ell_decode(unsigned short e, float value, unsigned int& k, float& w) {
+    const unsigned int pad = (unsigned int)BD_INDEX16_PADDING;
+    k = (unsigned int)e & (pad - 1u);
+    w = ((unsigned int)e & pad) != 0u ? 0.0f : value;
+}
+__device__ __forceinline__ void bd_ell_decode(unsigned int e, float value, unsigned int& k, float& w) {
+    const unsigned int pad = (unsigned int)BD_INDEX32_PADDING;
+    k = e & (pad - 1u);
+    w = (e & pad) != 0u ? 0.0f : value;
+}
+
+// This lane's first entry of an ELL layer as E (uint2 pairs, or 16- or 32-bit indices as the
+// layer's format says), at slot s0 of the layer's units.
+template <typename E>
+__device__ __forceinline__ const E* bd_ell_first(const BdLayer& layer, const uint2* __restrict__ ell, unsigned int s0,
+                                                 unsigned int lane) {
+    return reinterpret_cast<const E*>(ell + layer.offset) + (unsigned long long)s0 * 32u + lane;
 }
 
 // The tile's bookkeeping: the batch row of each slot, the live slots in order, the input
@@ -368,6 +412,32 @@ __device__ __forceinline__ void bd_dense_sums(float (&acc)[R], const unsigned in
     }
 }
 
+// Adds an ELL layer's products (slots s0 .. s1 - 1 of this lane's column, entries E from e,
+// 32 apart; value: an index-only layer's weight) to the sums of the item's first `rows` of
+// BD_ROWS rows (at[r]: row r's offset in cur). Pairs unrolled by 4 as before; index-only
+// entries not unrolled: unrolled too, the three loops took bd_chain_global from 64 to 78
+// registers and bd_chain_shared_wide from 70 to 80 with an 8-byte spill (NVRTC 13.0, sm_90);
+// not unrolled, the shared instances keep theirs and bd_chain_global takes 80 (no spill).
+// The exact items (bd_ell_sums_exact), which the shared and split tiles run, unroll all three.
+template <typename E>
+__device__ __forceinline__ void bd_ell_sums(float (&acc)[BD_ROWS], const unsigned int (&at)[BD_ROWS],
+                                            unsigned int rows, const float* cur, const E* __restrict__ e,
+                                            unsigned int s0, unsigned int s1, float value) {
+    constexpr int unroll = sizeof(E) == sizeof(uint2) ? 4 : 1;
+#pragma unroll unroll
+    for (unsigned int s = s0; s < s1; ++s, e += 32) {
+        unsigned int k;
+        float wv;
+        bd_ell_decode(__ldg(e), value, k, wv);
+#pragma unroll
+        for (unsigned int r = 0; r < BD_ROWS; ++r) {
+            if (r < rows) {
+                acc[r] = fmaf(cur[at[r] + k], wv, acc[r]);
+            }
+        }
+    }
+}
+
 // Layer l (after the first) over the live slots: work items of (32 outputs, BD_ROWS live
 // rows), one per warp at a time; lane c % 32 accumulates output c of each of the rows, then
 // adds its bias (biases[l * bias_stride + c], one load an item, or the scalar when
@@ -395,17 +465,14 @@ __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, c
         } else {
             const unsigned int s0 = group_starts[layer.group_table + g];
             const unsigned int s1 = group_starts[layer.group_table + g + 1];
-            const uint2* e = ell + layer.offset + (unsigned long long)s0 * 32u + lane;
-#pragma unroll 4
-            for (unsigned int s = s0; s < s1; ++s, e += 32) {
-                const uint2 entry = __ldg(e);
-                const float wv = __uint_as_float(entry.y);
-#pragma unroll
-                for (unsigned int r = 0; r < BD_ROWS; ++r) {
-                    if (r < rows) {
-                        acc[r] = fmaf(cur[at[r] + entry.x], wv, acc[r]);
-                    }
-                }
+            const float value = __uint_as_float(layer.value_bits);
+            // The format is uniform over the layer: so is the branch.
+            if (layer.format == BD_FORMAT_ELL) {
+                bd_ell_sums(acc, at, rows, cur, bd_ell_first<uint2>(layer, ell, s0, lane), s0, s1, value);
+            } else if (layer.format == BD_FORMAT_ELL_INDEX16) {
+                bd_ell_sums(acc, at, rows, cur, bd_ell_first<unsigned short>(layer, ell, s0, lane), s0, s1, value);
+            } else {
+                bd_ell_sums(acc, at, rows, cur, bd_ell_first<unsigned int>(layer, ell, s0, lane), s0, s1, value);
             }
         }
         // Loaded after the sums: a value (or a pointer) live across them spills the wide split
@@ -429,6 +496,25 @@ __device__ __forceinline__ float bd_lds(unsigned int address) {
     float v;
     asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(address));
     return v;
+}
+
+// bd_ell_sums for an exact item of R rows whose floats start at the 32-bit shared addresses
+// row_at[r] (bd_lds).
+template <unsigned int R, typename E>
+__device__ __forceinline__ void bd_ell_sums_exact(float (&acc)[R], const unsigned int (&row_at)[R],
+                                                  const E* __restrict__ e, unsigned int s0, unsigned int s1,
+                                                  float value) {
+#pragma unroll 4
+    for (unsigned int s = s0; s < s1; ++s, e += 32) {
+        unsigned int k;
+        float wv;
+        bd_ell_decode(__ldg(e), value, k, wv);
+        const unsigned int offset = k * 4u;
+#pragma unroll
+        for (unsigned int r = 0; r < R; ++r) {
+            acc[r] = fmaf(bd_lds(row_at[r] + offset), wv, acc[r]);
+        }
+    }
 }
 
 // One work item of an exact layer: 32 outputs (group g, lane's column c) of exactly R live
@@ -461,7 +547,6 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
     } else {
         const unsigned int s0 = group_starts[layer.group_table + g];
         const unsigned int s1 = group_starts[layer.group_table + g + 1];
-        const uint2* e = ell + layer.offset + (unsigned long long)s0 * 32u + lane;
         // Byte address of each row's first float in the shared window.
         const unsigned int window = (unsigned int)__cvta_generic_to_shared(cur);
         unsigned int row_at[R];
@@ -469,15 +554,13 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
         for (unsigned int r = 0; r < R; ++r) {
             row_at[r] = window + tile.live[first_row + r] * stride * 4u;
         }
-#pragma unroll 4
-        for (unsigned int s = s0; s < s1; ++s, e += 32) {
-            const uint2 entry = __ldg(e);
-            const float wv = __uint_as_float(entry.y);
-            const unsigned int offset = entry.x * 4u;
-#pragma unroll
-            for (unsigned int r = 0; r < R; ++r) {
-                acc[r] = fmaf(bd_lds(row_at[r] + offset), wv, acc[r]);
-            }
+        const float value = __uint_as_float(layer.value_bits);
+        if (layer.format == BD_FORMAT_ELL) {
+            bd_ell_sums_exact<R>(acc, row_at, bd_ell_first<uint2>(layer, ell, s0, lane), s0, s1, value);
+        } else if (layer.format == BD_FORMAT_ELL_INDEX16) {
+            bd_ell_sums_exact<R>(acc, row_at, bd_ell_first<unsigned short>(layer, ell, s0, lane), s0, s1, value);
+        } else {
+            bd_ell_sums_exact<R>(acc, row_at, bd_ell_first<unsigned int>(layer, ell, s0, lane), s0, s1, value);
         }
     }
     // As in bd_layer: the bias after the sums; the rows' offsets read again (not live

@@ -724,7 +724,8 @@ impl<'g> BdRun<'g> {
         let sizes = sizes(&launches, scratch_floats, out_width, capacity);
 
         let weights = |e| resident_error(e, "every layer's weights");
-        // `[u32; 2]` entries are eight plain bytes, read as `uint2` by the kernel.
+        // `[u32; 2]` units are eight plain bytes, read by the kernel as `uint2` pairs or as
+        // packed 16- or 32-bit indices (little-endian, as the device).
         let device_layout = DeviceLayout {
             desc: gpu
                 .upload_nonempty(&layout.descriptors())
@@ -848,7 +849,10 @@ impl<'g> BdRun<'g> {
             ("widths".into(), format!("{min_w}..{max_w}")),
             (
                 "formats".into(),
-                format!("{dense} dense, {ell} ell, layer 1 scattered"),
+                format!(
+                    "{dense} dense, {ell} ell ({} of one value, index-only), layer 1 scattered",
+                    layout.one_value_count()
+                ),
             ),
             ("weight_bytes".into(), layout.weight_bytes().to_string()),
             ("launches".into(), launches.join(" ")),

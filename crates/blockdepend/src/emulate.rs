@@ -1,8 +1,8 @@
 //! The fused kernel's algorithm on the CPU, step for step: the segments, the device-side
 //! tile size, tiles taken in queue order, the tile's live list and its compaction, the
 //! retirement decisions, the carried rows between launches, and the same arithmetic (one
-//! fused multiply-add per weight slot, padding included, in the layout's order; layer 1 in
-//! input order). Tile buffers start poisoned: reading an activation the kernel would not
+//! fused multiply-add per weight slot, padding included, in the layout's order, index-only
+//! entries decoded as the kernel decodes them; layer 1 in input order). Tile buffers start poisoned: reading an activation the kernel would not
 //! have written is an error, so the padding logic is tested too.
 //!
 //! Used by the tests (against the CPU reference, on random and compressed networks) and
@@ -186,9 +186,10 @@ impl Ctx<'_> {
                         *o = activate(acc, bias_of(c), self.upper);
                     }
                 }
-                Format::Ell => {
+                Format::Ell | Format::EllIndex16 | Format::EllIndex32 => {
                     let starts = self.layout.starts_of(l);
-                    let entries = self.layout.ell_of(l);
+                    // Index-only entries decode to the pairs the kernel multiplies with.
+                    let entries = self.layout.ell_entries_of(l);
                     for (c, o) in out.iter_mut().enumerate() {
                         let (g, lane) = (c / WARP, c % WARP);
                         let mut acc = 0.0f32;

@@ -22,6 +22,14 @@
 //!   mod 32) where they can ([`slot_order`]): in input order, random inputs put about 3.4
 //!   addresses on a slot's busiest bank (each a shared-memory wavefront), in this order
 //!   1.6–1.9. Padding reads an address the slot reads anyway (a broadcast).
+//! - [`Format::EllIndex16`] / [`Format::EllIndex32`]: the same slots, for a layer whose
+//!   stored weights are all one value, bit for bit (proved from the data,
+//!   [`index_form`]): the value is kept once (the descriptor's last word) and each entry
+//!   is its input index alone, 2 bytes when every index is below 2^15, else 4. The top
+//!   bit of an entry marks padding ([`INDEX16_PADDING`], [`INDEX32_PADDING`]): the kernel
+//!   then multiplies by `+0.0` instead of the value, so every entry decodes to the very
+//!   `(input, weight)` pair of [`Format::Ell`] ([`Layout::ell_entry`]) and the sums are
+//!   bit for bit those of the pairs, at a quarter (or half) of the bytes.
 //!
 //! Every layer's outputs are written for all `⌈out/32⌉·32` columns (the padding computes
 //! `clip(0 + b) = 0`, as `b ≤ 0`), so the next layer's float4 reads past `in` see zeros.
@@ -52,8 +60,13 @@ pub const VECTOR: usize = 4;
 /// Rows of the tile per work item: accumulators per thread (`BD_ROWS` in the kernel).
 pub const ROWS_PER_ITEM: usize = 8;
 /// Words per layer descriptor (`BD_DESC_WORDS`): format, in, out, dense stride, offset
-/// (low, high), ELL group table, unused.
+/// (low, high), ELL group table, the one value's bits (index-only ELL; else 0).
 pub const DESC_WORDS: usize = 8;
+/// The padding bit of a 16-bit index-only ELL entry (`BD_INDEX16_PADDING`): the entry
+/// weighs `+0.0`; its low 15 bits are the input it reads.
+pub const INDEX16_PADDING: u32 = 1 << 15;
+/// The padding bit of a 32-bit index-only ELL entry (`BD_INDEX32_PADDING`).
+pub const INDEX32_PADDING: u32 = 1 << 31;
 /// Shared-memory banks of 4-byte words: input `k` of every tile row lies in bank
 /// `k mod BANKS` (rows start at multiples of 32 floats).
 pub const BANKS: usize = 32;
@@ -78,17 +91,38 @@ pub enum Format {
     Input,
     /// Row-major dense, padded.
     Dense,
-    /// Groups of 32 columns, each sliced ELL.
+    /// Groups of 32 columns, each sliced ELL of `(input, weight)` pairs.
     Ell,
+    /// [`Format::Ell`]'s slots for a layer of one weight value: 16-bit input indices.
+    EllIndex16,
+    /// [`Format::Ell`]'s slots for a layer of one weight value: 32-bit input indices.
+    EllIndex32,
 }
 
 impl Format {
     /// The kernel's code for the format (`BD_FORMAT_*`).
-    pub fn code(self) -> u32 {
+    pub const fn code(self) -> u32 {
         match self {
             Format::Input => 0,
             Format::Dense => 1,
             Format::Ell => 2,
+            Format::EllIndex16 => 3,
+            Format::EllIndex32 => 4,
+        }
+    }
+
+    /// Whether the layer is sliced ELL (pairs or indices).
+    pub fn is_ell(self) -> bool {
+        matches!(self, Format::Ell | Format::EllIndex16 | Format::EllIndex32)
+    }
+
+    /// Bytes of one stored ELL entry (0 for the other formats).
+    pub fn entry_bytes(self) -> usize {
+        match self {
+            Format::Ell => 8,
+            Format::EllIndex32 => 4,
+            Format::EllIndex16 => 2,
+            Format::Input | Format::Dense => 0,
         }
     }
 }
@@ -102,8 +136,11 @@ pub enum FormatChoice {
     Auto,
     /// Every layer after the first dense.
     Dense,
-    /// Every layer after the first sliced ELL.
+    /// Every layer after the first sliced ELL (index-only where the layer has one value).
     Ell,
+    /// Every layer after the first sliced ELL of `(input, weight)` pairs, one-value layers
+    /// included (the layout before index-only entries, for comparisons).
+    EllPairs,
 }
 
 /// Where one layer lives in the layout.
@@ -118,7 +155,7 @@ pub struct LayerLayout {
     /// Dense: floats per row (`⌈out/32⌉·32`); layer 1: the entries per input neuron of its
     /// ELL form (0: CSR); otherwise 0.
     pub dense_stride: usize,
-    /// Dense: first float in [`Layout::dense`]; Ell: first entry in [`Layout::ell`];
+    /// Dense: first float in [`Layout::dense`]; ELL: first 8-byte unit in [`Layout::ell`];
     /// Input: 0 (the layer is [`Layout::first`]).
     pub offset: usize,
     /// Ell: index of the layer's first group start in [`Layout::group_starts`].
@@ -137,6 +174,9 @@ pub struct LayerLayout {
     /// Bytes the kernel reads for one pass over the layer (its per-neuron biases
     /// included).
     pub bytes: usize,
+    /// [`Format::EllIndex16`] and [`Format::EllIndex32`]: the bits of the layer's one
+    /// weight value; otherwise 0.
+    pub value_bits: u32,
 }
 
 impl LayerLayout {
@@ -150,7 +190,20 @@ impl LayerLayout {
         match self.format {
             Format::Input => 0,
             Format::Dense => round_up(self.in_width, VECTOR) * self.dense_stride,
-            Format::Ell => WARP * self.slots,
+            Format::Ell | Format::EllIndex16 | Format::EllIndex32 => WARP * self.slots,
+        }
+    }
+
+    /// Bytes the layer's weights would take as [`Format::Ell`] pairs (8 a slot entry, the
+    /// group starts and the biases as stored): what the spread rule
+    /// ([`crate::plan::choose_spread`]) weighs, so that index-only entries leave it as it
+    /// was until measured. Other formats: [`LayerLayout::bytes`].
+    pub fn pair_bytes(&self) -> usize {
+        match self.format {
+            Format::EllIndex16 | Format::EllIndex32 => {
+                self.bytes + (8 - self.format.entry_bytes()) * WARP * self.slots
+            }
+            _ => self.bytes,
         }
     }
 }
@@ -228,7 +281,10 @@ pub struct Layout {
     pub layers: Vec<LayerLayout>,
     /// The dense layers' floats.
     pub dense: Vec<f32>,
-    /// The ELL layers' `(input, weight bits)` entries.
+    /// The ELL layers' entries in 8-byte units: one `(input, weight bits)` pair a unit
+    /// ([`Format::Ell`]), or index-only entries packed little-endian, four 16-bit or two
+    /// 32-bit a unit (a slot's 32 entries fill 8 or 16 units, so layers start aligned).
+    /// [`Layout::ell_entry`] decodes any of them.
     pub ell: Vec<[u32; 2]>,
     /// Per ELL layer, `groups + 1` slot starts (cumulative within the layer).
     pub group_starts: Vec<u32>,
@@ -415,6 +471,52 @@ fn build_ell(columns: &Csr) -> (Vec<u32>, Vec<[u32; 2]>, usize, usize) {
     (starts, entries, wavefronts, sectors)
 }
 
+/// The index-only form of a sliced-ELL layer whose stored weights `values` (the layer's
+/// own entries, any order) all have the same bits: `(format, units, value bits)`, with
+/// [`Format::EllIndex16`] when every index of `pairs` (padding's included) is below 2^15,
+/// else [`Format::EllIndex32`]. `None`, and the layer keeps its pairs, when two stored
+/// weights differ in any bit (`+0.0` and `−0.0` included), the layer stores nothing, an
+/// index does not fit 31 bits, or a pair weighs neither the value nor `+0.0`.
+///
+/// `pairs` is [`build_ell`]'s form: a stored entry weighs the value, padding `+0.0`. An
+/// entry keeps its input (padding's reads an address its slot reads anyway) and padding
+/// gets the top bit, which the kernel reads as the weight `+0.0`; when the value is
+/// `+0.0` itself no bit is set (every entry already weighs `+0.0`). So every entry decodes
+/// to its pair, bit for bit ([`Layout::ell_entry`]).
+pub fn index_form(values: &[f32], pairs: &[[u32; 2]]) -> Option<(Format, Vec<[u32; 2]>, u32)> {
+    let value = values.first()?.to_bits();
+    if values.iter().any(|v| v.to_bits() != value) || !pairs.len().is_multiple_of(4) {
+        return None;
+    }
+    let narrow = pairs.iter().all(|&[k, _]| k < INDEX16_PADDING);
+    let padding_bit = if narrow {
+        INDEX16_PADDING
+    } else {
+        INDEX32_PADDING
+    };
+    let mut indices = Vec::with_capacity(pairs.len());
+    for &[k, w] in pairs {
+        if k >= INDEX32_PADDING {
+            return None;
+        }
+        indices.push(match w {
+            _ if w == value => k,
+            0 => k | padding_bit,
+            _ => return None,
+        });
+    }
+    Some(if narrow {
+        let units = indices
+            .chunks_exact(4)
+            .map(|e| [e[0] | e[1] << 16, e[2] | e[3] << 16])
+            .collect();
+        (Format::EllIndex16, units, value)
+    } else {
+        let units = indices.chunks_exact(2).map(|e| [e[0], e[1]]).collect();
+        (Format::EllIndex32, units, value)
+    })
+}
+
 impl Layout {
     /// Lays out `chain`'s layers, each in the format `choice` allows
     /// ([`choose_format`] under [`FormatChoice::Auto`]), in parallel over the layers.
@@ -434,7 +536,7 @@ impl Layout {
                 let format = match choice {
                     FormatChoice::Auto => choose_format(w.nrows(), w.ncols(), slots),
                     FormatChoice::Dense => Format::Dense,
-                    FormatChoice::Ell => Format::Ell,
+                    FormatChoice::Ell | FormatChoice::EllPairs => Format::Ell,
                 };
                 if slots > u32::MAX as usize {
                     return Err(format!(
@@ -455,6 +557,7 @@ impl Layout {
                     bytes: 0,
                     wavefronts: 0,
                     sectors: 0,
+                    value_bits: 0,
                 };
                 let built = match format {
                     Format::Dense => {
@@ -473,7 +576,15 @@ impl Layout {
                         Built::Dense(build_dense(w))
                     }
                     _ => {
-                        let (starts, entries, wavefronts, sectors) = build_ell(&columns);
+                        let (starts, mut entries, wavefronts, sectors) = build_ell(&columns);
+                        if choice != FormatChoice::EllPairs
+                            && let Some((format, units, value_bits)) =
+                                index_form(columns.values(), &entries)
+                        {
+                            layout.format = format;
+                            layout.value_bits = value_bits;
+                            entries = units;
+                        }
                         layout.bytes = 8 * entries.len() + 4 * starts.len();
                         layout.wavefronts = wavefronts;
                         layout.sectors = sectors;
@@ -507,6 +618,7 @@ impl Layout {
             bytes: first_bytes,
             wavefronts: 0,
             sectors: 0,
+            value_bits: 0,
         });
         for (mut layout, built) in built {
             match built {
@@ -560,7 +672,7 @@ impl Layout {
                     offset as u32,
                     (offset >> 32) as u32,
                     l.group_table as u32,
-                    0,
+                    l.value_bits,
                 ]
             })
             .collect()
@@ -571,14 +683,22 @@ impl Layout {
         self.layers.iter().map(|l| l.bytes).sum()
     }
 
-    /// Number of layers of each format (input, dense, ELL).
+    /// Number of layers of each format (input, dense, ELL of either kind).
     pub fn format_counts(&self) -> (usize, usize, usize) {
-        let count = |f: Format| self.layers.iter().filter(|l| l.format == f).count();
+        let count = |f: &dyn Fn(Format) -> bool| self.layers.iter().filter(|l| f(l.format)).count();
         (
-            count(Format::Input),
-            count(Format::Dense),
-            count(Format::Ell),
+            count(&|f| f == Format::Input),
+            count(&|f| f == Format::Dense),
+            count(&Format::is_ell),
         )
+    }
+
+    /// Number of ELL layers stored index-only (one weight value).
+    pub fn one_value_count(&self) -> usize {
+        self.layers
+            .iter()
+            .filter(|l| matches!(l.format, Format::EllIndex16 | Format::EllIndex32))
+            .count()
     }
 
     /// The dense weights of layer `l` (a dense layer), row-major with its stride.
@@ -604,10 +724,50 @@ impl Layout {
         &self.group_starts[layer.group_table..layer.group_table + layer.groups() + 1]
     }
 
-    /// The entries of ELL layer `l`.
+    /// The 8-byte units of ELL layer `l` as stored (pairs, or packed indices).
     pub fn ell_of(&self, l: usize) -> &[[u32; 2]] {
         let layer = &self.layers[l];
-        &self.ell[layer.offset..layer.offset + WARP * layer.slots]
+        let units = WARP * layer.slots * layer.format.entry_bytes() / 8;
+        &self.ell[layer.offset..layer.offset + units]
+    }
+
+    /// Entry `i` (slot `i / 32`, lane `i % 32`, counted from the layer's first group) of
+    /// ELL layer `l` as the `(input, weight bits)` pair the kernel computes with: stored
+    /// pairs as they are, an index-only entry with the layer's value, or `+0.0` where its
+    /// padding bit is set. `None` when `l` is not ELL or `i` is past its entries.
+    pub fn ell_entry(&self, l: usize, i: usize) -> Option<[u32; 2]> {
+        let layer = self.layers.get(l)?;
+        if i >= WARP * layer.slots {
+            return None;
+        }
+        let units = self.ell_of(l);
+        let (raw, padding) = match layer.format {
+            Format::Ell => return Some(units[i]),
+            Format::EllIndex32 => (units[i / 2][i % 2], INDEX32_PADDING),
+            Format::EllIndex16 => (
+                (units[i / 4][i % 4 / 2] >> (16 * (i % 2))) & 0xFFFF,
+                INDEX16_PADDING,
+            ),
+            Format::Input | Format::Dense => return None,
+        };
+        let weight = if raw & padding != 0 {
+            0.0f32.to_bits()
+        } else {
+            layer.value_bits
+        };
+        Some([raw & !padding, weight])
+    }
+
+    /// Every entry of ELL layer `l` decoded ([`Layout::ell_entry`]): `32 · slots` pairs,
+    /// borrowed when the layer stores pairs.
+    pub fn ell_entries_of(&self, l: usize) -> std::borrow::Cow<'_, [[u32; 2]]> {
+        let layer = &self.layers[l];
+        match layer.format {
+            Format::Ell => std::borrow::Cow::Borrowed(self.ell_of(l)),
+            _ => (0..WARP * layer.slots)
+                .filter_map(|i| self.ell_entry(l, i))
+                .collect(),
+        }
     }
 }
 
@@ -835,7 +995,8 @@ mod tests {
         #[test]
         fn layouts_hold_exactly_the_layers(layers in arbitrary_chain()) {
             let chain = chain_of(layers.clone());
-            for choice in [FormatChoice::Auto, FormatChoice::Dense, FormatChoice::Ell] {
+            let pairs = Layout::build(&chain, FormatChoice::EllPairs).unwrap();
+            for choice in [FormatChoice::Auto, FormatChoice::Dense, FormatChoice::Ell, FormatChoice::EllPairs] {
                 let layout = Layout::build(&chain, choice).unwrap();
                 prop_assert_eq!(layout.layers.len(), layers.len());
                 prop_assert_eq!(layout.descriptors().len(), DESC_WORDS * layers.len());
@@ -857,10 +1018,21 @@ mod tests {
                                 }
                             }
                         }
-                        Format::Ell => {
+                        Format::Ell | Format::EllIndex16 | Format::EllIndex32 => {
                             let starts = layout.starts_of(l);
-                            let e = layout.ell_of(l);
+                            let e = layout.ell_entries_of(l);
                             let columns = w.transpose();
+                            // Index-only exactly where every stored weight has one value's
+                            // bits; every entry decodes to the pair form's entry.
+                            let one_value = w.nnz() > 0
+                                && w.values().iter().all(|v| v.to_bits() == w.values()[0].to_bits());
+                            prop_assert_eq!(ll.format != Format::Ell, one_value && choice != FormatChoice::EllPairs);
+                            prop_assert_eq!(&e[..], pairs.ell_of(l));
+                            prop_assert_eq!(ll.bytes, ll.format.entry_bytes() * WARP * ll.slots + 4 * starts.len());
+                            prop_assert_eq!(ll.pair_bytes(), pairs.layers[l].bytes);
+                            if ll.format == Format::EllIndex16 {
+                                prop_assert!(w.nrows() <= 1 << 15);
+                            }
                             prop_assert_eq!(starts.len(), ll.groups() + 1);
                             let mut wavefronts = 0;
                             for g in 0..ll.groups() {
