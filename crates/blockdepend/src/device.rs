@@ -851,7 +851,7 @@ impl<'g> BdRun<'g> {
                 "formats".into(),
                 format!(
                     "{dense} dense, {ell} ell ({} of one value, index-only), layer 1 scattered",
-                    layout.one_value_count()
+                    layout.scaled_count()
                 ),
             ),
             ("weight_bytes".into(), layout.weight_bytes().to_string()),

@@ -186,7 +186,7 @@ impl Ctx<'_> {
                         *o = activate(acc, bias_of(c), self.upper);
                     }
                 }
-                Format::Ell | Format::EllIndex16 | Format::EllIndex32 => {
+                Format::Ell | Format::EllScaled16 | Format::EllScaled32 => {
                     let starts = self.layout.starts_of(l);
                     // Index-only entries decode to the pairs the kernel multiplies with.
                     let entries = self.layout.ell_entries_of(l);

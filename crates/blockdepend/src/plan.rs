@@ -402,7 +402,7 @@ fn activation_reads(layer: &LayerLayout) -> f64 {
     let reads = match layer.format {
         Format::Input => 0.0,
         Format::Dense => 4.0 * (round_up(layer.in_width, VECTOR) * layer.groups()) as f64,
-        Format::Ell | Format::EllIndex16 | Format::EllIndex32 => {
+        Format::Ell | Format::EllScaled16 | Format::EllScaled32 => {
             (4 * SECTOR_FLOATS * layer.sectors) as f64
         }
     };
@@ -739,8 +739,8 @@ mod tests {
         // first.
         let heavy = layout_with(&[4096, 4096, 4096, 4096], 32);
         assert!(heavy.layers[1..].iter().all(|l| {
-            l.format == Format::EllIndex16
-                && l.bytes == 2 * 32 * 4096 + 4 * 129
+            l.format == Format::EllScaled16
+                && l.bytes == 8 + 2 * 32 * 4096 + 4 * 129
                 && l.pair_bytes() == 8 * 32 * 4096 + 4 * 129
         }));
         const { assert!(SPREAD_LAYER_BYTES < 8 * 32 * 4096) };
