@@ -8,6 +8,8 @@
 //! Used by the tests (against the CPU reference, on random and compressed networks) and
 //! by the floors example (rows computed per layer).
 
+use std::sync::OnceLock;
+
 use rayon::prelude::*;
 use spdnn_formats::{Csr, SparseMatrix};
 
@@ -84,6 +86,9 @@ struct Ctx<'a> {
     bias: f32,
     upper: f32,
     suffix_start: Option<usize>,
+    /// Per layer, its scaled ELL entries decoded to pairs, once, when a tile first needs
+    /// them (pair layers are read as they are).
+    decoded: Vec<OnceLock<Vec<[u32; 2]>>>,
 }
 
 fn activate(v: f32, bias: f32, upper: f32) -> f32 {
@@ -188,8 +193,12 @@ impl Ctx<'_> {
                 }
                 Format::Ell | Format::EllScaled16 | Format::EllScaled32 => {
                     let starts = self.layout.starts_of(l);
-                    // Index-only entries decode to the pairs the kernel multiplies with.
-                    let entries = self.layout.ell_entries_of(l);
+                    // Scaled entries decode to the pairs the kernel multiplies with.
+                    let entries: &[[u32; 2]] = if layer.format == Format::Ell {
+                        self.layout.ell_of(l)
+                    } else {
+                        self.decoded[l].get_or_init(|| self.layout.ell_entries_of(l).into_owned())
+                    };
                     for (c, o) in out.iter_mut().enumerate() {
                         let (g, lane) = (c / WARP, c % WARP);
                         let mut acc = 0.0f32;
@@ -323,6 +332,7 @@ pub fn emulate(
         bias,
         upper,
         suffix_start,
+        decoded: (0..layout.layers.len()).map(|_| OnceLock::new()).collect(),
     };
     let mut emulation = Emulation {
         states: vec![u8::MAX; rows],

@@ -798,9 +798,16 @@ impl Layout {
     /// `[base bits, index bits]` and the packed entries.
     pub fn ell_of(&self, l: usize) -> &[[u32; 2]] {
         let layer = &self.layers[l];
-        let header = usize::from(layer.format != Format::Ell);
-        let units = header + WARP * layer.slots * layer.format.entry_bytes() / 8;
+        let units = Self::scale_units(layer) + WARP * layer.slots * layer.format.entry_bytes() / 8;
         &self.ell[layer.offset..layer.offset + units]
+    }
+
+    /// Units before a layer's entries: the scaled layers' `[base bits, index bits]`.
+    fn scale_units(layer: &LayerLayout) -> usize {
+        usize::from(matches!(
+            layer.format,
+            Format::EllScaled16 | Format::EllScaled32
+        ))
     }
 
     /// Entry `i` (slot `i / 32`, lane `i % 32`, counted from the layer's first group) of
@@ -813,7 +820,7 @@ impl Layout {
         if i >= WARP * layer.slots {
             return None;
         }
-        let units = &self.ell_of(l)[usize::from(layer.format != Format::Ell)..];
+        let units = &self.ell_of(l)[Self::scale_units(layer)..];
         let raw = match layer.format {
             Format::Ell => return Some(units[i]),
             Format::EllScaled32 => units[i / 2][i % 2],
