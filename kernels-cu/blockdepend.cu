@@ -18,7 +18,7 @@
 // of a warp computes output c for up to BD_ROWS rows of the tile from a dense (row-major,
 // padded) or sliced-ELL layer (groups of 32 columns, slot-major (input, weight) pairs, or, for
 // a layer whose weights are all small multiples m·b of one value b, 16- or 32-bit entries of
-// the input index and m, b in the descriptor, padding m = 0: the same pairs decoded), one
+// the input index and m, b in the layer's first unit, padding m = 0: the same pairs decoded), one
 // fused multiply-add per slot from 0 in the layout's order, then the bias and the clip.
 // Every padded output column (up to a multiple of 32) is written (clip(0 + b) = 0 there,
 // b <= 0), so float4 reads of the next layer never see stale data.
@@ -407,8 +407,8 @@ __device__ __forceinline__ void bd_dense_sums(float (&acc)[R], const unsigned in
 }
 
 // Adds an ELL layer's products (slots s0 .. s1 - 1 of this lane's column, entries E from e,
-// 32 apart; shift, base: a scaled layer's index bits and base value) to the sums of the item's first `rows` of
-// BD_ROWS rows (at[r]: row r's offset in cur). Pairs unrolled by 4 as before; scaled
+// 32 apart; shift, base: a scaled layer's index bits and base value) to the sums of the
+// item's first `rows` of BD_ROWS rows (at[r]: row r's offset in cur). Pairs unrolled by 4 as before; scaled
 // entries not unrolled: unrolled too, the three loops cost the shared instances spills
 // (NVRTC 13.0, sm_90). bd_chain_global, which runs these items, takes 78 registers instead of
 // 64 either way (3 blocks an SM instead of 4). The exact items (bd_ell_sums_exact) run the

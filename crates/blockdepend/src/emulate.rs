@@ -1,7 +1,7 @@
 //! The fused kernel's algorithm on the CPU, step for step: the segments, the device-side
 //! tile size, tiles taken in queue order, the tile's live list and its compaction, the
 //! retirement decisions, the carried rows between launches, and the same arithmetic (one
-//! fused multiply-add per weight slot, padding included, in the layout's order, index-only
+//! fused multiply-add per weight slot, padding included, in the layout's order, scaled
 //! entries decoded as the kernel decodes them; layer 1 in input order). Tile buffers start poisoned: reading an activation the kernel would not
 //! have written is an error, so the padding logic is tested too.
 //!

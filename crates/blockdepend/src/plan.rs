@@ -171,8 +171,8 @@ pub enum SpreadChoice {
 }
 
 /// Weight bytes of a layer from which a launch spreads (`SpreadChoice::Auto`), counted as
-/// `(input, weight)` pairs ([`LayerLayout::pair_bytes`]: a one-value layer's index-only
-/// entries, a quarter of the bytes, leave the choice as it was until it is measured). A tile
+/// `(input, weight)` pairs ([`LayerLayout::pair_bytes`]: a scaled layer's 2-byte entries,
+/// a quarter of the bytes, leave the choice as it was until it is measured). A tile
 /// carried by one block streams each layer's weights through one SM, about 100 GB/s of L2
 /// an SM on an H200: from 256 KiB a layer that is ≥ 2.5 µs a layer, more than a grid-wide
 /// barrier and the chunk's round trip through L2 cost. At N = 65536 (compressed) a layer
@@ -734,9 +734,9 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         // 4096 wide, 32 inputs a column (1 MiB of ELL pairs a layer, as at N = 65536
-        // compressed; one value, so stored as 256 KiB of 16-bit indices and the group
-        // starts, which the rule counts as the pairs): auto spreads every launch but the
-        // first.
+        // compressed; one value, so stored scaled: 256 KiB of 2-byte entries, the base unit
+        // and the group starts, which the rule counts as the pairs): auto spreads every
+        // launch but the first.
         let heavy = layout_with(&[4096, 4096, 4096, 4096], 32);
         assert!(heavy.layers[1..].iter().all(|l| {
             l.format == Format::EllScaled16
