@@ -16,7 +16,9 @@
 // the second tile buffer (free during layer 1) with many loads in flight, then each x·W[k, c]
 // is scattered with shared-memory atomics (any order). Later layers are pulled: lane c % 32
 // of a warp computes output c for up to BD_ROWS rows of the tile from a dense (row-major,
-// padded) or sliced-ELL layer (groups of 32 columns, slot-major (input, weight) pairs), one
+// padded) or sliced-ELL layer (groups of 32 columns, slot-major (input, weight) pairs, or, for
+// a layer whose weights are all small multiples m·b of one value b, 16- or 32-bit entries of
+// the input index and m, b in the layer's first unit, padding m = 0: the same pairs decoded), one
 // fused multiply-add per slot from 0 in the layout's order, then the bias and the clip.
 // Every padded output column (up to a multiple of 32) is written (clip(0 + b) = 0 there,
 // b <= 0), so float4 reads of the next layer never see stale data.
@@ -62,6 +64,12 @@
 #ifndef BD_FORMAT_ELL
 #error "BD_FORMAT_ELL must come from Rust (-D)"
 #endif
+#ifndef BD_FORMAT_ELL_SCALED16
+#error "BD_FORMAT_ELL_SCALED16 must come from Rust (-D)"
+#endif
+#ifndef BD_FORMAT_ELL_SCALED32
+#error "BD_FORMAT_ELL_SCALED32 must come from Rust (-D)"
+#endif
 #ifndef BD_TILE_WAVES
 #error "BD_TILE_WAVES must come from Rust (-D)"
 #endif
@@ -79,7 +87,8 @@
 #endif
 
 // One layer's descriptor (BD_DESC_WORDS words: format, in, out, dense stride (layer 1: the
-// width of its ELL form, 0 for CSR), offset low, offset high, ELL group table, unused).
+// width of its ELL form, 0 for CSR), offset low, offset high (ELL: in 8-byte units of ell),
+// ELL group table, unused).
 struct BdLayer {
     unsigned int format;
     unsigned int in_width;
@@ -99,6 +108,35 @@ __device__ __forceinline__ BdLayer bd_layer_at(const unsigned int* __restrict__ 
     layer.offset = (unsigned long long)d[4] | ((unsigned long long)d[5] << 32);
     layer.group_table = d[6];
     return layer;
+}
+
+// One ELL entry as the (input, weight) it multiplies with: a stored pair as it is; a scaled
+// entry (16 or 32 bits) as its low `shift` bits and float(m)·base of the multiple m above
+// them, one multiply rounded to nearest (__fmul_rn: never contracted), exactly the weight the
+// host proved for it; padding has m = 0: +0 (base > 0), the pair form's padding weight. So
+// every form gives the pair form's sums bit for bit.
+__device__ __forceinline__ void bd_ell_decode(uint2 e, unsigned int, float, unsigned int& k, float& w) {
+    k = e.x;
+    w = __uint_as_float(e.y);
+}
+__device__ __forceinline__ void bd_ell_decode(unsigned int e, unsigned int shift, float base, unsigned int& k,
+                                              float& w) {
+    k = e & ((1u << shift) - 1u);
+    w = __fmul_rn(__uint2float_rn(e >> shift), base);
+}
+__device__ __forceinline__ void bd_ell_decode(unsigned short e, unsigned int shift, float base, unsigned int& k,
+                                              float& w) {
+    bd_ell_decode((unsigned int)e, shift, base, k, w);
+}
+
+// This lane's first entry of an ELL layer as E (uint2 pairs, or 16- or 32-bit scaled entries
+// as the layer's format says), at slot s0: a pair layer's units start at its offset, a scaled
+// layer's one unit later (the first holds its base value's bits and its index bits).
+template <typename E>
+__device__ __forceinline__ const E* bd_ell_first(const BdLayer& layer, const uint2* __restrict__ ell, unsigned int s0,
+                                                 unsigned int lane) {
+    const unsigned long long header = sizeof(E) == sizeof(uint2) ? 0u : 1u;
+    return reinterpret_cast<const E*>(ell + layer.offset + header) + (unsigned long long)s0 * 32u + lane;
 }
 
 // The tile's bookkeeping: the batch row of each slot, the live slots in order, the input
@@ -368,6 +406,33 @@ __device__ __forceinline__ void bd_dense_sums(float (&acc)[R], const unsigned in
     }
 }
 
+// Adds an ELL layer's products (slots s0 .. s1 - 1 of this lane's column, entries E from e,
+// 32 apart; shift, base: a scaled layer's index bits and base value) to the sums of the
+// item's first `rows` of BD_ROWS rows (at[r]: row r's offset in cur). Pairs unrolled by 4 as before; scaled
+// entries not unrolled: unrolled too, the three loops cost the shared instances spills
+// (NVRTC 13.0, sm_90). bd_chain_global, which runs these items, takes 78 registers instead of
+// 64 either way (3 blocks an SM instead of 4). The exact items (bd_ell_sums_exact) run the
+// shared and split tiles.
+template <typename E>
+__device__ __forceinline__ void bd_ell_sums(float (&acc)[BD_ROWS], const unsigned int (&at)[BD_ROWS],
+                                            unsigned int rows, const float* cur, const E* __restrict__ e,
+                                            unsigned int s0, unsigned int s1, unsigned int shift,
+                                            float base) {
+    constexpr int unroll = sizeof(E) == sizeof(uint2) ? 4 : 1;
+#pragma unroll unroll
+    for (unsigned int s = s0; s < s1; ++s, e += 32) {
+        unsigned int k;
+        float wv;
+        bd_ell_decode(__ldg(e), shift, base, k, wv);
+#pragma unroll
+        for (unsigned int r = 0; r < BD_ROWS; ++r) {
+            if (r < rows) {
+                acc[r] = fmaf(cur[at[r] + k], wv, acc[r]);
+            }
+        }
+    }
+}
+
 // Layer l (after the first) over the live slots: work items of (32 outputs, BD_ROWS live
 // rows), one per warp at a time; lane c % 32 accumulates output c of each of the rows, then
 // adds its bias (biases[l * bias_stride + c], one load an item, or the scalar when
@@ -395,17 +460,18 @@ __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, c
         } else {
             const unsigned int s0 = group_starts[layer.group_table + g];
             const unsigned int s1 = group_starts[layer.group_table + g + 1];
-            const uint2* e = ell + layer.offset + (unsigned long long)s0 * 32u + lane;
-#pragma unroll 4
-            for (unsigned int s = s0; s < s1; ++s, e += 32) {
-                const uint2 entry = __ldg(e);
-                const float wv = __uint_as_float(entry.y);
-#pragma unroll
-                for (unsigned int r = 0; r < BD_ROWS; ++r) {
-                    if (r < rows) {
-                        acc[r] = fmaf(cur[at[r] + entry.x], wv, acc[r]);
-                    }
-                }
+            // The format is uniform over the layer: so is the branch. A scaled layer's first
+            // unit: (base value bits, index bits), read inside its branch only.
+            if (layer.format == BD_FORMAT_ELL) {
+                bd_ell_sums(acc, at, rows, cur, bd_ell_first<uint2>(layer, ell, s0, lane), s0, s1, 0u, 0.0f);
+            } else if (layer.format == BD_FORMAT_ELL_SCALED16) {
+                const uint2 scale = __ldg(ell + layer.offset);
+                bd_ell_sums(acc, at, rows, cur, bd_ell_first<unsigned short>(layer, ell, s0, lane), s0, s1, scale.y,
+                            __uint_as_float(scale.x));
+            } else {
+                const uint2 scale = __ldg(ell + layer.offset);
+                bd_ell_sums(acc, at, rows, cur, bd_ell_first<unsigned int>(layer, ell, s0, lane), s0, s1, scale.y,
+                            __uint_as_float(scale.x));
             }
         }
         // Loaded after the sums: a value (or a pointer) live across them spills the wide split
@@ -429,6 +495,27 @@ __device__ __forceinline__ float bd_lds(unsigned int address) {
     float v;
     asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(address));
     return v;
+}
+
+// bd_ell_sums for an exact item of R rows whose floats start at the 32-bit shared addresses
+// row_at[r] (bd_lds). Pairs unrolled by 4 as before, scaled entries by 2: by 4, bd_chain_split
+// fell to 64 registers with 40 bytes of spills, some in these sums (NVRTC 13.0, sm_90).
+template <unsigned int R, typename E>
+__device__ __forceinline__ void bd_ell_sums_exact(float (&acc)[R], const unsigned int (&row_at)[R],
+                                                  const E* __restrict__ e, unsigned int s0, unsigned int s1,
+                                                  unsigned int shift, float base) {
+    constexpr int unroll = sizeof(E) == sizeof(uint2) ? 4 : 2;
+#pragma unroll unroll
+    for (unsigned int s = s0; s < s1; ++s, e += 32) {
+        unsigned int k;
+        float wv;
+        bd_ell_decode(__ldg(e), shift, base, k, wv);
+        const unsigned int offset = k * 4u;
+#pragma unroll
+        for (unsigned int r = 0; r < R; ++r) {
+            acc[r] = fmaf(bd_lds(row_at[r] + offset), wv, acc[r]);
+        }
+    }
 }
 
 // One work item of an exact layer: 32 outputs (group g, lane's column c) of exactly R live
@@ -461,7 +548,6 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
     } else {
         const unsigned int s0 = group_starts[layer.group_table + g];
         const unsigned int s1 = group_starts[layer.group_table + g + 1];
-        const uint2* e = ell + layer.offset + (unsigned long long)s0 * 32u + lane;
         // Byte address of each row's first float in the shared window.
         const unsigned int window = (unsigned int)__cvta_generic_to_shared(cur);
         unsigned int row_at[R];
@@ -469,15 +555,16 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
         for (unsigned int r = 0; r < R; ++r) {
             row_at[r] = window + tile.live[first_row + r] * stride * 4u;
         }
-#pragma unroll 4
-        for (unsigned int s = s0; s < s1; ++s, e += 32) {
-            const uint2 entry = __ldg(e);
-            const float wv = __uint_as_float(entry.y);
-            const unsigned int offset = entry.x * 4u;
-#pragma unroll
-            for (unsigned int r = 0; r < R; ++r) {
-                acc[r] = fmaf(bd_lds(row_at[r] + offset), wv, acc[r]);
-            }
+        if (layer.format == BD_FORMAT_ELL) {
+            bd_ell_sums_exact<R>(acc, row_at, bd_ell_first<uint2>(layer, ell, s0, lane), s0, s1, 0u, 0.0f);
+        } else if (layer.format == BD_FORMAT_ELL_SCALED16) {
+            const uint2 scale = __ldg(ell + layer.offset);
+            bd_ell_sums_exact<R>(acc, row_at, bd_ell_first<unsigned short>(layer, ell, s0, lane), s0, s1, scale.y,
+                                 __uint_as_float(scale.x));
+        } else {
+            const uint2 scale = __ldg(ell + layer.offset);
+            bd_ell_sums_exact<R>(acc, row_at, bd_ell_first<unsigned int>(layer, ell, s0, lane), s0, s1, scale.y,
+                                 __uint_as_float(scale.x));
         }
     }
     // As in bd_layer: the bias after the sums; the rows' offsets read again (not live

@@ -172,11 +172,7 @@ fn report(
             .iter()
             .filter(|l| l.format == spdnn_blockdepend::Format::Dense)
             .count(),
-        layout
-            .layers
-            .iter()
-            .filter(|l| l.format == spdnn_blockdepend::Format::Ell)
-            .count(),
+        layout.layers.iter().filter(|l| l.format.is_ell()).count(),
     );
     println!("## {name}{marked}");
     println!(

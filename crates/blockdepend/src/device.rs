@@ -724,7 +724,8 @@ impl<'g> BdRun<'g> {
         let sizes = sizes(&launches, scratch_floats, out_width, capacity);
 
         let weights = |e| resident_error(e, "every layer's weights");
-        // `[u32; 2]` entries are eight plain bytes, read as `uint2` by the kernel.
+        // `[u32; 2]` units are eight plain bytes, read by the kernel as `uint2` pairs or as
+        // packed 16- or 32-bit indices (little-endian, as the device).
         let device_layout = DeviceLayout {
             desc: gpu
                 .upload_nonempty(&layout.descriptors())
@@ -848,7 +849,11 @@ impl<'g> BdRun<'g> {
             ("widths".into(), format!("{min_w}..{max_w}")),
             (
                 "formats".into(),
-                format!("{dense} dense, {ell} ell, layer 1 scattered"),
+                format!(
+                    "{dense} dense, {ell} ell ({} scaled: multiples of one value), layer 1 \
+                     scattered",
+                    layout.scaled_count()
+                ),
             ),
             ("weight_bytes".into(), layout.weight_bytes().to_string()),
             ("launches".into(), launches.join(" ")),
@@ -1147,6 +1152,35 @@ mod tests {
         assert!(!Arc::ptr_eq(&first, &other));
         // A bad chain is an error, not a stale preparation.
         assert!(Host::shared(&LayerChain::new(&layers, 0.5, 32.0), &options).is_err());
+    }
+
+    #[test]
+    fn scaled_layers_shrink_the_resident_bytes_by_their_own_sizes() {
+        // The layers' device bytes are the arrays' own sizes: scaled ELL (1024-24, every ELL
+        // layer scaled) takes exactly what its layers' bytes say less than pairs.
+        let generated = spdnn_sdgc::generator::network(1024, 24, 3).unwrap();
+        let network = Chain::build(generated.layers(), -0.3f32, 32.0, true, true).unwrap();
+        let scaled = Layout::build(&network, FormatChoice::Ell).unwrap();
+        let pairs = Layout::build(&network, FormatChoice::EllPairs).unwrap();
+        assert_eq!(scaled.scaled_count(), 23);
+        let saved: usize = scaled.layers.iter().map(|l| l.pair_bytes() - l.bytes).sum();
+        assert!(saved > 0);
+        assert_eq!(layout_bytes(&pairs) - layout_bytes(&scaled), saved);
+        assert_eq!(pairs.weight_bytes() - scaled.weight_bytes(), saved);
+        for layout in [&scaled, &pairs] {
+            // Descriptors, the dense placeholder, the ELL units, group starts, layer 1 (its
+            // offsets and entries) and the biases' placeholder.
+            assert_eq!(
+                layout_bytes(layout),
+                4 * 8 * 24
+                    + 4
+                    + 8 * layout.ell.len()
+                    + 4 * layout.group_starts.len()
+                    + 4 * layout.first.offsets.len()
+                    + 8 * layout.first.entries.len()
+                    + 4
+            );
+        }
     }
 
     #[test]

@@ -1,12 +1,14 @@
 //! The fused kernel's algorithm on the CPU, step for step: the segments, the device-side
 //! tile size, tiles taken in queue order, the tile's live list and its compaction, the
 //! retirement decisions, the carried rows between launches, and the same arithmetic (one
-//! fused multiply-add per weight slot, padding included, in the layout's order; layer 1 in
-//! input order). Tile buffers start poisoned: reading an activation the kernel would not
+//! fused multiply-add per weight slot, padding included, in the layout's order, scaled
+//! entries decoded as the kernel decodes them; layer 1 in input order). Tile buffers start poisoned: reading an activation the kernel would not
 //! have written is an error, so the padding logic is tested too.
 //!
 //! Used by the tests (against the CPU reference, on random and compressed networks) and
 //! by the floors example (rows computed per layer).
+
+use std::sync::OnceLock;
 
 use rayon::prelude::*;
 use spdnn_formats::{Csr, SparseMatrix};
@@ -84,6 +86,9 @@ struct Ctx<'a> {
     bias: f32,
     upper: f32,
     suffix_start: Option<usize>,
+    /// Per layer, its scaled ELL entries decoded to pairs, once, when a tile first needs
+    /// them (pair layers are read as they are).
+    decoded: Vec<OnceLock<Vec<[u32; 2]>>>,
 }
 
 fn activate(v: f32, bias: f32, upper: f32) -> f32 {
@@ -186,9 +191,14 @@ impl Ctx<'_> {
                         *o = activate(acc, bias_of(c), self.upper);
                     }
                 }
-                Format::Ell => {
+                Format::Ell | Format::EllScaled16 | Format::EllScaled32 => {
                     let starts = self.layout.starts_of(l);
-                    let entries = self.layout.ell_of(l);
+                    // Scaled entries decode to the pairs the kernel multiplies with.
+                    let entries: &[[u32; 2]] = if layer.format == Format::Ell {
+                        self.layout.ell_of(l)
+                    } else {
+                        self.decoded[l].get_or_init(|| self.layout.ell_entries_of(l).into_owned())
+                    };
                     for (c, o) in out.iter_mut().enumerate() {
                         let (g, lane) = (c / WARP, c % WARP);
                         let mut acc = 0.0f32;
@@ -322,6 +332,7 @@ pub fn emulate(
         bias,
         upper,
         suffix_start,
+        decoded: (0..layout.layers.len()).map(|_| OnceLock::new()).collect(),
     };
     let mut emulation = Emulation {
         states: vec![u8::MAX; rows],

@@ -22,6 +22,18 @@
 //!   mod 32) where they can ([`slot_order`]): in input order, random inputs put about 3.4
 //!   addresses on a slot's busiest bank (each a shared-memory wavefront), in this order
 //!   1.6–1.9. Padding reads an address the slot reads anyway (a broadcast).
+//! - [`Format::EllScaled16`] / [`Format::EllScaled32`]: the same slots, for a layer whose
+//!   stored weights are all small positive multiples `m·b` of one value `b` (one value:
+//!   `m = 1`), proved bit for bit from the data ([`scaled_form`]): `b` is kept once (the
+//!   layer's first 8-byte unit, with the index bits) and each entry packs its input index
+//!   (the low `index_bits` bits) and `m` (the bits above) into 2 bytes when both fit, else 4.
+//!   Padding has `m = 0`: `0·b = +0.0`, the pair form's padding weight. The kernel
+//!   computes the weight as `float(m)·b` (one rounded multiply, exact for the values
+//!   accepted), so every entry decodes to the very `(input, weight)` pair of
+//!   [`Format::Ell`] ([`Layout::ell_entry`]) and the sums are bit for bit those of the
+//!   pairs, at a quarter (or half) of the bytes. The compressed challenge networks need
+//!   the multiples: compression merges input classes of 1 to 5 members outside the first
+//!   cycle, so a layer holds `1/16`, `2/16`, … (docs/blockdepend.md).
 //!
 //! Every layer's outputs are written for all `⌈out/32⌉·32` columns (the padding computes
 //! `clip(0 + b) = 0`, as `b ≤ 0`), so the next layer's float4 reads past `in` see zeros.
@@ -54,6 +66,8 @@ pub const ROWS_PER_ITEM: usize = 8;
 /// Words per layer descriptor (`BD_DESC_WORDS`): format, in, out, dense stride, offset
 /// (low, high), ELL group table, unused.
 pub const DESC_WORDS: usize = 8;
+/// Multiples of the base value a scaled ELL layer may hold, at most (`m ≤` this).
+pub const MAX_MULTIPLE: u32 = (1 << 16) - 1;
 /// Shared-memory banks of 4-byte words: input `k` of every tile row lies in bank
 /// `k mod BANKS` (rows start at multiples of 32 floats).
 pub const BANKS: usize = 32;
@@ -78,17 +92,42 @@ pub enum Format {
     Input,
     /// Row-major dense, padded.
     Dense,
-    /// Groups of 32 columns, each sliced ELL.
+    /// Groups of 32 columns, each sliced ELL of `(input, weight)` pairs.
     Ell,
+    /// [`Format::Ell`]'s slots for a layer of multiples of one value: 16-bit entries
+    /// (input index, multiple).
+    EllScaled16,
+    /// [`Format::Ell`]'s slots for a layer of multiples of one value: 32-bit entries.
+    EllScaled32,
 }
 
 impl Format {
     /// The kernel's code for the format (`BD_FORMAT_*`).
-    pub fn code(self) -> u32 {
+    pub const fn code(self) -> u32 {
         match self {
             Format::Input => 0,
             Format::Dense => 1,
             Format::Ell => 2,
+            Format::EllScaled16 => 3,
+            Format::EllScaled32 => 4,
+        }
+    }
+
+    /// Whether the layer is sliced ELL (pairs or indices).
+    pub fn is_ell(self) -> bool {
+        matches!(
+            self,
+            Format::Ell | Format::EllScaled16 | Format::EllScaled32
+        )
+    }
+
+    /// Bytes of one stored ELL entry (0 for the other formats).
+    pub fn entry_bytes(self) -> usize {
+        match self {
+            Format::Ell => 8,
+            Format::EllScaled32 => 4,
+            Format::EllScaled16 => 2,
+            Format::Input | Format::Dense => 0,
         }
     }
 }
@@ -102,8 +141,11 @@ pub enum FormatChoice {
     Auto,
     /// Every layer after the first dense.
     Dense,
-    /// Every layer after the first sliced ELL.
+    /// Every layer after the first sliced ELL (scaled where the layer's values allow).
     Ell,
+    /// Every layer after the first sliced ELL of `(input, weight)` pairs, scalable layers
+    /// included (the layout before scaled entries, for comparisons).
+    EllPairs,
 }
 
 /// Where one layer lives in the layout.
@@ -118,7 +160,7 @@ pub struct LayerLayout {
     /// Dense: floats per row (`⌈out/32⌉·32`); layer 1: the entries per input neuron of its
     /// ELL form (0: CSR); otherwise 0.
     pub dense_stride: usize,
-    /// Dense: first float in [`Layout::dense`]; Ell: first entry in [`Layout::ell`];
+    /// Dense: first float in [`Layout::dense`]; ELL: first 8-byte unit in [`Layout::ell`];
     /// Input: 0 (the layer is [`Layout::first`]).
     pub offset: usize,
     /// Ell: index of the layer's first group start in [`Layout::group_starts`].
@@ -137,6 +179,12 @@ pub struct LayerLayout {
     /// Bytes the kernel reads for one pass over the layer (its per-neuron biases
     /// included).
     pub bytes: usize,
+    /// [`Format::EllScaled16`] and [`Format::EllScaled32`]: the bits of the base value `b`
+    /// (every weight is `m·b`); otherwise 0.
+    pub base_bits: u32,
+    /// Scaled ELL: bits of an entry holding its input index (the multiple above them);
+    /// otherwise 0.
+    pub index_bits: u32,
 }
 
 impl LayerLayout {
@@ -150,7 +198,20 @@ impl LayerLayout {
         match self.format {
             Format::Input => 0,
             Format::Dense => round_up(self.in_width, VECTOR) * self.dense_stride,
-            Format::Ell => WARP * self.slots,
+            Format::Ell | Format::EllScaled16 | Format::EllScaled32 => WARP * self.slots,
+        }
+    }
+
+    /// Bytes the layer's weights would take as [`Format::Ell`] pairs (8 a slot entry, the
+    /// group starts and the biases as stored): what the spread rule
+    /// ([`crate::plan::choose_spread`]) weighs, so that scaled entries leave it as it
+    /// was until measured. Other formats: [`LayerLayout::bytes`].
+    pub fn pair_bytes(&self) -> usize {
+        match self.format {
+            Format::EllScaled16 | Format::EllScaled32 => {
+                self.bytes + (8 - self.format.entry_bytes()) * WARP * self.slots - 8
+            }
+            _ => self.bytes,
         }
     }
 }
@@ -228,7 +289,10 @@ pub struct Layout {
     pub layers: Vec<LayerLayout>,
     /// The dense layers' floats.
     pub dense: Vec<f32>,
-    /// The ELL layers' `(input, weight bits)` entries.
+    /// The ELL layers' entries in 8-byte units: one `(input, weight bits)` pair a unit
+    /// ([`Format::Ell`]), or scaled entries packed little-endian, four 16-bit or two
+    /// 32-bit a unit (a slot's 32 entries fill 8 or 16 units, so layers start aligned).
+    /// [`Layout::ell_entry`] decodes any of them.
     pub ell: Vec<[u32; 2]>,
     /// Per ELL layer, `groups + 1` slot starts (cumulative within the layer).
     pub group_starts: Vec<u32>,
@@ -415,6 +479,112 @@ fn build_ell(columns: &Csr) -> (Vec<u32>, Vec<[u32; 2]>, usize, usize) {
     (starts, entries, wavefronts, sectors)
 }
 
+/// A sliced-ELL layer in scaled form ([`scaled_form`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scaled {
+    /// [`Format::EllScaled16`] or [`Format::EllScaled32`].
+    pub format: Format,
+    /// The layer's 8-byte units ([`Layout::ell`]): `[base bits, index bits]`, then the
+    /// entries packed.
+    pub units: Vec<[u32; 2]>,
+    /// The base value's bits.
+    pub base_bits: u32,
+    /// Bits of an entry holding its input index.
+    pub index_bits: u32,
+}
+
+/// Bits needed to write `n` (0 for 0).
+fn bits(n: u32) -> u32 {
+    u32::BITS - n.leading_zeros()
+}
+
+/// The weight a scaled entry of multiple `m` stands for: `float(m)·base`, one multiply
+/// rounded to nearest, as the kernel computes it.
+pub fn scaled_weight(m: u32, base: f32) -> f32 {
+    m as f32 * base
+}
+
+/// The scaled form of a sliced-ELL layer whose stored weights `values` (the layer's own
+/// entries, any order) are all positive, finite and each, bit for bit, `float(m)·b` for a
+/// whole `m` in `1..=`[`MAX_MULTIPLE`] and one base `b`: the smallest value divided by 1,
+/// 2, 3, …, 16, the first that serves them all (one value: `b` is the value, `m = 1`).
+/// Each entry packs its input index (the low `index_bits` bits, as many as the largest
+/// index of `pairs` needs, padding's included) and its `m` above; padding gets `m = 0`,
+/// whose `0·b = +0.0` is the pair form's padding weight. 16-bit entries when index and
+/// `m` fit 16 bits together, else 32.
+///
+/// `None`, and the layer keeps its pairs, when a value is zero, negative or not finite (so
+/// `0·b` could not be `+0.0`), no base serves them all, they do not fit 32 bits, the layer
+/// stores nothing, or a pair weighs neither a stored value nor `+0.0`. `pairs` is
+/// [`build_ell`]'s form, so every entry decodes to its pair bit for bit
+/// ([`Layout::ell_entry`]).
+pub fn scaled_form(values: &[f32], pairs: &[[u32; 2]]) -> Option<Scaled> {
+    let mut distinct: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    // Positive finite floats order as their bits.
+    let smallest = f32::from_bits(*distinct.first()?);
+    if !distinct
+        .iter()
+        .all(|&b| f32::from_bits(b).is_finite() && f32::from_bits(b) > 0.0)
+        || !pairs.len().is_multiple_of(4)
+    {
+        return None;
+    }
+    let multiples_of = |base: f32| -> Option<Vec<u32>> {
+        distinct
+            .iter()
+            .map(|&v| {
+                let m = (f32::from_bits(v) / base).round();
+                (m >= 1.0
+                    && m <= MAX_MULTIPLE as f32
+                    && scaled_weight(m as u32, base).to_bits() == v)
+                    .then_some(m as u32)
+            })
+            .collect()
+    };
+    let (base, multiples) = (1..=16u32)
+        .map(|d| smallest / d as f32)
+        .filter(|b| *b > 0.0)
+        .find_map(|b| multiples_of(b).map(|m| (b, m)))?;
+    let index_bits = bits(pairs.iter().map(|p| p[0]).max().unwrap_or(0));
+    let width = index_bits + bits(multiples.iter().copied().max().unwrap_or(0));
+    let narrow = width <= 16;
+    if width > 32 {
+        return None;
+    }
+    let mut entries = Vec::with_capacity(pairs.len());
+    for &[k, w] in pairs {
+        let m = if w == 0 {
+            0
+        } else {
+            multiples[distinct.binary_search(&w).ok()?]
+        };
+        entries.push(k | m.checked_shl(index_bits).unwrap_or(0));
+    }
+    let mut units = Vec::with_capacity(1 + entries.len() / if narrow { 4 } else { 2 });
+    units.push([base.to_bits(), index_bits]);
+    if narrow {
+        units.extend(
+            entries
+                .chunks_exact(4)
+                .map(|e| [e[0] | e[1] << 16, e[2] | e[3] << 16]),
+        );
+    } else {
+        units.extend(entries.chunks_exact(2).map(|e| [e[0], e[1]]));
+    }
+    Some(Scaled {
+        format: if narrow {
+            Format::EllScaled16
+        } else {
+            Format::EllScaled32
+        },
+        units,
+        base_bits: base.to_bits(),
+        index_bits,
+    })
+}
+
 impl Layout {
     /// Lays out `chain`'s layers, each in the format `choice` allows
     /// ([`choose_format`] under [`FormatChoice::Auto`]), in parallel over the layers.
@@ -434,7 +604,7 @@ impl Layout {
                 let format = match choice {
                     FormatChoice::Auto => choose_format(w.nrows(), w.ncols(), slots),
                     FormatChoice::Dense => Format::Dense,
-                    FormatChoice::Ell => Format::Ell,
+                    FormatChoice::Ell | FormatChoice::EllPairs => Format::Ell,
                 };
                 if slots > u32::MAX as usize {
                     return Err(format!(
@@ -455,6 +625,8 @@ impl Layout {
                     bytes: 0,
                     wavefronts: 0,
                     sectors: 0,
+                    base_bits: 0,
+                    index_bits: 0,
                 };
                 let built = match format {
                     Format::Dense => {
@@ -473,7 +645,15 @@ impl Layout {
                         Built::Dense(build_dense(w))
                     }
                     _ => {
-                        let (starts, entries, wavefronts, sectors) = build_ell(&columns);
+                        let (starts, mut entries, wavefronts, sectors) = build_ell(&columns);
+                        if choice != FormatChoice::EllPairs
+                            && let Some(scaled) = scaled_form(columns.values(), &entries)
+                        {
+                            layout.format = scaled.format;
+                            layout.base_bits = scaled.base_bits;
+                            layout.index_bits = scaled.index_bits;
+                            entries = scaled.units;
+                        }
                         layout.bytes = 8 * entries.len() + 4 * starts.len();
                         layout.wavefronts = wavefronts;
                         layout.sectors = sectors;
@@ -507,6 +687,8 @@ impl Layout {
             bytes: first_bytes,
             wavefronts: 0,
             sectors: 0,
+            base_bits: 0,
+            index_bits: 0,
         });
         for (mut layout, built) in built {
             match built {
@@ -571,14 +753,22 @@ impl Layout {
         self.layers.iter().map(|l| l.bytes).sum()
     }
 
-    /// Number of layers of each format (input, dense, ELL).
+    /// Number of layers of each format (input, dense, ELL of either kind).
     pub fn format_counts(&self) -> (usize, usize, usize) {
-        let count = |f: Format| self.layers.iter().filter(|l| l.format == f).count();
+        let count = |f: &dyn Fn(Format) -> bool| self.layers.iter().filter(|l| f(l.format)).count();
         (
-            count(Format::Input),
-            count(Format::Dense),
-            count(Format::Ell),
+            count(&|f| f == Format::Input),
+            count(&|f| f == Format::Dense),
+            count(&Format::is_ell),
         )
+    }
+
+    /// Number of ELL layers stored scaled (multiples of one value).
+    pub fn scaled_count(&self) -> usize {
+        self.layers
+            .iter()
+            .filter(|l| matches!(l.format, Format::EllScaled16 | Format::EllScaled32))
+            .count()
     }
 
     /// The dense weights of layer `l` (a dense layer), row-major with its stride.
@@ -604,10 +794,55 @@ impl Layout {
         &self.group_starts[layer.group_table..layer.group_table + layer.groups() + 1]
     }
 
-    /// The entries of ELL layer `l`.
+    /// The 8-byte units of ELL layer `l` as stored: its pairs, or (scaled) the unit
+    /// `[base bits, index bits]` and the packed entries.
     pub fn ell_of(&self, l: usize) -> &[[u32; 2]] {
         let layer = &self.layers[l];
-        &self.ell[layer.offset..layer.offset + WARP * layer.slots]
+        let units = Self::scale_units(layer) + WARP * layer.slots * layer.format.entry_bytes() / 8;
+        &self.ell[layer.offset..layer.offset + units]
+    }
+
+    /// Units before a layer's entries: the scaled layers' `[base bits, index bits]`.
+    fn scale_units(layer: &LayerLayout) -> usize {
+        usize::from(matches!(
+            layer.format,
+            Format::EllScaled16 | Format::EllScaled32
+        ))
+    }
+
+    /// Entry `i` (slot `i / 32`, lane `i % 32`, counted from the layer's first group) of
+    /// ELL layer `l` as the `(input, weight bits)` pair the kernel computes with: a stored
+    /// pair as it is; a scaled entry as its low `index_bits` bits and
+    /// [`scaled_weight`]`(m, base)` of the multiple `m` above them (padding: `m = 0`,
+    /// `+0.0`). `None` when `l` is not ELL or `i` is past its entries.
+    pub fn ell_entry(&self, l: usize, i: usize) -> Option<[u32; 2]> {
+        let layer = self.layers.get(l)?;
+        if i >= WARP * layer.slots {
+            return None;
+        }
+        let units = &self.ell_of(l)[Self::scale_units(layer)..];
+        let raw = match layer.format {
+            Format::Ell => return Some(units[i]),
+            Format::EllScaled32 => units[i / 2][i % 2],
+            Format::EllScaled16 => (units[i / 4][i % 4 / 2] >> (16 * (i % 2))) & 0xFFFF,
+            Format::Input | Format::Dense => return None,
+        };
+        let index = raw & ((1u32 << layer.index_bits) - 1);
+        let m = raw >> layer.index_bits;
+        let weight = scaled_weight(m, f32::from_bits(layer.base_bits));
+        Some([index, weight.to_bits()])
+    }
+
+    /// Every entry of ELL layer `l` decoded ([`Layout::ell_entry`]): `32 · slots` pairs,
+    /// borrowed when the layer stores pairs.
+    pub fn ell_entries_of(&self, l: usize) -> std::borrow::Cow<'_, [[u32; 2]]> {
+        let layer = &self.layers[l];
+        match layer.format {
+            Format::Ell => std::borrow::Cow::Borrowed(self.ell_of(l)),
+            _ => (0..WARP * layer.slots)
+                .filter_map(|i| self.ell_entry(l, i))
+                .collect(),
+        }
     }
 }
 
@@ -800,6 +1035,223 @@ mod tests {
         assert_eq!(slot_cost(&[]), (1, 0));
     }
 
+    #[test]
+    fn one_value_layers_store_the_value_once_and_indices() {
+        // The hand chain's layer 2 with every weight 0.5: 2 × 33, groups of 2 and 1 slots.
+        let w1 = csr(3, 2, &[(0, 1, 0.5), (2, 0, 2.0), (2, 1, -1.0)]);
+        let w2 = csr(
+            2,
+            33,
+            &[(0, 0, 0.5), (1, 0, 0.5), (1, 5, 0.5), (0, 32, 0.5)],
+        );
+        let chain = chain_of(vec![w1, w2]);
+        let pairs = Layout::build(&chain, FormatChoice::EllPairs).unwrap();
+        let one = Layout::build(&chain, FormatChoice::Ell).unwrap();
+        let (p, l) = (pairs.layers[1], one.layers[1]);
+        assert_eq!((p.format, p.base_bits, p.index_bits), (Format::Ell, 0, 0));
+        // Base 0.5 (m = 1 everywhere), inputs 0 and 1: one index bit.
+        let half = 0.5f32.to_bits();
+        assert_eq!(
+            (l.format, l.base_bits, l.index_bits, l.slots),
+            (Format::EllScaled16, half, 1, 3)
+        );
+        assert_eq!((one.scaled_count(), pairs.scaled_count()), (1, 0));
+        assert_eq!(one.format_counts(), (1, 0, 1));
+        // The base unit and 96 entries of 2 bytes (24 units) against 96 pairs, plus 3 group
+        // starts each.
+        assert_eq!((one.ell.len(), pairs.ell.len()), (25, 96));
+        assert_eq!(
+            (l.bytes, p.bytes, l.pair_bytes()),
+            (8 * 25 + 12, 8 * 96 + 12, p.bytes)
+        );
+        assert_eq!(one.weight_bytes(), pairs.weight_bytes() - 6 * 96 + 8);
+        // Entry = input | m << 1. Slot 0 of group 0: lane 0 reads input 0 (2), lane 5 input
+        // 1 (3), the other lanes pad (m = 0) at the slot's first address, input 0 (0). Slot
+        // 1: lane 0 reads input 1 (3), the others pad there (1). Group 1: lane 0 reads input
+        // 0 (2), the others pad there (0).
+        let e = one.ell_of(1);
+        assert_eq!(e.len(), 25);
+        assert_eq!(e[0], [half, 1]);
+        assert_eq!(e[1], [2, 0]);
+        assert_eq!(e[2], [3 << 16, 0]);
+        assert_eq!(e[1 + 8], [0x0001_0003, 0x0001_0001]);
+        assert_eq!(e[1 + 16], [2, 0]);
+        // Decoded, every entry is the pair form's: the value where stored, +0.0 padding.
+        assert_eq!(&one.ell_entries_of(1)[..], pairs.ell_of(1));
+        assert_eq!(one.ell_entry(1, 5), Some([1, half]));
+        assert_eq!(one.ell_entry(1, 37), Some([1, 0]));
+        assert_eq!(one.ell_entry(1, 96), None);
+        assert_eq!(one.ell_entry(0, 0), None);
+        // The descriptors differ only in the format.
+        let (d1, d0) = (one.descriptors(), pairs.descriptors());
+        assert_eq!(&d1[8..16], &[3, 2, 33, 0, 0, 0, 0, 0]);
+        assert_eq!((d0[8], &d0[9..]), (2, &d1[9..]));
+        // Layer 1 is left as it was.
+        assert_eq!(one.first, pairs.first);
+        assert_eq!(one.layers[0], pairs.layers[0]);
+    }
+
+    #[test]
+    fn multiples_of_one_value_are_scaled_and_others_keep_their_pairs() {
+        let layer = |values: &[f32]| {
+            let t: Vec<(u32, u32, f32)> = values
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| (i as u32, (2 * i % 3) as u32, v))
+                .collect();
+            let chain = chain_of(vec![
+                csr(1, values.len(), &[(0, 0, 1.0)]),
+                csr(values.len(), 3, &t),
+            ]);
+            let scaled = Layout::build(&chain, FormatChoice::Ell).unwrap();
+            let pairs = Layout::build(&chain, FormatChoice::EllPairs).unwrap();
+            // Scaled or not, the kernel multiplies with the pairs' weights.
+            assert_eq!(&scaled.ell_entries_of(1)[..], pairs.ell_of(1), "{values:?}");
+            assert_eq!(pairs.layers[1].format, Format::Ell);
+            scaled.layers[1]
+        };
+        // 1/16, 2/16 and 3/16 (the compressed challenge layers): base 1/16, m = 1, 2, 3.
+        let l = layer(&[0.0625, 0.125, 0.1875, 0.0625]);
+        assert_eq!(
+            (l.format, l.base_bits, l.index_bits),
+            (Format::EllScaled16, 0.0625f32.to_bits(), 2)
+        );
+        // 0.75 and 1.25: the base 0.25 is the smallest value over 3.
+        let l = layer(&[0.75, 1.25]);
+        assert_eq!(
+            (l.format, l.base_bits),
+            (Format::EllScaled16, 0.25f32.to_bits())
+        );
+        // One positive value of any size: m = 1.
+        for v in [f32::MIN_POSITIVE, 3.0, f32::MAX] {
+            let l = layer(&[v, v]);
+            assert_eq!((l.format, l.base_bits), (Format::EllScaled16, v.to_bits()));
+        }
+        // Values differing in the last bit, both signs, +0.0 and −0.0, one negative or zero
+        // value, multiples beyond 16 of the smallest over 16: pairs.
+        let next = f32::from_bits(0.5f32.to_bits() + 1);
+        for values in [
+            vec![0.5, next],
+            vec![0.5, -0.5],
+            vec![0.0, -0.0],
+            vec![-3.0, -3.0],
+            vec![0.0, 0.0],
+            vec![-0.0],
+            vec![1.0, 1.0 + 2.0f32.powi(-20)],
+        ] {
+            let l = layer(&values);
+            assert_eq!(l.format, Format::Ell, "{values:?}");
+        }
+        // A layer storing nothing keeps the (empty) pair form.
+        let chain = chain_of(vec![csr(1, 2, &[(0, 0, 1.0)]), csr(2, 3, &[])]);
+        let layout = Layout::build(&chain, FormatChoice::Ell).unwrap();
+        assert_eq!(
+            (layout.layers[1].format, layout.layers[1].slots),
+            (Format::Ell, 0)
+        );
+    }
+
+    #[test]
+    fn sixteen_bit_entries_only_when_index_and_multiple_fit() {
+        let pairs = |k: u32, weights: &[f32]| -> Vec<[u32; 2]> {
+            let mut p = vec![[0, 0]; WARP];
+            for (i, w) in weights.iter().enumerate() {
+                p[i] = [k, w.to_bits()];
+            }
+            p
+        };
+        let v = 0.25f32;
+        // 15 index bits and m = 1: 16 bits. Padding (m = 0) is the bare index.
+        let s = scaled_form(&[v], &pairs(32767, &[v])).unwrap();
+        assert_eq!(
+            (s.format, s.index_bits, s.units.len()),
+            (Format::EllScaled16, 15, 9)
+        );
+        assert_eq!(s.units[0], [v.to_bits(), 15]);
+        assert_eq!(s.units[1], [0x8000 | 32767, 0]);
+        // 16 index bits and m = 1: 32-bit entries.
+        let s = scaled_form(&[v], &pairs(32768, &[v])).unwrap();
+        assert_eq!(
+            (s.format, s.index_bits, s.units.len()),
+            (Format::EllScaled32, 16, 17)
+        );
+        assert_eq!(s.units[1], [32768 | 1 << 16, 0]);
+        // m up to 3 (two bits): 14 index bits fit 16, 15 do not.
+        let three = [v, 3.0 * v];
+        let s = scaled_form(&three, &pairs(16383, &three)).unwrap();
+        assert_eq!((s.format, s.index_bits), (Format::EllScaled16, 14));
+        assert_eq!(s.units[1], [16383 | 1 << 14 | (16383 | 3 << 14) << 16, 0]);
+        let s = scaled_form(&three, &pairs(16384, &three)).unwrap();
+        assert_eq!(s.format, Format::EllScaled32);
+        // Past 32 bits, or a pair weighing neither a stored value nor +0.0: pairs stay.
+        assert_eq!(scaled_form(&[v], &pairs(u32::MAX, &[v])), None);
+        assert_eq!(scaled_form(&[v], &pairs(3, &[0.5])), None);
+        assert_eq!(scaled_form(&[], &pairs(3, &[])), None);
+        // A layer wider than 2^15 inputs: 32-bit entries, decoded to its pairs.
+        let n = 40_000u32;
+        let mut t: Vec<(u32, u32, f32)> = (0..n).map(|i| (i, (i * 7) % 64, 1.5)).collect();
+        t.sort_by_key(|&(i, j, _)| (i, j));
+        let chain = chain_of(vec![
+            csr(1, n as usize, &[(0, 0, 1.0)]),
+            csr(n as usize, 64, &t),
+        ]);
+        let layout = Layout::build(&chain, FormatChoice::Ell).unwrap();
+        let pairs = Layout::build(&chain, FormatChoice::EllPairs).unwrap();
+        let l = layout.layers[1];
+        assert_eq!((l.format, l.index_bits), (Format::EllScaled32, 16));
+        assert_eq!(l.bytes, 8 + 4 * WARP * l.slots + 4 * 3);
+        assert_eq!(&layout.ell_entries_of(1)[..], pairs.ell_of(1));
+    }
+
+    #[test]
+    fn compressed_challenge_layers_are_scaled() {
+        // The generated networks' weights are all 1/16. Compression merges input classes:
+        // in the first cycle all of 16 members (one value, 1.0), later of 1 to 5 (1/16 to
+        // 5/16 in one layer). Proved from the data, every ELL layer is scaled.
+        for (n, l) in [(1024, 24), (4096, 13)] {
+            let net = spdnn_sdgc::generator::network(n, l, 3).unwrap();
+            let chain = Chain::build(net.layers(), -0.3f32, 32.0, true, true).unwrap();
+            let layout = Layout::build(&chain, FormatChoice::Auto).unwrap();
+            let pairs = Layout::build(&chain, FormatChoice::EllPairs).unwrap();
+            let (_, dense, ell) = layout.format_counts();
+            assert!(ell > 0, "{n}-{l}");
+            assert_eq!(layout.scaled_count(), ell, "{n}-{l}: {dense} dense");
+            let mut several = false;
+            for (i, layer) in layout.layers.iter().enumerate().skip(1) {
+                if layer.format.is_ell() {
+                    assert_eq!(layer.format, Format::EllScaled16);
+                    assert_eq!(
+                        layer.bytes,
+                        8 + 2 * WARP * layer.slots + 4 * (layer.groups() + 1)
+                    );
+                    assert_eq!(layer.pair_bytes(), pairs.layers[i].bytes);
+                    assert_eq!(&layout.ell_entries_of(i)[..], pairs.ell_of(i));
+                    let values = chain.layers()[i].values();
+                    several |= values.iter().any(|v| *v != values[0]);
+                }
+            }
+            assert_eq!(several, n == 4096, "{n}-{l}");
+        }
+    }
+
+    proptest! {
+        /// The padding term: from a sum started at +0.0, fused multiply-adds never leave −0.0
+        /// (an exact zero sum rounds to +0.0), so adding `x·(+0.0)` for a finite `x`
+        /// changes no bit; skipping it would give the same sums. The kernel adds it, as the
+        /// pair form does, so the two agree even where `x` is not finite.
+        #[test]
+        fn padding_terms_change_no_bit(terms in proptest::collection::vec((-8i32..=8, -8i32..=8), 0..12), x in any::<f32>()) {
+            let mut acc = 0.0f32;
+            for (a, b) in terms {
+                acc = (a as f32 / 4.0).mul_add(b as f32 / 8.0, acc);
+                prop_assert!(acc.to_bits() != (-0.0f32).to_bits());
+            }
+            if x.is_finite() {
+                prop_assert_eq!(x.mul_add(0.0, acc).to_bits(), acc.to_bits());
+            }
+        }
+    }
+
     fn arbitrary_chain() -> impl Strategy<Value = Vec<Csr>> {
         (1usize..70, 1usize..5).prop_flat_map(|(n0, depth)| {
             proptest::collection::vec(1usize..70, depth).prop_flat_map(move |widths| {
@@ -835,7 +1287,8 @@ mod tests {
         #[test]
         fn layouts_hold_exactly_the_layers(layers in arbitrary_chain()) {
             let chain = chain_of(layers.clone());
-            for choice in [FormatChoice::Auto, FormatChoice::Dense, FormatChoice::Ell] {
+            let pairs = Layout::build(&chain, FormatChoice::EllPairs).unwrap();
+            for choice in [FormatChoice::Auto, FormatChoice::Dense, FormatChoice::Ell, FormatChoice::EllPairs] {
                 let layout = Layout::build(&chain, choice).unwrap();
                 prop_assert_eq!(layout.layers.len(), layers.len());
                 prop_assert_eq!(layout.descriptors().len(), DESC_WORDS * layers.len());
@@ -857,10 +1310,23 @@ mod tests {
                                 }
                             }
                         }
-                        Format::Ell => {
+                        Format::Ell | Format::EllScaled16 | Format::EllScaled32 => {
                             let starts = layout.starts_of(l);
-                            let e = layout.ell_of(l);
+                            let e = layout.ell_entries_of(l);
                             let columns = w.transpose();
+                            // Scaled exactly where scaled_form accepts the layer (always
+                            // for one positive value); every entry decodes to the pair
+                            // form's entry.
+                            let positive_one_value = w.nnz() > 0
+                                && w.values()[0] > 0.0
+                                && w.values().iter().all(|v| v.to_bits() == w.values()[0].to_bits());
+                            let scalable = scaled_form(columns.values(), pairs.ell_of(l)).is_some();
+                            prop_assert!(scalable || !positive_one_value);
+                            prop_assert_eq!(ll.format != Format::Ell, scalable && choice != FormatChoice::EllPairs);
+                            prop_assert_eq!(&e[..], pairs.ell_of(l));
+                            let header = if ll.format == Format::Ell { 0 } else { 8 };
+                            prop_assert_eq!(ll.bytes, header + ll.format.entry_bytes() * WARP * ll.slots + 4 * starts.len());
+                            prop_assert_eq!(ll.pair_bytes(), pairs.layers[l].bytes);
                             prop_assert_eq!(starts.len(), ll.groups() + 1);
                             let mut wavefronts = 0;
                             for g in 0..ll.groups() {

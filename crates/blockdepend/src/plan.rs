@@ -170,7 +170,9 @@ pub enum SpreadChoice {
     Off,
 }
 
-/// Weight bytes of a layer from which a launch spreads (`SpreadChoice::Auto`). A tile
+/// Weight bytes of a layer from which a launch spreads (`SpreadChoice::Auto`), counted as
+/// `(input, weight)` pairs ([`LayerLayout::pair_bytes`]: a scaled layer's 2-byte entries,
+/// a quarter of the bytes, leave the choice as it was until it is measured). A tile
 /// carried by one block streams each layer's weights through one SM, about 100 GB/s of L2
 /// an SM on an H200: from 256 KiB a layer that is ≥ 2.5 µs a layer, more than a grid-wide
 /// barrier and the chunk's round trip through L2 cost. At N = 65536 (compressed) a layer
@@ -199,7 +201,7 @@ pub fn choose_spread(segments: &mut [Segment], layout: &Layout, choice: SpreadCh
         let wanted = match choice {
             SpreadChoice::Auto => layout.layers[s.first..s.end]
                 .iter()
-                .any(|l| l.bytes >= SPREAD_LAYER_BYTES),
+                .any(|l| l.pair_bytes() >= SPREAD_LAYER_BYTES),
             SpreadChoice::Always => true,
             SpreadChoice::Off => false,
         };
@@ -400,7 +402,9 @@ fn activation_reads(layer: &LayerLayout) -> f64 {
     let reads = match layer.format {
         Format::Input => 0.0,
         Format::Dense => 4.0 * (round_up(layer.in_width, VECTOR) * layer.groups()) as f64,
-        Format::Ell => (4 * SECTOR_FLOATS * layer.sectors) as f64,
+        Format::Ell | Format::EllScaled16 | Format::EllScaled32 => {
+            (4 * SECTOR_FLOATS * layer.sectors) as f64
+        }
     };
     reads + 4.0 * round_up(layer.out_width, WARP) as f64
 }
@@ -729,14 +733,17 @@ mod tests {
                 .map(|s| s.spread == Spread::Spread)
                 .collect::<Vec<_>>()
         };
-        // 4096 wide, 32 inputs a column (1 MiB of ELL a layer, as at N = 65536 compressed):
-        // auto spreads every launch but the first.
+        // 4096 wide, 32 inputs a column (1 MiB of ELL pairs a layer, as at N = 65536
+        // compressed; one value, so stored scaled: 256 KiB of 2-byte entries, the base unit
+        // and the group starts, which the rule counts as the pairs): auto spreads every
+        // launch but the first.
         let heavy = layout_with(&[4096, 4096, 4096, 4096], 32);
-        assert!(
-            heavy.layers[1..]
-                .iter()
-                .all(|l| l.bytes >= SPREAD_LAYER_BYTES)
-        );
+        assert!(heavy.layers[1..].iter().all(|l| {
+            l.format == Format::EllScaled16
+                && l.bytes == 8 + 2 * 32 * 4096 + 4 * 129
+                && l.pair_bytes() == 8 * 32 * 4096 + 4 * 129
+        }));
+        const { assert!(SPREAD_LAYER_BYTES < 8 * 32 * 4096) };
         let mut s = plan(&heavy, &H200, &[1, 2], PlacementChoice::Shared, None).unwrap();
         assert_eq!(spreads(&s), vec![false; 3], "planned as tiles");
         choose_spread(&mut s, &heavy, SpreadChoice::Auto);
@@ -748,7 +755,12 @@ mod tests {
         assert_eq!(spreads(&s), vec![false; 3], "predicated items never spread");
         // Light layers spread only when always.
         let light = layout(&[64, 64, 64, 64]);
-        assert!(light.layers.iter().all(|l| l.bytes < SPREAD_LAYER_BYTES));
+        assert!(
+            light
+                .layers
+                .iter()
+                .all(|l| l.pair_bytes() < SPREAD_LAYER_BYTES)
+        );
         let mut s = plan(&light, &H200, &[1, 2], PlacementChoice::Shared, None).unwrap();
         choose_spread(&mut s, &light, SpreadChoice::Auto);
         assert_eq!(spreads(&s), vec![false; 3]);

@@ -6,7 +6,9 @@
 
 use proptest::prelude::*;
 use spdnn_blockdepend::emulate::{EmulatedRun, run};
-use spdnn_blockdepend::{BlockDependOptions, Placement, PlacementChoice, STATE_BOUND};
+use spdnn_blockdepend::{
+    BlockDependOptions, Format, FormatChoice, Placement, PlacementChoice, STATE_BOUND,
+};
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_gputest::{Problem, exact_problem, general_problem, grouped_problem, reference};
 
@@ -69,6 +71,80 @@ proptest! {
         let off_work: usize = off.emulation.computed.iter().sum();
         prop_assert!(on_work <= off_work);
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Layers of multiples of one value (one value included), stored scaled: bit for bit
+    /// the reference and the same chain stored as pairs, under random options and devices.
+    #[test]
+    fn scaled_layers_match_the_reference_and_the_pairs((p, k) in with_knobs(scaled_problem())) {
+        check_scaled_against_pairs(&p, &k).map_err(TestCaseError::fail)?;
+        check(&p, &k, None).map_err(TestCaseError::fail)?;
+    }
+}
+
+/// `p` with each layer's weights replaced by multiples `m·b` (`m` in `1..=most`, cycling
+/// over the entries; `most = 1`: one value) of a base `b` of 0.5 or 1: the structure of the
+/// compressed challenge layers, on random shapes; exact (few bits, as the problem's own).
+fn scaled(mut p: Problem, scales: &[(bool, u32)]) -> Problem {
+    for (w, &(half, most)) in p.layers.iter_mut().zip(scales) {
+        let base = if half { 0.5 } else { 1.0 };
+        let t: Vec<(u32, u32, f32)> = w
+            .triplets()
+            .enumerate()
+            .map(|(i, (r, c, _))| (r, c, base * (1 + i as u32 * 7 % most) as f32))
+            .collect();
+        *w = Csr::from_triplets(w.nrows(), w.ncols(), &t).unwrap();
+    }
+    p
+}
+
+fn scaled_problem() -> impl Strategy<Value = Problem> {
+    exact_problem(70, 120)
+        .prop_flat_map(|p| {
+            let depth = p.layers.len();
+            (
+                Just(p),
+                proptest::collection::vec((proptest::bool::ANY, 1u32..=3), depth),
+            )
+        })
+        .prop_map(|(p, scales)| scaled(p, &scales))
+}
+
+/// The run with `format` instead of the knobs' own.
+fn with_format(k: &Knobs, format: FormatChoice) -> Knobs {
+    Knobs {
+        options: BlockDependOptions {
+            format,
+            ..k.options.clone()
+        },
+        ..k.clone()
+    }
+}
+
+/// Scaled ELL (`FormatChoice::Ell`) against the same chain stored as pairs: the same
+/// layout but for the entries, so the same states and final values, bit for bit.
+fn check_scaled_against_pairs(p: &Problem, k: &Knobs) -> Result<usize, String> {
+    let scaled = emulate(p, &with_format(k, FormatChoice::Ell))?;
+    let pairs = emulate(p, &with_format(k, FormatChoice::EllPairs))?;
+    if pairs.layout.scaled_count() != 0 {
+        return Err("pairs forced, yet a layer is scaled".into());
+    }
+    if scaled.emulation.states != pairs.emulation.states
+        || scaled
+            .emulation
+            .output
+            .iter()
+            .zip(&pairs.emulation.output)
+            .any(|(a, b)| a.to_bits() != b.to_bits())
+        || scaled.emulation.computed != pairs.emulation.computed
+    {
+        return Err("scaled and pair entries give different results".into());
+    }
+    common::compare_emulated(&scaled, &reference(p), p.upper, p.input.nrows(), None)?;
+    Ok(scaled.layout.scaled_count())
 }
 
 fn problem(layers: Vec<Csr>, input: Csr, bias: f32, upper: f32) -> Problem {
@@ -302,4 +378,78 @@ fn bad_options_are_errors() {
     )
     .unwrap_err();
     assert!(e.contains("shared memory"), "{e}");
+}
+
+#[test]
+fn wide_scaled_layers_take_32_bit_entries_and_agree() {
+    // 33000 inputs a layer: an index takes 16 bits, with m up to 3 (2 bits) an entry 32. Two
+    // buffers of a row do not fit a block, one does: split and global tiles.
+    let n = 33_000u32;
+    let layer = |shift: u32, most: u32| {
+        let mut t: Vec<(u32, u32, f32)> = (0..n)
+            .flat_map(|i| {
+                [
+                    (i, (i + shift) % n, 0.5 * (1 + i % most) as f32),
+                    (i, (i * 7 + 1) % n, 0.5),
+                ]
+            })
+            .collect();
+        t.sort_by_key(|&(i, j, _)| (i, j));
+        t.dedup_by_key(|&mut (i, j, _)| (i, j));
+        Csr::from_triplets(n as usize, n as usize, &t).unwrap()
+    };
+    let layers = vec![layer(1, 1), layer(5, 3), layer(11, 1)];
+    let input = Csr::from_triplets(
+        4,
+        n as usize,
+        &[
+            (0, 3, 1.0),
+            (0, 32_999, 1.0),
+            (1, 17, 0.5),
+            (3, 0, 2.0),
+            (3, 20_000, 1.0),
+        ],
+    )
+    .unwrap();
+    let p = problem(layers, input, -0.25, 32.0);
+    for placement in [PlacementChoice::Split, PlacementChoice::Global] {
+        let k = Knobs {
+            options: BlockDependOptions {
+                placement,
+                compress: false,
+                ..BlockDependOptions::default()
+            },
+            ..default_knobs()
+        };
+        let result = emulate(&p, &with_format(&k, FormatChoice::Ell)).unwrap();
+        let formats: Vec<Format> = result.layout.layers.iter().map(|l| l.format).collect();
+        assert_eq!(
+            formats,
+            [Format::Input, Format::EllScaled32, Format::EllScaled32],
+            "{placement:?}"
+        );
+        assert!(
+            result
+                .segments
+                .iter()
+                .all(|s| s.placement != Placement::Shared)
+        );
+        assert_eq!(check_scaled_against_pairs(&p, &k), Ok(2), "{placement:?}");
+    }
+}
+
+#[test]
+fn compressed_challenge_networks_are_scaled_and_agree() {
+    // Generated challenge networks, compressed: every ELL layer scaled (one value in the
+    // first cycle, multiples of 1/16 after), the same results as pairs and the reference.
+    for (n, l, rows) in [(1024, 30, 200), (4096, 16, 120)] {
+        let p = spdnn_gputest::challenge_problem_mnist(n, l, rows, 5);
+        let k = default_knobs();
+        let scaled = check_scaled_against_pairs(&p, &k).unwrap_or_else(|e| panic!("{n}-{l}: {e}"));
+        let (_, _, ell) = emulate(&p, &with_format(&k, FormatChoice::Ell))
+            .unwrap()
+            .layout
+            .format_counts();
+        assert_eq!((scaled, ell), (l - 1, l - 1), "{n}-{l}");
+    }
 }

@@ -863,3 +863,202 @@ fn positive_biases_are_refused() {
     assert!(error.contains("blockdepend"), "{error}");
     assert!(error.contains("only for biases ≤ 0"), "{error}");
 }
+
+/// `o` with `format`.
+fn with_format(o: &BlockDependOptions, format: FormatChoice) -> BlockDependOptions {
+    BlockDependOptions {
+        format,
+        ..o.clone()
+    }
+}
+
+/// Runs `p` with `o` twice, its layers stored scaled where their values allow
+/// (`FormatChoice::Ell`) and as pairs (`FormatChoice::EllPairs`): the scaled run against the
+/// reference within `tolerance`, and against the pair run bit for bit (the same slots, each
+/// entry decoding to its pair). Returns how many layers the scaled run stored scaled.
+fn scaled_agrees_with_pairs(
+    gpu: &Gpu,
+    p: &Problem,
+    o: &BlockDependOptions,
+    tolerance: Tolerance,
+    what: &str,
+) -> usize {
+    let scaled = run_variant(with_format(o, FormatChoice::Ell))(gpu, p)
+        .unwrap_or_else(|e| panic!("{what}, scaled: {e}"));
+    let pairs = run_variant(with_format(o, FormatChoice::EllPairs))(gpu, p)
+        .unwrap_or_else(|e| panic!("{what}, pairs: {e}"));
+    compare(p, &scaled, tolerance).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(scaled.categories, pairs.categories, "{what}");
+    let bits = |r: &GpuInference| -> Vec<u32> {
+        r.output
+            .as_ref()
+            .map_or_else(Vec::new, |v| v.iter().map(|x| x.to_bits()).collect())
+    };
+    assert!(
+        bits(&scaled) == bits(&pairs),
+        "{what}: scaled and pairs differ"
+    );
+    let count = |r: &GpuInference| -> usize {
+        r.detail("formats")
+            .and_then(|f| f.split_once(" ell (")?.1.split(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{what}: no scaled count in {:?}", r.detail("formats")))
+    };
+    assert_eq!(count(&pairs), 0, "{what}");
+    count(&scaled)
+}
+
+/// Scaled ELL layers (multiples of one value: input index and multiple in 16 or 32 bits) on
+/// the device, against the reference and the same runs with pairs, bit for bit: the
+/// compressed challenge networks (one value in the first cycle, multiples of 1/16 after) at
+/// 4096 (narrow shared tiles, every instance) and 65536 (wide shared tiles, spread tails),
+/// a mixed random chain (scaled layers between pair ones), and 33000-wide layers (32-bit
+/// entries) in split and global tiles.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn scaled_ell_layers_agree_with_pairs_and_the_reference() {
+    let gpu = spdnn_gputest::gpu();
+    let relative = Tolerance::Relative(1e-5);
+    // Every layer after the first ELL and scaled: 23 at 4096-24.
+    let p = spdnn_gputest::challenge_problem_mnist(4096, 24, sized(600, 60), 2);
+    for (name, o) in [
+        ("defaults", BlockDependOptions::default()),
+        (
+            "predicated items",
+            options(|o| o.items = ItemChoice::Predicated),
+        ),
+        (
+            "spread everywhere",
+            options(|o| o.spread = SpreadChoice::Always),
+        ),
+        (
+            "split tiles",
+            options(|o| o.placement = PlacementChoice::Split),
+        ),
+        (
+            "global tiles",
+            options(|o| o.placement = PlacementChoice::Global),
+        ),
+        (
+            "tiles of 3, cut after every layer",
+            options(|o| {
+                o.tile_rows = Some(3);
+                o.cuts = Some((1..24).collect());
+            }),
+        ),
+    ] {
+        let what = format!("4096-24, {name}");
+        assert_eq!(
+            scaled_agrees_with_pairs(&gpu, &p, &o, relative, &what),
+            23,
+            "{what}"
+        );
+    }
+    // 65536 compressed to 4096-wide rows (wide tiles); layers 13 and 14 hold several
+    // multiples of 1/16.
+    let p = spdnn_gputest::challenge_problem_mnist(65536, 14, sized(300, 30), 3);
+    for (name, o) in [
+        ("defaults", BlockDependOptions::default()),
+        (
+            "spread everywhere",
+            options(|o| o.spread = SpreadChoice::Always),
+        ),
+    ] {
+        let what = format!("65536-14, {name}");
+        assert_eq!(
+            scaled_agrees_with_pairs(&gpu, &p, &o, relative, &what),
+            13,
+            "{what}"
+        );
+    }
+    // A random chain whose layers 2 and 4 hold multiples of 1/16 (1 to 3), the others
+    // random values: two scaled layers between pair ones.
+    let n = 1024;
+    let mut layers = spdnn_sdgc::generator::random_network(n, 4, 32, 3)
+        .unwrap()
+        .layers()
+        .to_vec();
+    for l in [1, 3] {
+        let t: Vec<(u32, u32, f32)> = layers[l]
+            .triplets()
+            .enumerate()
+            .map(|(i, (r, c, _))| (r, c, (1 + i % 3) as f32 / 16.0))
+            .collect();
+        layers[l] = Csr::from_triplets(n, n, &t).unwrap();
+    }
+    let p = Problem {
+        layers,
+        input: spdnn_sdgc::images::synthetic(sized(400, 40), n, 3)
+            .unwrap()
+            .features,
+        bias: -0.35,
+        upper: 32.0,
+    };
+    // Every variant but the forced formats (the runs force theirs).
+    for (name, o) in variants()
+        .into_iter()
+        .filter(|(name, _)| !["dense", "ell"].contains(name))
+    {
+        let what = format!("mixed random 1024, {name}");
+        let o = within(&o, p.layers.len());
+        // The slots' order is not the inputs' order: random values differ from the
+        // reference's in the last bits.
+        let scaled = scaled_agrees_with_pairs(&gpu, &p, &o, Tolerance::Relative(1e-4), &what);
+        assert_eq!(scaled, 2, "{what}");
+    }
+    // 33000 inputs a layer: 16 index bits, with multiples up to 3 an entry takes 32 bits.
+    // Two buffers of a row do not fit a block, one does.
+    let n = 33_000u32;
+    let layer = |shift: u32, most: u32| {
+        let mut t: Vec<(u32, u32, f32)> = (0..n)
+            .flat_map(|i| {
+                [
+                    (i, (i + shift) % n, 0.5 * (1 + i % most) as f32),
+                    (i, (i * 7 + 1) % n, 0.5),
+                ]
+            })
+            .collect();
+        t.sort_by_key(|&(i, j, _)| (i, j));
+        t.dedup_by_key(|&mut (i, j, _)| (i, j));
+        Csr::from_triplets(n as usize, n as usize, &t).unwrap()
+    };
+    let p = Problem {
+        layers: vec![layer(1, 1), layer(5, 3), layer(11, 1)],
+        input: Csr::from_triplets(
+            5,
+            n as usize,
+            &[
+                (0, 3, 1.0),
+                (0, 32_999, 1.0),
+                (1, 17, 0.5),
+                (3, 0, 2.0),
+                (3, 20_000, 1.0),
+                (4, 9, 1.0),
+            ],
+        )
+        .unwrap(),
+        bias: -0.25,
+        upper: 32.0,
+    };
+    // Uncompressed, so that the rows keep their 33000 inputs.
+    for (name, placement, items) in [
+        ("split", PlacementChoice::Split, ItemChoice::Auto),
+        (
+            "split, predicated items",
+            PlacementChoice::Split,
+            ItemChoice::Predicated,
+        ),
+        ("global", PlacementChoice::Global, ItemChoice::Auto),
+    ] {
+        let o = options(|o| {
+            o.compress = false;
+            o.placement = placement;
+            o.items = items;
+        });
+        let what = format!("33000 wide, {name}");
+        assert_eq!(
+            scaled_agrees_with_pairs(&gpu, &p, &o, Tolerance::Exact, &what),
+            2,
+            "{what}"
+        );
+    }
+}

@@ -230,7 +230,8 @@ pub fn knobs(layers: usize) -> impl Strategy<Value = Knobs> {
         prop_oneof![
             Just(FormatChoice::Auto),
             Just(FormatChoice::Dense),
-            Just(FormatChoice::Ell)
+            Just(FormatChoice::Ell),
+            Just(FormatChoice::EllPairs)
         ],
         prop_oneof![
             3 => Just(PlacementChoice::Auto),

@@ -32,8 +32,9 @@ pub struct BlockDependArgs {
     /// shared memory, outputs through global memory) or `global` [default: auto].
     #[arg(long, value_enum, value_name = "WHERE")]
     pub bd_placement: Option<PlacementArg>,
-    /// How the layers after the first are stored: `auto` (per layer, by the model), `dense`
-    /// or `ell` [default: auto].
+    /// How the layers after the first are stored: `auto` (per layer, by the model), `dense`,
+    /// `ell` (scaled entries where a layer's weights are multiples of one value) or
+    /// `ell-pairs` (`(input, weight)` pairs everywhere) [default: auto].
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub bd_format: Option<FormatArg>,
     /// How the layers' work items run: `auto` (exact items, one compiled instance per row
@@ -97,8 +98,10 @@ pub enum FormatArg {
     Auto,
     /// Dense, padded.
     Dense,
-    /// Sliced ELL.
+    /// Sliced ELL (scaled entries where a layer's weights are multiples of one value).
     Ell,
+    /// Sliced ELL of `(input, weight)` pairs everywhere.
+    EllPairs,
 }
 
 /// How work items run.
@@ -156,6 +159,7 @@ impl GroupArgs for BlockDependArgs {
                     FormatArg::Auto => FormatChoice::Auto,
                     FormatArg::Dense => FormatChoice::Dense,
                     FormatArg::Ell => FormatChoice::Ell,
+                    FormatArg::EllPairs => FormatChoice::EllPairs,
                 };
             }
             if let Some(items) = self.bd_items {
