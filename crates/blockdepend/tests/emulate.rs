@@ -80,7 +80,7 @@ proptest! {
     /// the reference and the same chain stored as pairs, under random options and devices.
     #[test]
     fn scaled_layers_match_the_reference_and_the_pairs((p, k) in with_knobs(scaled_problem())) {
-        check_scaled_against_pairs(&p, &k).map_err(TestCaseError::fail)?;
+        check_scaled_against_pairs(&p, &k, None).map_err(TestCaseError::fail)?;
         check(&p, &k, None).map_err(TestCaseError::fail)?;
     }
 }
@@ -126,7 +126,14 @@ fn with_format(k: &Knobs, format: FormatChoice) -> Knobs {
 
 /// Scaled ELL (`FormatChoice::Ell`) against the same chain stored as pairs: the same
 /// layout but for the entries, so the same states and final values, bit for bit.
-fn check_scaled_against_pairs(p: &Problem, k: &Knobs) -> Result<usize, String> {
+/// The scaled and pair layouts of `p` emulated: the same results bit for bit, and the
+/// scaled run against the reference, bit for bit (`relative` `None`: exact problems) or
+/// within `relative·max(|v|, 1)`. Returns the scaled layers.
+fn check_scaled_against_pairs(
+    p: &Problem,
+    k: &Knobs,
+    relative: Option<f32>,
+) -> Result<usize, String> {
     let scaled = emulate(p, &with_format(k, FormatChoice::Ell))?;
     let pairs = emulate(p, &with_format(k, FormatChoice::EllPairs))?;
     if pairs.layout.scaled_count() != 0 {
@@ -143,7 +150,7 @@ fn check_scaled_against_pairs(p: &Problem, k: &Knobs) -> Result<usize, String> {
     {
         return Err("scaled and pair entries give different results".into());
     }
-    common::compare_emulated(&scaled, &reference(p), p.upper, p.input.nrows(), None)?;
+    common::compare_emulated(&scaled, &reference(p), p.upper, p.input.nrows(), relative)?;
     Ok(scaled.layout.scaled_count())
 }
 
@@ -434,18 +441,26 @@ fn wide_scaled_layers_take_32_bit_entries_and_agree() {
                 .iter()
                 .all(|s| s.placement != Placement::Shared)
         );
-        assert_eq!(check_scaled_against_pairs(&p, &k), Ok(2), "{placement:?}");
+        assert_eq!(
+            check_scaled_against_pairs(&p, &k, None),
+            Ok(2),
+            "{placement:?}"
+        );
     }
 }
 
 #[test]
 fn compressed_challenge_networks_are_scaled_and_agree() {
     // Generated challenge networks, compressed: every ELL layer scaled (one value in the
-    // first cycle, multiples of 1/16 after), the same results as pairs and the reference.
+    // first cycle, multiples of 1/16 after), the same results as pairs, and the reference's
+    // within rounding (MNIST-recipe rows are not dyadic: the slots' order is not the
+    // reference's; with synthetic binary rows, when MNIST is absent, they are bit for bit).
     for (n, l, rows) in [(1024, 30, 200), (4096, 16, 120)] {
         let p = spdnn_gputest::challenge_problem_mnist(n, l, rows, 5);
         let k = default_knobs();
-        let scaled = check_scaled_against_pairs(&p, &k).unwrap_or_else(|e| panic!("{n}-{l}: {e}"));
+        let relative = spdnn_gputest::has_mnist().then_some(1e-4);
+        let scaled =
+            check_scaled_against_pairs(&p, &k, relative).unwrap_or_else(|e| panic!("{n}-{l}: {e}"));
         let (_, _, ell) = emulate(&p, &with_format(&k, FormatChoice::Ell))
             .unwrap()
             .layout
