@@ -392,19 +392,7 @@ fn wide_scaled_layers_take_32_bit_entries_and_agree() {
     // 33000 inputs a layer: an index takes 16 bits, with m up to 3 (2 bits) an entry 32. Two
     // buffers of a row do not fit a block, one does: split and global tiles.
     let n = 33_000u32;
-    let layer = |shift: u32, most: u32| {
-        let mut t: Vec<(u32, u32, f32)> = (0..n)
-            .flat_map(|i| {
-                [
-                    (i, (i + shift) % n, 0.5 * (1 + i % most) as f32),
-                    (i, (i * 7 + 1) % n, 0.5),
-                ]
-            })
-            .collect();
-        t.sort_by_key(|&(i, j, _)| (i, j));
-        t.dedup_by_key(|&mut (i, j, _)| (i, j));
-        Csr::from_triplets(n as usize, n as usize, &t).unwrap()
-    };
+    let layer = |shift: u32, most: u32| common::wide_scaled_layer(n, shift, most);
     let layers = vec![layer(1, 1), layer(5, 3), layer(11, 1)];
     let input = Csr::from_triplets(
         4,

@@ -1020,19 +1020,7 @@ fn scaled_ell_layers_agree_with_pairs_and_the_reference() {
     // 33000 inputs a layer: 16 index bits, with multiples up to 3 an entry takes 32 bits.
     // Two buffers of a row do not fit a block, one does.
     let n = 33_000u32;
-    let layer = |shift: u32, most: u32| {
-        let mut t: Vec<(u32, u32, f32)> = (0..n)
-            .flat_map(|i| {
-                [
-                    (i, (i + shift) % n, 0.5 * (1 + i % most) as f32),
-                    (i, (i * 7 + 1) % n, 0.5),
-                ]
-            })
-            .collect();
-        t.sort_by_key(|&(i, j, _)| (i, j));
-        t.dedup_by_key(|&mut (i, j, _)| (i, j));
-        Csr::from_triplets(n as usize, n as usize, &t).unwrap()
-    };
+    let layer = |shift: u32, most: u32| common::wide_scaled_layer(n, shift, most);
     let p = Problem {
         layers: vec![layer(1, 1), layer(5, 3), layer(11, 1)],
         input: Csr::from_triplets(

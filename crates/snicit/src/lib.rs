@@ -769,7 +769,9 @@ impl DeviceRun for SnicitRun<'_> {
                         outcome.held_passes,
                         outcome.held_matches
                     ),
-                    None => "off".into(),
+                    None if !self.context.options.hold_back => "off".into(),
+                    None if self.context.options.glare.is_some() => "off: not with GLARE".into(),
+                    None => "off: no post-convergence layers".into(),
                 },
             ),
             ("prune".into(), self.context.options.prune.to_string()),

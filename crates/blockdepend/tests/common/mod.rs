@@ -285,3 +285,21 @@ pub fn with_knobs_of<P: Clone + std::fmt::Debug + 'static>(
         (Just(p), knobs(count))
     })
 }
+
+/// A square layer of `n` inputs whose input `i` feeds outputs `(i + shift) mod n` (weight
+/// `0.5·(1 + i mod most)`) and `(7i + 1) mod n` (weight 0.5): every weight a multiple of 0.5
+/// up to `most`, two entries a column at most. At `n` = 33000 an index takes 16 bits, so a
+/// scaled entry with a multiple above 1 takes 32.
+pub fn wide_scaled_layer(n: u32, shift: u32, most: u32) -> Csr {
+    let mut t: Vec<(u32, u32, f32)> = (0..n)
+        .flat_map(|i| {
+            [
+                (i, (i + shift) % n, 0.5 * (1 + i % most) as f32),
+                (i, (i * 7 + 1) % n, 0.5),
+            ]
+        })
+        .collect();
+    t.sort_by_key(|&(i, j, _)| (i, j));
+    t.dedup_by_key(|&mut (i, j, _)| (i, j));
+    Csr::from_triplets(n as usize, n as usize, &t).unwrap()
+}
