@@ -419,13 +419,10 @@ pub fn drive(
     for pass in 0..passes {
         let last = pass + 1 == passes;
         let mut elapsed = 0.0;
-        for rows_of_batch in &batches {
-            prepared.load(rows_of_batch)?;
-            elapsed += timed(&mut *prepared, Step::Run, &mut Probe::off(), last)?;
-        }
-        if prepared.holds_back() {
-            elapsed += timed(&mut *prepared, Step::Finish, &mut Probe::off(), last)?;
-        }
+        each_step(&mut *prepared, &batches, |prepared, step| {
+            elapsed += timed(prepared, step, &mut Probe::off(), last)?;
+            Ok(())
+        })?;
         if pass >= spec.warmup {
             infer_ms.push(elapsed);
         }
@@ -440,41 +437,24 @@ pub fn drive(
         layer_ms: Vec::new(),
     };
     let mut profiled_ms = 0.0;
-    let steps = batches
-        .iter()
-        .map(Some)
-        .chain(std::iter::once(None))
-        .collect::<Vec<_>>();
-    for batch_or_finish in steps {
-        let step = match batch_or_finish {
-            Some(rows_of_batch) => {
-                prepared.load(rows_of_batch)?;
-                Step::Run
-            }
-            None if prepared.holds_back() => Step::Finish,
-            None => break,
-        };
+    each_step(&mut *prepared, &batches, |prepared, step| {
         let mut probe = Probe::recording(gpu)?;
         if spec.profiled_only {
-            profiled_ms += timed(&mut *prepared, step, &mut probe, true)?;
+            profiled_ms += timed(prepared, step, &mut probe, true)?;
         } else {
-            step.take(&mut *prepared, &mut probe)?;
+            step.take(prepared, &mut probe)?;
         }
-        probe.add_to(&mut breakdown)?;
-    }
+        probe.add_to(&mut breakdown)
+    })?;
     if spec.profiled_only {
         infer_ms.push(profiled_ms);
     }
 
     let mut accesses = Vec::new();
     if prepared.start_census()? {
-        for rows_of_batch in &batches {
-            prepared.load(rows_of_batch)?;
-            prepared.run(&mut Probe::off())?;
-        }
-        if prepared.holds_back() {
-            prepared.finish(&mut Probe::off())?;
-        }
+        each_step(&mut *prepared, &batches, |prepared, step| {
+            step.take(prepared, &mut Probe::off())
+        })?;
         accesses = prepared.finish_census()?;
     }
 
@@ -501,7 +481,24 @@ pub fn drive(
     })
 }
 
-/// What a timed step of [`drive`] does.
+/// One pass over `batches`: each loaded and run, then the rows held back finished; `take`
+/// takes each step.
+fn each_step(
+    prepared: &mut dyn DeviceRun,
+    batches: &[Csr],
+    mut take: impl FnMut(&mut dyn DeviceRun, Step) -> Result<(), CudaError>,
+) -> Result<(), CudaError> {
+    for rows_of_batch in batches {
+        prepared.load(rows_of_batch)?;
+        take(&mut *prepared, Step::Run)?;
+    }
+    if prepared.holds_back() {
+        take(&mut *prepared, Step::Finish)?;
+    }
+    Ok(())
+}
+
+/// What a step of [`drive`] does.
 #[derive(Clone, Copy)]
 enum Step {
     /// Runs the loaded batch.
