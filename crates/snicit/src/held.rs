@@ -20,7 +20,7 @@ use spdnn_cuda::method::Probe;
 use spdnn_cuda::rows::{PingPong, RowList};
 use spdnn_cuda::{CudaError, DeviceBuffer, DriverResultExt, Gpu, PushKernelArg};
 
-use crate::run::{Clustered, Context, Outcome, PostState, first_lists};
+use crate::run::{Clustered, Clusters, Context, Outcome, PostState, count_set, first_lists};
 
 /// No slot (a row not held, or no match).
 const NONE: u32 = u32::MAX;
@@ -121,12 +121,6 @@ impl Held {
             centres: Vec::new(),
             rows: Vec::new(),
         })
-    }
-
-    /// Device bytes of [`Self::new`] for `capacity` rows of `width` values, and of what a
-    /// batch's hold uploads (its rows and their centroids' slots, at most `capacity` each).
-    pub(crate) fn bytes(capacity: usize, width: usize) -> usize {
-        held_bytes(capacity, width)
     }
 
     /// Whether rows are held, unfinished.
@@ -317,11 +311,7 @@ impl Context<'_> {
         probe: &mut Probe,
     ) -> Result<(), CudaError> {
         if held.holds_rows() {
-            let mut group = self.finish_held(held, probe)?;
-            outcome.held_passes += 1;
-            if probe.is_recording() {
-                outcome.nonempty_at_end += self.held_nonempty(held)?;
-            }
+            let mut group = self.finish_held(held, outcome, probe)?;
             group.flags = Some(self.held_flags(held, &group)?);
             group.values = Some(self.held_values(held, &group)?);
             held.clear();
@@ -331,10 +321,12 @@ impl Context<'_> {
     }
 
     /// Runs the post-convergence layers over the held slots and flags each slot's
-    /// category on the device; the group's results stay in the slots.
+    /// category on the device; the group's results stay in the slots. The pass counts in
+    /// `outcome` (and, profiled, the slots still non-empty after it).
     pub(crate) fn finish_held(
         &mut self,
         held: &mut Held,
+        outcome: &mut Outcome,
         probe: &mut Probe,
     ) -> Result<HeldGroup, CudaError> {
         let gpu = self.gpu;
@@ -359,21 +351,25 @@ impl Context<'_> {
             stream
                 .memset_zeros(&mut *held.slot_flags)
                 .context("clearing the held rows' flags")?;
-            let used_u32 = used as u32;
-            let kernel = &self.kernels.recover;
-            let mut recover = stream.launch_builder(kernel);
-            recover
-                .arg(&*held.row_alive)
-                .arg(&*held.live)
-                .arg(&*held.dead)
-                .arg(&*held.centroid_of)
-                .arg(&*held.identity)
-                .arg(&used_u32)
-                .arg(&mut *held.slot_flags);
-            let config = kernel.config_for(used)?;
-            unsafe { recover.launch(config) }.context("launching snicit_recover")?;
+            self.kernels.launch_recover(
+                gpu,
+                &held.row_alive,
+                Clusters {
+                    live: &held.live,
+                    dead: &held.dead,
+                    centroid_of: &held.centroid_of,
+                },
+                &held.identity,
+                used,
+                &mut held.slot_flags,
+            )?;
         }
         probe.step(crate::STAGES[3])?;
+        outcome.held_passes += 1;
+        if probe.is_recording() {
+            // Outside the timed stages: the slots still non-empty after the last layer.
+            outcome.nonempty_at_end += self.held_nonempty(held)?;
+        }
         Ok(HeldGroup {
             rows: std::mem::take(&mut held.rows),
             slots: used,
@@ -383,12 +379,11 @@ impl Context<'_> {
     }
 
     /// The slots still non-empty after the last pass (waits).
-    pub(crate) fn held_nonempty(&self, held: &Held) -> Result<usize, CudaError> {
+    fn held_nonempty(&self, held: &Held) -> Result<usize, CudaError> {
         if held.used == 0 {
             return Ok(0);
         }
-        let live = self.gpu.download(&held.live.slice(..held.used))?;
-        Ok(live.iter().filter(|&&l| l != 0).count())
+        count_set(self.gpu, &held.live.slice(..held.used))
     }
 
     /// Each slot's category flag after the group's pass (its own, or the slots' on the
@@ -411,19 +406,18 @@ impl Context<'_> {
         if group.slots == 0 || n == 0 {
             return Ok(Vec::new());
         }
-        let (n_u32, slots_u32) = (n as u32, group.slots as u32);
-        let kernel = &self.kernels.recover_values;
-        let mut launch = self.gpu.stream().launch_builder(kernel);
-        launch
-            .arg(&*held.y)
-            .arg(&n_u32)
-            .arg(&*held.live)
-            .arg(&*held.dead)
-            .arg(&*held.centroid_of)
-            .arg(&slots_u32)
-            .arg(&mut *held.y_other);
-        let config = kernel.config(slots_u32)?;
-        unsafe { launch.launch(config) }.context("launching snicit_recover_values")?;
+        self.kernels.launch_recover_values(
+            self.gpu,
+            &held.y,
+            n,
+            Clusters {
+                live: &held.live,
+                dead: &held.dead,
+                centroid_of: &held.centroid_of,
+            },
+            group.slots,
+            &mut held.y_other,
+        )?;
         self.gpu.download(&held.y_other.slice(..group.slots * n))
     }
 

@@ -400,7 +400,7 @@ impl KernelMethod for Snicit {
         // The held rows' slots, ⌈rows / HELD_SHARE⌉ of them: at most one slot more than a
         // share of a slot a row.
         let (held_per_row, held_fixed) = if options.holds_back(layers.len()) {
-            let (one, two) = (Held::bytes(1, w_post), Held::bytes(2, w_post));
+            let (one, two) = (held_bytes(1, w_post), held_bytes(2, w_post));
             let slot = two - one;
             (slot.div_ceil(options.held_share.max(1)), one)
         } else {
@@ -663,11 +663,10 @@ impl DeviceRun for SnicitRun<'_> {
     fn finish(&mut self, probe: &mut Probe) -> Result<(), CudaError> {
         self.start_step();
         if let Some(held) = self.held.as_mut().filter(|h| h.holds_rows()) {
-            let group = self.context.finish_held(held, probe)?;
+            let mut outcome = Outcome::default();
+            let group = self.context.finish_held(held, &mut outcome, probe)?;
             if probe.is_recording() {
-                // Outside the timed stages: the slots still non-empty after the last layer.
-                self.outcome.nonempty_at_end += self.context.held_nonempty(held)?;
-                self.outcome.held_passes += 1;
+                self.outcome.add(&outcome);
             }
             self.finished.push(Finished::Held(group));
         }

@@ -3,8 +3,8 @@
 use spdnn_cuda::method::Probe;
 use spdnn_cuda::rows::{self, PingPong, RowList};
 use spdnn_cuda::{
-    CudaError, Define, DeviceBuffer, DriverResultExt, Gpu, Kernel, KernelDecl, KernelSource,
-    PushKernelArg,
+    CudaError, Define, DeviceBuffer, DevicePtr, DriverResultExt, Gpu, Kernel, KernelDecl,
+    KernelSource, PushKernelArg,
 };
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_glare::model;
@@ -86,8 +86,8 @@ pub(crate) struct Kernels {
     update_glare: Kernel,
     pub(crate) hold_rows: Kernel,
     pub(crate) match_held: Kernel,
-    pub(crate) recover: Kernel,
-    pub(crate) recover_values: Kernel,
+    recover: Kernel,
+    recover_values: Kernel,
     all_rows: Kernel,
     compact: Kernel,
     mark_rows: Kernel,
@@ -341,6 +341,89 @@ pub(crate) enum Ran {
     HeldBack,
 }
 
+impl Clustered {
+    /// The rows' flags and centroids.
+    fn clusters(&self) -> Clusters<'_> {
+        Clusters {
+            live: &self.live,
+            dead: &self.dead,
+            centroid_of: &self.centroid_of,
+        }
+    }
+}
+
+/// The flags and centroids of a block of clustered rows (a batch's exported rows, or the
+/// held slots): what the recovery reads.
+pub(crate) struct Clusters<'c> {
+    /// Whether each row is a centroid or has a non-empty residue.
+    pub live: &'c DeviceBuffer<u8>,
+    /// Whether each row died.
+    pub dead: &'c DeviceBuffer<u8>,
+    /// Each row's centroid (a row of the same block).
+    pub centroid_of: &'c DeviceBuffer<u32>,
+}
+
+impl Kernels {
+    /// Enqueues `snicit_recover` for rows `0..count` of a block: `flags[ids[j]] = 1` for
+    /// every non-empty row (its own last flag in `row_alive` when live, its centroid's when
+    /// its residue is empty, none when dead).
+    pub(crate) fn launch_recover(
+        &self,
+        gpu: &Gpu,
+        row_alive: &DeviceBuffer<u8>,
+        clusters: Clusters<'_>,
+        ids: &DeviceBuffer<u32>,
+        count: usize,
+        flags: &mut DeviceBuffer<u8>,
+    ) -> Result<(), CudaError> {
+        let count_u32 = count as u32;
+        let mut launch = gpu.stream().launch_builder(&self.recover);
+        launch
+            .arg(&**row_alive)
+            .arg(&**clusters.live)
+            .arg(&**clusters.dead)
+            .arg(&**clusters.centroid_of)
+            .arg(&**ids)
+            .arg(&count_u32)
+            .arg(&mut **flags);
+        let config = self.recover.config_for(count)?;
+        unsafe { launch.launch(config) }.context("launching snicit_recover")?;
+        Ok(())
+    }
+
+    /// Enqueues `snicit_recover_values` for rows `0..count` of a block (rows of `n` values
+    /// in `y`): into `out` (`count` × `n`), each row's own values when live, its centroid's
+    /// when its residue is empty, zeros when dead.
+    pub(crate) fn launch_recover_values(
+        &self,
+        gpu: &Gpu,
+        y: &DeviceBuffer<f32>,
+        n: usize,
+        clusters: Clusters<'_>,
+        count: usize,
+        out: &mut DeviceBuffer<f32>,
+    ) -> Result<(), CudaError> {
+        let (n_u32, count_u32) = (n as u32, count as u32);
+        let mut launch = gpu.stream().launch_builder(&self.recover_values);
+        launch
+            .arg(&**y)
+            .arg(&n_u32)
+            .arg(&**clusters.live)
+            .arg(&**clusters.dead)
+            .arg(&**clusters.centroid_of)
+            .arg(&count_u32)
+            .arg(&mut **out);
+        let config = self.recover_values.config(count_u32)?;
+        unsafe { launch.launch(config) }.context("launching snicit_recover_values")?;
+        Ok(())
+    }
+}
+
+/// How many of the device flags `flags` are set (waits).
+pub(crate) fn count_set(gpu: &Gpu, flags: &impl DevicePtr<u8>) -> Result<usize, CudaError> {
+    Ok(gpu.download(flags)?.iter().filter(|&&f| f != 0).count())
+}
+
 /// One batch in flight.
 pub(crate) struct BatchRun<'a> {
     /// Rows of the batch.
@@ -456,9 +539,8 @@ impl<'a> Context<'a> {
             .context("clearing the row flags")?;
         if self.post.len() == 0 {
             // The threshold is at or past the last layer: no conversion.
-            if let Some(held) = held {
-                self.finish_held_eagerly(held, finished, &mut outcome, probe)?;
-            }
+            // No rows are held: a run holds rows back only with post-convergence layers
+            // (`SnicitOptions::holds_back`).
             self.mark_pre_categories(batch, flags)?;
             probe.step(recovery)?;
             return Ok((outcome, Ran::Finished));
@@ -503,7 +585,6 @@ impl<'a> Context<'a> {
         let mut clustered = clustered;
         let post = &mut batch.post;
         let y_other = post.y_other.as_mut().ok_or_else(exported_twice)?;
-        let count_u32 = count as u32;
         // The list only shrinks: its first length sizes every later grid.
         let listed = gpu.download(&*post.lists.current().count)?[0] as usize;
         outcome.nonempty_after_conversion = listed;
@@ -525,22 +606,18 @@ impl<'a> Context<'a> {
 
         // Recovery.
         let ids = gpu.upload(&clustered.ids)?;
-        let mut recover = stream.launch_builder(&self.kernels.recover);
-        recover
-            .arg(&*batch.post.row_alive)
-            .arg(&*clustered.live)
-            .arg(&*clustered.dead)
-            .arg(&*clustered.centroid_of)
-            .arg(&*ids)
-            .arg(&count_u32)
-            .arg(&mut **flags);
-        let config = self.kernels.recover.config_for(count)?;
-        unsafe { recover.launch(config) }.context("launching snicit_recover")?;
+        self.kernels.launch_recover(
+            gpu,
+            &batch.post.row_alive,
+            clustered.clusters(),
+            &ids,
+            count,
+            flags,
+        )?;
         probe.step(recovery)?;
         if probe.is_recording() {
             // Outside the timed stages: the rows still non-empty after the last layer.
-            let live = gpu.download(&*clustered.live)?;
-            outcome.nonempty_at_end = live.iter().filter(|&&l| l != 0).count();
+            outcome.nonempty_at_end = count_set(gpu, &*clustered.live)?;
         }
         batch.clustered = Some(clustered);
         Ok((outcome, Ran::Finished))
@@ -826,21 +903,14 @@ impl<'a> Context<'a> {
                 // The recovered values go into the spare activation buffer (count × n fits:
                 // it holds the batch's rows of the widest width).
                 let out = batch.post.y_other.as_mut().ok_or_else(exported_twice)?;
-                let (n_u32, count_u32) = (n as u32, count as u32);
-                let mut launch = self
-                    .gpu
-                    .stream()
-                    .launch_builder(&self.kernels.recover_values);
-                launch
-                    .arg(&*clustered.y)
-                    .arg(&n_u32)
-                    .arg(&*clustered.live)
-                    .arg(&*clustered.dead)
-                    .arg(&*clustered.centroid_of)
-                    .arg(&count_u32)
-                    .arg(&mut **out);
-                let config = self.kernels.recover_values.config(count_u32)?;
-                unsafe { launch.launch(config) }.context("launching snicit_recover_values")?;
+                self.kernels.launch_recover_values(
+                    self.gpu,
+                    &clustered.y,
+                    n,
+                    clustered.clusters(),
+                    count,
+                    out,
+                )?;
                 (
                     self.gpu.download(&out.slice(..count * n))?,
                     clustered.ids.clone(),
