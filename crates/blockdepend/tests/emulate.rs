@@ -391,22 +391,7 @@ fn bad_options_are_errors() {
 fn wide_scaled_layers_take_32_bit_entries_and_agree() {
     // 33000 inputs a layer: an index takes 16 bits, with m up to 3 (2 bits) an entry 32. Two
     // buffers of a row do not fit a block, one does: split and global tiles.
-    let n = 33_000u32;
-    let layer = |shift: u32, most: u32| common::wide_scaled_layer(n, shift, most);
-    let layers = vec![layer(1, 1), layer(5, 3), layer(11, 1)];
-    let input = Csr::from_triplets(
-        4,
-        n as usize,
-        &[
-            (0, 3, 1.0),
-            (0, 32_999, 1.0),
-            (1, 17, 0.5),
-            (3, 0, 2.0),
-            (3, 20_000, 1.0),
-        ],
-    )
-    .unwrap();
-    let p = problem(layers, input, -0.25, 32.0);
+    let p = common::wide_scaled_problem();
     for placement in [PlacementChoice::Split, PlacementChoice::Global] {
         let k = Knobs {
             options: BlockDependOptions {

@@ -1019,26 +1019,7 @@ fn scaled_ell_layers_agree_with_pairs_and_the_reference() {
     }
     // 33000 inputs a layer: 16 index bits, with multiples up to 3 an entry takes 32 bits.
     // Two buffers of a row do not fit a block, one does.
-    let n = 33_000u32;
-    let layer = |shift: u32, most: u32| common::wide_scaled_layer(n, shift, most);
-    let p = Problem {
-        layers: vec![layer(1, 1), layer(5, 3), layer(11, 1)],
-        input: Csr::from_triplets(
-            5,
-            n as usize,
-            &[
-                (0, 3, 1.0),
-                (0, 32_999, 1.0),
-                (1, 17, 0.5),
-                (3, 0, 2.0),
-                (3, 20_000, 1.0),
-                (4, 9, 1.0),
-            ],
-        )
-        .unwrap(),
-        bias: -0.25,
-        upper: 32.0,
-    };
+    let p = common::wide_scaled_problem();
     // Uncompressed, so that the rows keep their 33000 inputs.
     for (name, placement, items) in [
         ("split", PlacementChoice::Split, ItemChoice::Auto),

@@ -286,11 +286,36 @@ pub fn with_knobs_of<P: Clone + std::fmt::Debug + 'static>(
     })
 }
 
+/// Three square layers of 33000 neurons whose weights are multiples of 0.5 (up to 1, 3 and
+/// 1 times), over five sparse rows: an index takes 16 bits, so the second layer's scaled
+/// entries take 32; two buffers of a row do not fit a block, one does.
+pub fn wide_scaled_problem() -> Problem {
+    let n = 33_000u32;
+    let layer = |shift: u32, most: u32| wide_scaled_layer(n, shift, most);
+    Problem {
+        layers: vec![layer(1, 1), layer(5, 3), layer(11, 1)],
+        input: Csr::from_triplets(
+            5,
+            n as usize,
+            &[
+                (0, 3, 1.0),
+                (0, 32_999, 1.0),
+                (1, 17, 0.5),
+                (3, 0, 2.0),
+                (3, 20_000, 1.0),
+                (4, 9, 1.0),
+            ],
+        )
+        .unwrap(),
+        bias: -0.25,
+        upper: 32.0,
+    }
+}
+
 /// A square layer of `n` inputs whose input `i` feeds outputs `(i + shift) mod n` (weight
 /// `0.5·(1 + i mod most)`) and `(7i + 1) mod n` (weight 0.5): every weight a multiple of 0.5
-/// up to `most`, two entries a column at most. At `n` = 33000 an index takes 16 bits, so a
-/// scaled entry with a multiple above 1 takes 32.
-pub fn wide_scaled_layer(n: u32, shift: u32, most: u32) -> Csr {
+/// up to `most`, two entries a column at most.
+fn wide_scaled_layer(n: u32, shift: u32, most: u32) -> Csr {
     let mut t: Vec<(u32, u32, f32)> = (0..n)
         .flat_map(|i| {
             [
