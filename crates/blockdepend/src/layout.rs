@@ -113,6 +113,12 @@ impl Format {
         }
     }
 
+    /// Whether the layer is sliced ELL of scaled entries (an index and a multiple of the
+    /// layer's base value).
+    pub fn is_scaled(self) -> bool {
+        matches!(self, Format::EllScaled16 | Format::EllScaled32)
+    }
+
     /// Whether the layer is sliced ELL (pairs or indices).
     pub fn is_ell(self) -> bool {
         matches!(
@@ -207,11 +213,10 @@ impl LayerLayout {
     /// ([`crate::plan::choose_spread`]) weighs, so that scaled entries leave it as it
     /// was until measured. Other formats: [`LayerLayout::bytes`].
     pub fn pair_bytes(&self) -> usize {
-        match self.format {
-            Format::EllScaled16 | Format::EllScaled32 => {
-                self.bytes + (8 - self.format.entry_bytes()) * WARP * self.slots - 8
-            }
-            _ => self.bytes,
+        if self.format.is_scaled() {
+            self.bytes + (8 - self.format.entry_bytes()) * WARP * self.slots - 8
+        } else {
+            self.bytes
         }
     }
 }
@@ -765,10 +770,7 @@ impl Layout {
 
     /// Number of ELL layers stored scaled (multiples of one value).
     pub fn scaled_count(&self) -> usize {
-        self.layers
-            .iter()
-            .filter(|l| matches!(l.format, Format::EllScaled16 | Format::EllScaled32))
-            .count()
+        self.layers.iter().filter(|l| l.format.is_scaled()).count()
     }
 
     /// The dense weights of layer `l` (a dense layer), row-major with its stride.
@@ -804,10 +806,7 @@ impl Layout {
 
     /// Units before a layer's entries: the scaled layers' `[base bits, index bits]`.
     fn scale_units(layer: &LayerLayout) -> usize {
-        usize::from(matches!(
-            layer.format,
-            Format::EllScaled16 | Format::EllScaled32
-        ))
+        usize::from(layer.format.is_scaled())
     }
 
     /// Entry `i` (slot `i / 32`, lane `i % 32`, counted from the layer's first group) of
