@@ -70,6 +70,9 @@
 #ifndef BD_FORMAT_ELL_SCALED32
 #error "BD_FORMAT_ELL_SCALED32 must come from Rust (-D)"
 #endif
+#ifndef BD_FORMATS
+#error "BD_FORMATS must come from Rust (-D)"
+#endif
 #ifndef BD_TILE_WAVES
 #error "BD_TILE_WAVES must come from Rust (-D)"
 #endif
@@ -97,6 +100,12 @@ struct BdLayer {
     unsigned long long offset;
     unsigned int group_table;
 };
+
+// Whether this module runs layers of format f after the first: BD_FORMATS has a bit per
+// BD_FORMAT_* code, the formats of the chain's layers (Rust compiles a module per set). A
+// branch for a format the chain lacks costs registers even when it never runs: bd_chain_global
+// took 78 with all three ELL forms compiled in, 64 with one (NVRTC 13.0, sm_90).
+#define BD_RUNS(f) (((BD_FORMATS) >> (f)) & 1u)
 
 __device__ __forceinline__ BdLayer bd_layer_at(const unsigned int* __restrict__ desc, unsigned int l) {
     const unsigned int* d = desc + (unsigned long long)l * BD_DESC_WORDS;
@@ -455,20 +464,21 @@ __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, c
             at[r] = tile.live[first_row + min(r, rows - 1u)] * stride;
             acc[r] = 0.0f;
         }
-        if (layer.format == BD_FORMAT_DENSE) {
+        if (BD_RUNS(BD_FORMAT_DENSE) && layer.format == BD_FORMAT_DENSE) {
             bd_dense_sums<BD_ROWS, true>(acc, at, rows, cur, dense + layer.offset + c, layer);
         } else {
             const unsigned int s0 = group_starts[layer.group_table + g];
             const unsigned int s1 = group_starts[layer.group_table + g + 1];
             // The format is uniform over the layer: so is the branch. A scaled layer's first
-            // unit: (base value bits, index bits), read inside its branch only.
-            if (layer.format == BD_FORMAT_ELL) {
+            // unit: (base value bits, index bits), read inside its branch only. The last
+            // branch is the set's last format: the host compiled the set from the layers.
+            if (BD_RUNS(BD_FORMAT_ELL) && layer.format == BD_FORMAT_ELL) {
                 bd_ell_sums(acc, at, rows, cur, bd_ell_first<uint2>(layer, ell, s0, lane), s0, s1, 0u, 0.0f);
-            } else if (layer.format == BD_FORMAT_ELL_SCALED16) {
+            } else if (BD_RUNS(BD_FORMAT_ELL_SCALED16) && layer.format == BD_FORMAT_ELL_SCALED16) {
                 const uint2 scale = __ldg(ell + layer.offset);
                 bd_ell_sums(acc, at, rows, cur, bd_ell_first<unsigned short>(layer, ell, s0, lane), s0, s1, scale.y,
                             __uint_as_float(scale.x));
-            } else {
+            } else if (BD_RUNS(BD_FORMAT_ELL_SCALED32)) {
                 const uint2 scale = __ldg(ell + layer.offset);
                 bd_ell_sums(acc, at, rows, cur, bd_ell_first<unsigned int>(layer, ell, s0, lane), s0, s1, scale.y,
                             __uint_as_float(scale.x));
@@ -538,7 +548,7 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
     for (unsigned int r = 0; r < R; ++r) {
         acc[r] = 0.0f;
     }
-    if (layer.format == BD_FORMAT_DENSE) {
+    if (BD_RUNS(BD_FORMAT_DENSE) && layer.format == BD_FORMAT_DENSE) {
         unsigned int at[R];
 #pragma unroll
         for (unsigned int r = 0; r < R; ++r) {
@@ -555,13 +565,13 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
         for (unsigned int r = 0; r < R; ++r) {
             row_at[r] = window + tile.live[first_row + r] * stride * 4u;
         }
-        if (layer.format == BD_FORMAT_ELL) {
+        if (BD_RUNS(BD_FORMAT_ELL) && layer.format == BD_FORMAT_ELL) {
             bd_ell_sums_exact<R>(acc, row_at, bd_ell_first<uint2>(layer, ell, s0, lane), s0, s1, 0u, 0.0f);
-        } else if (layer.format == BD_FORMAT_ELL_SCALED16) {
+        } else if (BD_RUNS(BD_FORMAT_ELL_SCALED16) && layer.format == BD_FORMAT_ELL_SCALED16) {
             const uint2 scale = __ldg(ell + layer.offset);
             bd_ell_sums_exact<R>(acc, row_at, bd_ell_first<unsigned short>(layer, ell, s0, lane), s0, s1, scale.y,
                                  __uint_as_float(scale.x));
-        } else {
+        } else if (BD_RUNS(BD_FORMAT_ELL_SCALED32)) {
             const uint2 scale = __ldg(ell + layer.offset);
             bd_ell_sums_exact<R>(acc, row_at, bd_ell_first<unsigned int>(layer, ell, s0, lane), s0, s1, scale.y,
                                  __uint_as_float(scale.x));

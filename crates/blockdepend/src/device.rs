@@ -15,9 +15,10 @@ use spdnn_formats::{Csr, SparseMatrix};
 use crate::layout::{FormatChoice, Layout, WARP};
 use crate::plan::{self, Items, Limits, MAX_TILE, Placement, Segment, Spread};
 use crate::{
-    Bias, BlockDependOptions, CHAIN_GLOBAL, CHAIN_SHARED, CHAIN_SHARED_WIDE, CHAIN_SPLIT,
-    CHAIN_SPLIT_WIDE, Chain, Compression, Expansion, Retire, SPREAD_CHAIN, SPREAD_CHAIN_WIDE,
-    SPREAD_SPLIT, SPREAD_SPLIT_WIDE, plan_kernels, spread_kernel, tile_kernel,
+    ALL_FORMATS, Bias, BlockDependOptions, CHAIN_GLOBAL, CHAIN_SHARED, CHAIN_SHARED_WIDE,
+    CHAIN_SPLIT, CHAIN_SPLIT_WIDE, Chain, Compression, Expansion, KernelFormats, Retire,
+    SPREAD_CHAIN, SPREAD_CHAIN_WIDE, SPREAD_SPLIT, SPREAD_SPLIT_WIDE, for_formats, plan_kernels,
+    spread_kernel, tile_kernel,
 };
 
 /// Stage names of the profiled run: one per launch, in order (a chain cut more often than
@@ -80,17 +81,25 @@ struct Kernels {
 }
 
 impl Kernels {
-    /// `shared` and the instances `segments` launch, compiled side by side on worker
-    /// threads.
-    fn load(gpu: &Gpu, shared: Kernel, segments: &[Segment]) -> Result<Self, CudaError> {
-        let wanted = plan_kernels(segments);
-        gpu.compile_ahead(wanted.iter().copied());
+    /// `shared` and the instances `segments` launch, compiled for the layer formats
+    /// `formats` ([`for_formats`]) side by side on worker threads.
+    fn load(
+        gpu: &Gpu,
+        shared: Kernel,
+        segments: &[Segment],
+        formats: u32,
+    ) -> Result<Self, CudaError> {
+        let wanted: Vec<KernelDecl> = plan_kernels(segments)
+            .into_iter()
+            .map(|decl| for_formats(decl, formats))
+            .collect();
+        gpu.compile_ahead(&wanted);
         let mut loaded = Vec::new();
         for (name, decl) in INSTANCES {
             if decl.name == CHAIN_SHARED.name {
                 loaded.push((name, shared.clone()));
-            } else if wanted.iter().any(|w| w.name == decl.name) {
-                loaded.push((name, gpu.kernel(decl)?));
+            } else if let Some(wanted) = wanted.iter().find(|w| w.name == decl.name) {
+                loaded.push((name, gpu.kernel(wanted)?));
             }
         }
         Ok(Self { loaded })
@@ -529,16 +538,21 @@ impl Preparation {
         chain: &LayerChain<'_>,
         options: &BlockDependOptions,
     ) -> Result<Self, CudaError> {
-        // bd_chain_shared's static shared memory is an input of the plan: its module
-        // compiles while the network is compressed and laid out (the host's preprocessing
+        // bd_chain_shared's static shared memory is an input of the plan: its module, for
+        // the layers' formats, compiles while the cuts are chosen (the host's preprocessing
         // time leaves the wait out: it does not wait for a module).
-        gpu.compile_ahead([&CHAIN_SHARED]);
         let host = Host::shared(chain, options)?;
         let layout = &host.layout;
+        let formats = match options.kernel_formats {
+            KernelFormats::Layers => layout.formats(),
+            KernelFormats::Every => ALL_FORMATS,
+        };
+        let shared_decl = for_formats(&CHAIN_SHARED, formats);
+        gpu.compile_ahead([&shared_decl]);
         let cuts =
             plan::cut_points(layout.layers.len(), options.cuts.as_deref()).map_err(invalid)?;
 
-        let shared = gpu.kernel(&CHAIN_SHARED)?;
+        let shared = gpu.kernel(&shared_decl)?;
         let static_shared = shared
             .shared_size_bytes()
             .context("querying bd_chain_shared's static shared memory")?
@@ -559,7 +573,7 @@ impl Preparation {
             .map_err(invalid)?;
         plan::choose_items(&mut segments, options.items);
         plan::choose_spread(&mut segments, layout, options.spread);
-        let kernels = Kernels::load(gpu, shared, &segments)?;
+        let kernels = Kernels::load(gpu, shared, &segments, formats)?;
 
         // Opt in to all the dynamic shared memory the device allows a block (at least the
         // largest shared tile's), then size each grid to the blocks that stay resident. The

@@ -113,6 +113,11 @@ impl Format {
         }
     }
 
+    /// Its bit in a set of formats (the kernel's `BD_FORMATS`): `1 << code`.
+    pub const fn bit(self) -> u32 {
+        1 << self.code()
+    }
+
     /// Whether the layer is sliced ELL of scaled entries (an index and a multiple of the
     /// layer's base value).
     pub fn is_scaled(self) -> bool {
@@ -768,6 +773,15 @@ impl Layout {
         )
     }
 
+    /// The formats of the layers after the first, as a set of [`Format::bit`]s: what a
+    /// module running this layout must be compiled for ([`crate::for_formats`]).
+    pub fn formats(&self) -> u32 {
+        self.layers
+            .iter()
+            .skip(1)
+            .fold(0, |set, layer| set | layer.format.bit())
+    }
+
     /// Number of ELL layers stored scaled (multiples of one value).
     pub fn scaled_count(&self) -> usize {
         self.layers.iter().filter(|l| l.format.is_scaled()).count()
@@ -926,8 +940,11 @@ mod tests {
         assert_eq!(e[65], [0, 0.0f32.to_bits()]);
         assert_eq!((l.wavefronts, l.sectors), (3, 3));
         assert_eq!(ell.format_counts(), (1, 0, 1));
+        // The set a module is compiled for: the layers after the first.
+        assert_eq!(ell.formats(), Format::Ell.bit());
 
         let dense = Layout::build(&chain, FormatChoice::Dense).unwrap();
+        assert_eq!(dense.formats(), Format::Dense.bit());
         let l = dense.layers[1];
         assert_eq!((l.format, l.dense_stride), (Format::Dense, 64));
         let d = dense.dense_of(1);
@@ -1056,6 +1073,10 @@ mod tests {
         );
         assert_eq!((one.scaled_count(), pairs.scaled_count()), (1, 0));
         assert_eq!(one.format_counts(), (1, 0, 1));
+        assert_eq!(
+            (one.formats(), pairs.formats()),
+            (Format::EllScaled16.bit(), Format::Ell.bit())
+        );
         // The base unit and 96 entries of 2 bytes (24 units) against 96 pairs, plus 3 group
         // starts each.
         assert_eq!((one.ell.len(), pairs.ell.len()), (25, 96));

@@ -77,12 +77,67 @@ pub const DEFINES: &[Define] = &[
     Define::new("BD_STATE_BOUND", STATE_BOUND as u64),
 ];
 
-/// `kernels-cu/blockdepend.cu`, compiled with [`DEFINES`].
+/// `BD_FORMATS` of a module that runs every format a layer after the first can have.
+pub const ALL_FORMATS: u32 =
+    Format::Dense.bit() | Format::Ell.bit() | Format::EllScaled16.bit() | Format::EllScaled32.bit();
+
+/// The sets of layer formats a module can be compiled for: every subset of [`ALL_FORMATS`],
+/// indexed by its bits shifted down past the first layer's code (0).
+const FORMAT_SETS: usize = (ALL_FORMATS >> 1) as usize + 1;
+
+/// `BD_FORMATS` of each set ([`FORMAT_SETS`]).
+static FORMAT_DEFINES: [[Define; 1]; FORMAT_SETS] = {
+    let mut sets = [[Define::new("BD_FORMATS", 0)]; FORMAT_SETS];
+    let mut i = 0;
+    while i < FORMAT_SETS {
+        sets[i] = [Define::new("BD_FORMATS", (i as u64) << 1)];
+        i += 1;
+    }
+    sets
+};
+
+/// [`DEFINES`] and each set's `BD_FORMATS`.
+static FORMAT_DEFINE_GROUPS: [[&[Define]; 2]; FORMAT_SETS] = {
+    let mut groups = [[DEFINES, DEFINES]; FORMAT_SETS];
+    let mut i = 0;
+    while i < FORMAT_SETS {
+        groups[i] = [DEFINES, &FORMAT_DEFINES[i]];
+        i += 1;
+    }
+    groups
+};
+
+/// `kernels-cu/blockdepend.cu` for each set of layer formats ([`for_formats`]).
+static FORMAT_SOURCES: [KernelSource; FORMAT_SETS] = {
+    let mut sources = [BLOCKDEPEND; FORMAT_SETS];
+    let mut i = 0;
+    while i < FORMAT_SETS {
+        sources[i] = BLOCKDEPEND.with_defines(&FORMAT_DEFINE_GROUPS[i]);
+        i += 1;
+    }
+    sources
+};
+
+/// `kernels-cu/blockdepend.cu`, compiled with [`DEFINES`] and every layer format
+/// ([`ALL_FORMATS`]); a run compiles its instances for its layers' formats ([`for_formats`]).
 pub const BLOCKDEPEND: KernelSource = KernelSource::new(
     "blockdepend.cu",
     include_str!("../../../kernels-cu/blockdepend.cu"),
 )
-.with_defines(&[DEFINES]);
+.with_defines(&[DEFINES, &[Define::new("BD_FORMATS", ALL_FORMATS as u64)]]);
+
+/// `decl` compiled to run only layers of the formats in `formats` (a `BD_FORMATS` set, e.g.
+/// [`Layout::formats`]) after the first: a branch for a format the chain lacks costs
+/// registers even when it never runs (`bd_chain_global`: 78 with every format, 64 with the
+/// 32-bit scaled entries alone; NVRTC 13.0, sm_90). A module of a set runs exactly the
+/// layers of those formats: a layer of another format would be read as the set's last.
+pub fn for_formats(decl: &KernelDecl, formats: u32) -> KernelDecl {
+    let index = ((formats & ALL_FORMATS) >> 1) as usize;
+    KernelDecl {
+        source: &FORMAT_SOURCES[index],
+        ..*decl
+    }
+}
 
 /// `bd_chain_shared`: the persistent fused kernel with its tiles in shared memory, blocks of
 /// [`plan::THREADS`] (narrow tiles, several blocks an SM); grid = the blocks that fit on the
@@ -224,6 +279,21 @@ pub struct BlockDependOptions {
     /// fill with fewer rows (a launch's tiles hold ⌈rows / (blocks · 2)⌉ rows, at most the
     /// tile) and spread launches stay small under racecheck.
     pub grid_blocks: Option<usize>,
+    /// Which layer formats the kernels are compiled for (default: those of the chain's
+    /// layers after the first, [`for_formats`]; `Every`: every format, the kernels before,
+    /// for A/B runs).
+    pub kernel_formats: KernelFormats,
+}
+
+/// Which layer formats a run's kernels are compiled for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelFormats {
+    /// The formats of the chain's layers after the first ([`Layout::formats`]).
+    #[default]
+    Layers,
+    /// Every format ([`ALL_FORMATS`]).
+    Every,
 }
 
 impl Default for BlockDependOptions {
@@ -238,6 +308,7 @@ impl Default for BlockDependOptions {
             items: ItemChoice::Auto,
             spread: SpreadChoice::Auto,
             grid_blocks: None,
+            kernel_formats: KernelFormats::Layers,
         }
     }
 }
@@ -409,7 +480,7 @@ mod tests {
         let json = serde_json::to_string(&o).unwrap();
         assert_eq!(
             json,
-            r#"{"compress":true,"retire":true,"tile_rows":null,"cuts":null,"placement":"auto","format":"auto","items":"auto","spread":"auto","grid_blocks":null}"#
+            r#"{"compress":true,"retire":true,"tile_rows":null,"cuts":null,"placement":"auto","format":"auto","items":"auto","spread":"auto","grid_blocks":null,"kernel_formats":"layers"}"#
         );
     }
 
@@ -495,8 +566,44 @@ mod tests {
     }
 
     #[test]
+    fn each_set_of_formats_compiles_its_own_module() {
+        let formats_of = |decl: KernelDecl| decl.source.define("BD_FORMATS");
+        assert_eq!(
+            formats_of(for_formats(&CHAIN_GLOBAL, ALL_FORMATS)),
+            Some(ALL_FORMATS as u64)
+        );
+        assert_eq!(for_formats(&CHAIN_GLOBAL, ALL_FORMATS).source, &BLOCKDEPEND);
+        for set in [
+            0,
+            Format::Ell.bit(),
+            Format::EllScaled32.bit(),
+            Format::Dense.bit() | Format::EllScaled16.bit(),
+        ] {
+            let decl = for_formats(&CHAIN_SHARED, set);
+            assert_eq!(formats_of(decl), Some(set as u64));
+            assert_eq!(
+                (decl.name, decl.block),
+                (CHAIN_SHARED.name, CHAIN_SHARED.block)
+            );
+            // Every other definition as the source of every format has it.
+            let others = |d: &&Define| d.name != "BD_FORMATS";
+            assert!(
+                decl.source
+                    .all_defines()
+                    .filter(others)
+                    .eq(BLOCKDEPEND.all_defines().filter(others))
+            );
+        }
+        // The first layer's format is no part of a set.
+        assert_eq!(
+            formats_of(for_formats(&CHAIN_SHARED, Format::Input.bit())),
+            Some(0)
+        );
+    }
+
+    #[test]
     fn the_kernel_source_names_every_definition() {
-        for d in DEFINES {
+        for d in BLOCKDEPEND.all_defines() {
             assert!(
                 BLOCKDEPEND.source.contains(&format!("#ifndef {}", d.name)),
                 "blockdepend.cu does not require {}",

@@ -3,8 +3,8 @@
 
 use proptest::prelude::*;
 use spdnn_blockdepend::{
-    BlockDependOptions, FormatChoice, ItemChoice, PlacementChoice, SpreadChoice, infer,
-    infer_with_biases,
+    BlockDependOptions, FormatChoice, ItemChoice, KernelFormats, PlacementChoice, SpreadChoice,
+    infer, infer_with_biases,
 };
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::{GpuInference, RunSpec};
@@ -872,10 +872,12 @@ fn with_format(o: &BlockDependOptions, format: FormatChoice) -> BlockDependOptio
     }
 }
 
-/// Runs `p` with `o` twice, its layers stored scaled where their values allow
-/// (`FormatChoice::Ell`) and as pairs (`FormatChoice::EllPairs`): the scaled run against the
-/// reference within `tolerance`, and against the pair run bit for bit (the same slots, each
-/// entry decoding to its pair). Returns how many layers the scaled run stored scaled.
+/// Runs `p` with `o` three times, its layers stored scaled where their values allow
+/// (`FormatChoice::Ell`) and as pairs (`FormatChoice::EllPairs`), and scaled again with
+/// kernels compiled for every format (`KernelFormats::Every`; the others for their layers'
+/// formats): the scaled run against the reference within `tolerance`, and against the other
+/// two bit for bit (the same slots, each entry decoding to its pair; the same sums whatever
+/// branches the module holds). Returns how many layers the scaled run stored scaled.
 fn scaled_agrees_with_pairs(
     gpu: &Gpu,
     p: &Problem,
@@ -887,8 +889,14 @@ fn scaled_agrees_with_pairs(
         .unwrap_or_else(|e| panic!("{what}, scaled: {e}"));
     let pairs = run_variant(with_format(o, FormatChoice::EllPairs))(gpu, p)
         .unwrap_or_else(|e| panic!("{what}, pairs: {e}"));
+    let every = run_variant(BlockDependOptions {
+        kernel_formats: KernelFormats::Every,
+        ..with_format(o, FormatChoice::Ell)
+    })(gpu, p)
+    .unwrap_or_else(|e| panic!("{what}, scaled, every format's kernels: {e}"));
     compare(p, &scaled, tolerance).unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(scaled.categories, pairs.categories, "{what}");
+    assert_eq!(scaled.categories, every.categories, "{what}");
     let bits = |r: &GpuInference| -> Vec<u32> {
         r.output
             .as_ref()
@@ -897,6 +905,10 @@ fn scaled_agrees_with_pairs(
     assert!(
         bits(&scaled) == bits(&pairs),
         "{what}: scaled and pairs differ"
+    );
+    assert!(
+        bits(&scaled) == bits(&every),
+        "{what}: the kernels of the layers' formats and of every format differ"
     );
     let count = |r: &GpuInference| -> usize {
         r.detail("formats")

@@ -7,7 +7,8 @@
 use proptest::prelude::*;
 use spdnn_blockdepend::emulate::EmulatedRun;
 use spdnn_blockdepend::{
-    BlockDependOptions, FormatChoice, ItemChoice, Limits, PlacementChoice, SpreadChoice,
+    BlockDependOptions, FormatChoice, ItemChoice, KernelFormats, Limits, PlacementChoice,
+    SpreadChoice,
 };
 use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_gputest::Problem;
@@ -259,6 +260,8 @@ pub fn knobs(layers: usize) -> impl Strategy<Value = Knobs> {
                     spread: SpreadChoice::Auto,
                     // The emulation sizes no grid (`blocks` is its own).
                     grid_blocks: None,
+                    // Nor compiles a kernel.
+                    kernel_formats: KernelFormats::Layers,
                 },
                 limits,
                 blocks,

@@ -5,7 +5,7 @@ use std::any::TypeId;
 use clap::{Args, ValueEnum};
 use spdnn_engine::OptionSet;
 use spdnn_engine::spdnn_blockdepend::{
-    BlockDependOptions, FormatChoice, ItemChoice, PlacementChoice, SpreadChoice,
+    BlockDependOptions, FormatChoice, ItemChoice, KernelFormats, PlacementChoice, SpreadChoice,
 };
 
 use super::{GroupArgs, at_least_one};
@@ -53,6 +53,11 @@ pub struct BlockDependArgs {
     /// hold]. Fewer leave SMs idle; with fewer blocks, tiles fill with fewer rows.
     #[arg(long, value_name = "BLOCKS", value_parser = at_least_one, allow_hyphen_values = true)]
     pub bd_grid_blocks: Option<usize>,
+    /// Which layer formats the kernels are compiled for: `layers` (those of the network's
+    /// layers: a branch for a format it lacks costs registers) or `every` (the kernels
+    /// before, for A/B runs) [default: layers].
+    #[arg(long, value_enum, value_name = "WHICH")]
+    pub bd_kernel_formats: Option<KernelFormatsArg>,
 }
 
 /// The cuts of `--bd-cuts`.
@@ -124,6 +129,15 @@ pub enum SpreadArg {
     Off,
 }
 
+/// Which layer formats the kernels are compiled for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KernelFormatsArg {
+    /// Those of the network's layers.
+    Layers,
+    /// Every format.
+    Every,
+}
+
 impl GroupArgs for BlockDependArgs {
     fn group(&self) -> TypeId {
         TypeId::of::<BlockDependOptions>()
@@ -178,6 +192,12 @@ impl GroupArgs for BlockDependArgs {
             if let Some(blocks) = self.bd_grid_blocks {
                 bd.grid_blocks = Some(blocks);
             }
+            if let Some(formats) = self.bd_kernel_formats {
+                bd.kernel_formats = match formats {
+                    KernelFormatsArg::Layers => KernelFormats::Layers,
+                    KernelFormatsArg::Every => KernelFormats::Every,
+                };
+            }
         });
     }
 
@@ -192,6 +212,7 @@ impl GroupArgs for BlockDependArgs {
             ("--bd-items", self.bd_items.is_some()),
             ("--bd-spread", self.bd_spread.is_some()),
             ("--bd-grid-blocks", self.bd_grid_blocks.is_some()),
+            ("--bd-kernel-formats", self.bd_kernel_formats.is_some()),
         ]
     }
 }
@@ -221,6 +242,7 @@ mod tests {
             bd_items: Some(ItemsArg::Predicated),
             bd_spread: Some(SpreadArg::Off),
             bd_grid_blocks: Some(9),
+            bd_kernel_formats: Some(KernelFormatsArg::Every),
         };
         let mut set = OptionSet::default();
         args.apply(&mut set);
@@ -237,9 +259,10 @@ mod tests {
                 items: ItemChoice::Predicated,
                 spread: SpreadChoice::Off,
                 grid_blocks: Some(9),
+                kernel_formats: KernelFormats::Every,
             }
         );
-        assert_eq!(args.given().len(), 9);
+        assert_eq!(args.given().len(), 10);
         let none = BlockDependArgs::default();
         let mut set = OptionSet::default();
         none.apply(&mut set);
