@@ -419,9 +419,9 @@ __device__ __forceinline__ void bd_dense_sums(float (&acc)[R], const unsigned in
 // 32 apart; shift, base: a scaled layer's index bits and base value) to the sums of the
 // item's first `rows` of BD_ROWS rows (at[r]: row r's offset in cur). Pairs unrolled by 4 as before; scaled
 // entries not unrolled: unrolled too, the three loops cost the shared instances spills
-// (NVRTC 13.0, sm_90). bd_chain_global, which runs these items, takes 78 registers instead of
-// 64 either way (3 blocks an SM instead of 4). The exact items (bd_ell_sums_exact) run the
-// shared and split tiles.
+// (NVRTC 13.0, sm_90). bd_chain_global, which runs these items, took 78 registers with the
+// three forms compiled in (3 blocks an SM instead of 4) and 64 with its chain's alone
+// (BD_FORMATS). The exact items (bd_ell_sums_exact) run the shared and split tiles.
 template <typename E>
 __device__ __forceinline__ void bd_ell_sums(float (&acc)[BD_ROWS], const unsigned int (&at)[BD_ROWS],
                                             unsigned int rows, const float* cur, const E* __restrict__ e,
