@@ -415,30 +415,43 @@ __device__ __forceinline__ void bd_dense_sums(float (&acc)[R], const unsigned in
     }
 }
 
-// Adds an ELL layer's products (slots s0 .. s1 - 1 of this lane's column, entries E from e,
-// 32 apart; shift, base: a scaled layer's index bits and base value) to the sums of the
-// item's first `rows` of BD_ROWS rows (at[r]: row r's offset in cur). Pairs unrolled by 4 as before; scaled
-// entries not unrolled: unrolled too, the three loops cost the shared instances spills
-// (NVRTC 13.0, sm_90). bd_chain_global, which runs these items, took 78 registers with the
-// three forms compiled in (3 blocks an SM instead of 4) and 64 with its chain's alone
-// (BD_FORMATS). The exact items (bd_ell_sums_exact) run the shared and split tiles.
-template <typename E>
-__device__ __forceinline__ void bd_ell_sums(float (&acc)[BD_ROWS], const unsigned int (&at)[BD_ROWS],
-                                            unsigned int rows, const float* cur, const E* __restrict__ e,
-                                            unsigned int s0, unsigned int s1, unsigned int shift,
-                                            float base) {
-    constexpr int unroll = sizeof(E) == sizeof(uint2) ? 4 : 1;
+// Runs step(k, w) for each ELL entry of this lane's column, slots s0 .. s1 - 1 (entries E
+// from e, 32 apart; shift, base: a scaled layer's index bits and base value), in slot order.
+// The loop is unrolled by 4 for pairs and by SCALED_UNROLL for scaled entries: the predicated
+// items (bd_layer) do not unroll them (unrolled, the three loops cost the shared instances
+// spills), the exact ones (bd_item) by 2 (by 4, bd_chain_split fell to 64 registers with 40
+// bytes of spills, some in these sums; NVRTC 13.0, sm_90).
+template <int SCALED_UNROLL, typename E, typename Step>
+__device__ __forceinline__ void bd_ell_slots(const E* __restrict__ e, unsigned int s0, unsigned int s1,
+                                             unsigned int shift, float base, Step step) {
+    constexpr int unroll = sizeof(E) == sizeof(uint2) ? 4 : SCALED_UNROLL;
 #pragma unroll unroll
     for (unsigned int s = s0; s < s1; ++s, e += 32) {
         unsigned int k;
         float wv;
         bd_ell_decode(__ldg(e), shift, base, k, wv);
-#pragma unroll
-        for (unsigned int r = 0; r < BD_ROWS; ++r) {
-            if (r < rows) {
-                acc[r] = fmaf(cur[at[r] + k], wv, acc[r]);
-            }
-        }
+        step(k, wv);
+    }
+}
+
+// Runs bd_ell_slots<SCALED_UNROLL> over slots s0 .. s1 - 1 of an ELL layer in its format
+// (the format is uniform over the layer: so is the branch): pairs as they are; a scaled
+// layer's first unit holds (base value bits, index bits), read inside its branch only. Only
+// the formats of BD_FORMATS are compiled; the last branch is the set's last format, without
+// a test: the host compiled the set from the layers.
+template <int SCALED_UNROLL, typename Step>
+__device__ __forceinline__ void bd_ell_layer(const BdLayer& layer, const uint2* __restrict__ ell, unsigned int s0,
+                                             unsigned int s1, unsigned int lane, Step step) {
+    if (BD_RUNS(BD_FORMAT_ELL) && layer.format == BD_FORMAT_ELL) {
+        bd_ell_slots<SCALED_UNROLL>(bd_ell_first<uint2>(layer, ell, s0, lane), s0, s1, 0u, 0.0f, step);
+    } else if (BD_RUNS(BD_FORMAT_ELL_SCALED16) && layer.format == BD_FORMAT_ELL_SCALED16) {
+        const uint2 scale = __ldg(ell + layer.offset);
+        bd_ell_slots<SCALED_UNROLL>(bd_ell_first<unsigned short>(layer, ell, s0, lane), s0, s1, scale.y,
+                                    __uint_as_float(scale.x), step);
+    } else if (BD_RUNS(BD_FORMAT_ELL_SCALED32)) {
+        const uint2 scale = __ldg(ell + layer.offset);
+        bd_ell_slots<SCALED_UNROLL>(bd_ell_first<unsigned int>(layer, ell, s0, lane), s0, s1, scale.y,
+                                    __uint_as_float(scale.x), step);
     }
 }
 
@@ -467,22 +480,20 @@ __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, c
         if (BD_RUNS(BD_FORMAT_DENSE) && layer.format == BD_FORMAT_DENSE) {
             bd_dense_sums<BD_ROWS, true>(acc, at, rows, cur, dense + layer.offset + c, layer);
         } else {
+            // The item's first `rows` of BD_ROWS rows (at[r]: row r's offset in cur).
+            // bd_chain_global, which runs these items, took 78 registers with the three ELL
+            // forms compiled in (3 blocks an SM instead of 4) and 64 with its chain's alone
+            // (BD_FORMATS). The exact items (bd_item) run the shared and split tiles.
             const unsigned int s0 = group_starts[layer.group_table + g];
             const unsigned int s1 = group_starts[layer.group_table + g + 1];
-            // The format is uniform over the layer: so is the branch. A scaled layer's first
-            // unit: (base value bits, index bits), read inside its branch only. The last
-            // branch is the set's last format: the host compiled the set from the layers.
-            if (BD_RUNS(BD_FORMAT_ELL) && layer.format == BD_FORMAT_ELL) {
-                bd_ell_sums(acc, at, rows, cur, bd_ell_first<uint2>(layer, ell, s0, lane), s0, s1, 0u, 0.0f);
-            } else if (BD_RUNS(BD_FORMAT_ELL_SCALED16) && layer.format == BD_FORMAT_ELL_SCALED16) {
-                const uint2 scale = __ldg(ell + layer.offset);
-                bd_ell_sums(acc, at, rows, cur, bd_ell_first<unsigned short>(layer, ell, s0, lane), s0, s1, scale.y,
-                            __uint_as_float(scale.x));
-            } else if (BD_RUNS(BD_FORMAT_ELL_SCALED32)) {
-                const uint2 scale = __ldg(ell + layer.offset);
-                bd_ell_sums(acc, at, rows, cur, bd_ell_first<unsigned int>(layer, ell, s0, lane), s0, s1, scale.y,
-                            __uint_as_float(scale.x));
-            }
+            bd_ell_layer<1>(layer, ell, s0, s1, lane, [&](unsigned int k, float wv) {
+#pragma unroll
+                for (unsigned int r = 0; r < BD_ROWS; ++r) {
+                    if (r < rows) {
+                        acc[r] = fmaf(cur[at[r] + k], wv, acc[r]);
+                    }
+                }
+            });
         }
         // Loaded after the sums: a value (or a pointer) live across them spills the wide split
         // instance at its 80 registers.
@@ -505,27 +516,6 @@ __device__ __forceinline__ float bd_lds(unsigned int address) {
     float v;
     asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(address));
     return v;
-}
-
-// bd_ell_sums for an exact item of R rows whose floats start at the 32-bit shared addresses
-// row_at[r] (bd_lds). Pairs unrolled by 4 as before, scaled entries by 2: by 4, bd_chain_split
-// fell to 64 registers with 40 bytes of spills, some in these sums (NVRTC 13.0, sm_90).
-template <unsigned int R, typename E>
-__device__ __forceinline__ void bd_ell_sums_exact(float (&acc)[R], const unsigned int (&row_at)[R],
-                                                  const E* __restrict__ e, unsigned int s0, unsigned int s1,
-                                                  unsigned int shift, float base) {
-    constexpr int unroll = sizeof(E) == sizeof(uint2) ? 4 : 2;
-#pragma unroll unroll
-    for (unsigned int s = s0; s < s1; ++s, e += 32) {
-        unsigned int k;
-        float wv;
-        bd_ell_decode(__ldg(e), shift, base, k, wv);
-        const unsigned int offset = k * 4u;
-#pragma unroll
-        for (unsigned int r = 0; r < R; ++r) {
-            acc[r] = fmaf(bd_lds(row_at[r] + offset), wv, acc[r]);
-        }
-    }
 }
 
 // One work item of an exact layer: 32 outputs (group g, lane's column c) of exactly R live
@@ -565,17 +555,13 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
         for (unsigned int r = 0; r < R; ++r) {
             row_at[r] = window + tile.live[first_row + r] * stride * 4u;
         }
-        if (BD_RUNS(BD_FORMAT_ELL) && layer.format == BD_FORMAT_ELL) {
-            bd_ell_sums_exact<R>(acc, row_at, bd_ell_first<uint2>(layer, ell, s0, lane), s0, s1, 0u, 0.0f);
-        } else if (BD_RUNS(BD_FORMAT_ELL_SCALED16) && layer.format == BD_FORMAT_ELL_SCALED16) {
-            const uint2 scale = __ldg(ell + layer.offset);
-            bd_ell_sums_exact<R>(acc, row_at, bd_ell_first<unsigned short>(layer, ell, s0, lane), s0, s1, scale.y,
-                                 __uint_as_float(scale.x));
-        } else if (BD_RUNS(BD_FORMAT_ELL_SCALED32)) {
-            const uint2 scale = __ldg(ell + layer.offset);
-            bd_ell_sums_exact<R>(acc, row_at, bd_ell_first<unsigned int>(layer, ell, s0, lane), s0, s1, scale.y,
-                                 __uint_as_float(scale.x));
-        }
+        bd_ell_layer<2>(layer, ell, s0, s1, lane, [&](unsigned int k, float wv) {
+            const unsigned int offset = k * 4u;
+#pragma unroll
+            for (unsigned int r = 0; r < R; ++r) {
+                acc[r] = fmaf(bd_lds(row_at[r] + offset), wv, acc[r]);
+            }
+        });
     }
     // As in bd_layer: the bias after the sums; the rows' offsets read again (not live
     // across the sums).

@@ -6,8 +6,12 @@
 //!
 //! ```text
 //! LD_LIBRARY_PATH=$PWD/.nvrtc/nvidia/cu13/lib cargo run --release -p spdnn-blockdepend \
-//!     --example registers -- [--arch sm_90] [kernel ...]
+//!     --example registers -- [--arch sm_90] [--dump DIR] [kernel ...]
 //! ```
+//!
+//! `--dump DIR` also writes each CUBIN as `DIR/<kernel>.<set>.cubin` (set 0 … 3, the columns
+//! in order), so that two versions of the source can be compared instruction by instruction
+//! (the `.text.<kernel>` sections): a change that leaves them equal changes no behaviour.
 //!
 //! Each cell: registers (the kernel's `EIATTR_REGCOUNT` in the CUBIN's `.nv.info` section)
 //! and, in parentheses, its frame's bytes of local memory (`EIATTR_FRAME_SIZE`; spills).
@@ -82,10 +86,12 @@ const FRAME_SIZE: u8 = 0x11;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1).peekable();
     let mut arch = "sm_90".to_string();
+    let mut dump = None;
     let mut names = Vec::new();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--arch" => arch = args.next().ok_or("--arch sm_XY")?,
+            "--dump" => dump = Some(std::path::PathBuf::from(args.next().ok_or("--dump DIR")?)),
             _ => names.push(arg),
         }
     }
@@ -104,8 +110,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             continue;
         }
         let mut row = decl.name.to_string();
-        for (_, formats) in sets {
-            let decl = for_formats(decl, formats);
+        for (set, (_, formats)) in sets.iter().enumerate() {
+            let decl = for_formats(decl, *formats);
             let text = decl.source.expand_builtin()?;
             let mut options = decl.source.nvrtc_options(&arch)?;
             options.extend(selection_options(&[decl.name]));
@@ -114,6 +120,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let ModuleImage::Cubin(bytes) = image else {
                 return Err("NVRTC handed back PTX where a CUBIN was asked for".into());
             };
+            if let Some(dir) = &dump {
+                std::fs::write(dir.join(format!("{}.{set}.cubin", decl.name)), &bytes)?;
+            }
             let attribute = |wanted| match kernel_attribute(&bytes, decl.name, wanted) {
                 Some(value) => value.to_string(),
                 None => "?".into(),
