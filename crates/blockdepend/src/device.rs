@@ -15,10 +15,9 @@ use spdnn_formats::{Csr, SparseMatrix};
 use crate::layout::{FormatChoice, Layout, WARP};
 use crate::plan::{self, Items, Limits, MAX_TILE, Placement, Segment, Spread};
 use crate::{
-    ALL_FORMATS, Bias, BlockDependOptions, CHAIN_GLOBAL, CHAIN_SHARED, CHAIN_SHARED_WIDE,
-    CHAIN_SPLIT, CHAIN_SPLIT_WIDE, Chain, Compression, Expansion, KernelFormats, Retire,
-    SPREAD_CHAIN, SPREAD_CHAIN_WIDE, SPREAD_SPLIT, SPREAD_SPLIT_WIDE, for_formats, plan_kernels,
-    spread_kernel, tile_kernel,
+    Bias, BlockDependOptions, CHAIN_GLOBAL, CHAIN_SHARED, CHAIN_SHARED_WIDE, CHAIN_SPLIT,
+    CHAIN_SPLIT_WIDE, Chain, Compression, Expansion, Retire, SPREAD_CHAIN, SPREAD_CHAIN_WIDE,
+    SPREAD_SPLIT, SPREAD_SPLIT_WIDE, for_formats, plan_kernels, spread_kernel, tile_kernel,
 };
 
 /// Stage names of the profiled run: one per launch, in order (a chain cut more often than
@@ -543,10 +542,7 @@ impl Preparation {
         // time leaves the wait out: it does not wait for a module).
         let host = Host::shared(chain, options)?;
         let layout = &host.layout;
-        let formats = match options.kernel_formats {
-            KernelFormats::Layers => layout.formats(),
-            KernelFormats::Every => ALL_FORMATS,
-        };
+        let formats = options.kernel_formats.set(layout.formats());
         let shared_decl = for_formats(&CHAIN_SHARED, formats);
         gpu.compile_ahead([&shared_decl]);
         let cuts =

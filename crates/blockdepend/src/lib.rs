@@ -279,21 +279,43 @@ pub struct BlockDependOptions {
     /// fill with fewer rows (a launch's tiles hold ⌈rows / (blocks · 2)⌉ rows, at most the
     /// tile) and spread launches stay small under racecheck.
     pub grid_blocks: Option<usize>,
-    /// Which layer formats the kernels are compiled for (default: those of the chain's
-    /// layers after the first, [`for_formats`]; `Every`: every format, the kernels before,
-    /// for A/B runs).
+    /// Which layer formats the kernels are compiled for ([`KernelFormats`]; default: those
+    /// of the chain's layers where that was measured faster, else every format).
     pub kernel_formats: KernelFormats,
 }
 
-/// Which layer formats a run's kernels are compiled for.
+/// Which layer formats a run's kernels are compiled for ([`for_formats`]). Fewer formats
+/// leave NVRTC fewer branches, and it allocates registers anew: on one H100 (2026-11-27,
+/// `docs/blockdepend.md`) the kernels of the layers' formats were 3.4 % faster at 65536-120
+/// (32-bit scaled layers) and 3.3 % at 1024-120 (dense and 16-bit scaled), but 9.8 % slower on
+/// random 4096-120 (pairs only: the wide split instance at 40 registers with 16 bytes of
+/// spills, against 80).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KernelFormats {
-    /// The formats of the chain's layers after the first ([`Layout::formats`]).
+    /// The layers' formats for a chain with scaled layers and no pair layers (the measured
+    /// gains); every format otherwise.
     #[default]
+    Auto,
+    /// The formats of the chain's layers after the first ([`Layout::formats`]).
     Layers,
-    /// Every format ([`ALL_FORMATS`]).
+    /// Every format ([`ALL_FORMATS`]): the kernels before, for A/B runs.
     Every,
+}
+
+impl KernelFormats {
+    /// The `BD_FORMATS` set to compile for a chain whose layers after the first have the
+    /// formats `layers` ([`Layout::formats`]).
+    pub fn set(self, layers: u32) -> u32 {
+        let scaled = Format::EllScaled16.bit() | Format::EllScaled32.bit();
+        match self {
+            KernelFormats::Auto if layers & scaled != 0 && layers & Format::Ell.bit() == 0 => {
+                layers
+            }
+            KernelFormats::Auto | KernelFormats::Every => ALL_FORMATS,
+            KernelFormats::Layers => layers,
+        }
+    }
 }
 
 impl Default for BlockDependOptions {
@@ -308,7 +330,7 @@ impl Default for BlockDependOptions {
             items: ItemChoice::Auto,
             spread: SpreadChoice::Auto,
             grid_blocks: None,
-            kernel_formats: KernelFormats::Layers,
+            kernel_formats: KernelFormats::Auto,
         }
     }
 }
@@ -480,7 +502,7 @@ mod tests {
         let json = serde_json::to_string(&o).unwrap();
         assert_eq!(
             json,
-            r#"{"compress":true,"retire":true,"tile_rows":null,"cuts":null,"placement":"auto","format":"auto","items":"auto","spread":"auto","grid_blocks":null,"kernel_formats":"layers"}"#
+            r#"{"compress":true,"retire":true,"tile_rows":null,"cuts":null,"placement":"auto","format":"auto","items":"auto","spread":"auto","grid_blocks":null,"kernel_formats":"auto"}"#
         );
     }
 
@@ -599,6 +621,30 @@ mod tests {
             formats_of(for_formats(&CHAIN_SHARED, Format::Input.bit())),
             Some(0)
         );
+    }
+
+    #[test]
+    fn auto_compiles_the_layers_formats_only_for_scaled_chains_without_pairs() {
+        let (dense, pairs, s16, s32) = (
+            Format::Dense.bit(),
+            Format::Ell.bit(),
+            Format::EllScaled16.bit(),
+            Format::EllScaled32.bit(),
+        );
+        for (layers, auto) in [
+            (s32, s32),
+            (dense | s16, dense | s16),
+            (s16 | s32, s16 | s32),
+            (pairs, ALL_FORMATS),
+            (pairs | s16, ALL_FORMATS),
+            (dense, ALL_FORMATS),
+            (dense | pairs, ALL_FORMATS),
+            (0, ALL_FORMATS),
+        ] {
+            assert_eq!(KernelFormats::Auto.set(layers), auto, "{layers:#b}");
+            assert_eq!(KernelFormats::Layers.set(layers), layers, "{layers:#b}");
+            assert_eq!(KernelFormats::Every.set(layers), ALL_FORMATS, "{layers:#b}");
+        }
     }
 
     #[test]

@@ -873,11 +873,12 @@ fn with_format(o: &BlockDependOptions, format: FormatChoice) -> BlockDependOptio
 }
 
 /// Runs `p` with `o` three times, its layers stored scaled where their values allow
-/// (`FormatChoice::Ell`) and as pairs (`FormatChoice::EllPairs`), and scaled again with
-/// kernels compiled for every format (`KernelFormats::Every`; the others for their layers'
-/// formats): the scaled run against the reference within `tolerance`, and against the other
-/// two bit for bit (the same slots, each entry decoding to its pair; the same sums whatever
-/// branches the module holds). Returns how many layers the scaled run stored scaled.
+/// (`FormatChoice::Ell`) and as pairs (`FormatChoice::EllPairs`), both with kernels compiled
+/// for their layers' formats (`KernelFormats::Layers`, whatever `o` says), and scaled again
+/// with kernels of every format (`KernelFormats::Every`): the scaled run against the
+/// reference within `tolerance`, and against the other two bit for bit (the same slots, each
+/// entry decoding to its pair; the same sums whatever branches the module holds). Returns how
+/// many layers the scaled run stored scaled.
 fn scaled_agrees_with_pairs(
     gpu: &Gpu,
     p: &Problem,
@@ -885,9 +886,13 @@ fn scaled_agrees_with_pairs(
     tolerance: Tolerance,
     what: &str,
 ) -> usize {
-    let scaled = run_variant(with_format(o, FormatChoice::Ell))(gpu, p)
+    let layers = |format| BlockDependOptions {
+        kernel_formats: KernelFormats::Layers,
+        ..with_format(o, format)
+    };
+    let scaled = run_variant(layers(FormatChoice::Ell))(gpu, p)
         .unwrap_or_else(|e| panic!("{what}, scaled: {e}"));
-    let pairs = run_variant(with_format(o, FormatChoice::EllPairs))(gpu, p)
+    let pairs = run_variant(layers(FormatChoice::EllPairs))(gpu, p)
         .unwrap_or_else(|e| panic!("{what}, pairs: {e}"));
     let every = run_variant(BlockDependOptions {
         kernel_formats: KernelFormats::Every,

@@ -261,7 +261,7 @@ pub fn knobs(layers: usize) -> impl Strategy<Value = Knobs> {
                     // The emulation sizes no grid (`blocks` is its own).
                     grid_blocks: None,
                     // Nor compiles a kernel.
-                    kernel_formats: KernelFormats::Layers,
+                    kernel_formats: KernelFormats::Auto,
                 },
                 limits,
                 blocks,

@@ -53,9 +53,9 @@ pub struct BlockDependArgs {
     /// hold]. Fewer leave SMs idle; with fewer blocks, tiles fill with fewer rows.
     #[arg(long, value_name = "BLOCKS", value_parser = at_least_one, allow_hyphen_values = true)]
     pub bd_grid_blocks: Option<usize>,
-    /// Which layer formats the kernels are compiled for: `layers` (those of the network's
-    /// layers: a branch for a format it lacks costs registers) or `every` (the kernels
-    /// before, for A/B runs) [default: layers].
+    /// Which layer formats the kernels are compiled for: `auto` (the network's own where
+    /// its layers are scaled and none pairs, else every format), `layers` (the network's
+    /// own) or `every` (the kernels before, for A/B runs) [default: auto].
     #[arg(long, value_enum, value_name = "WHICH")]
     pub bd_kernel_formats: Option<KernelFormatsArg>,
 }
@@ -132,6 +132,8 @@ pub enum SpreadArg {
 /// Which layer formats the kernels are compiled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum KernelFormatsArg {
+    /// The network's own where its layers are scaled and none pairs, else every format.
+    Auto,
     /// Those of the network's layers.
     Layers,
     /// Every format.
@@ -194,6 +196,7 @@ impl GroupArgs for BlockDependArgs {
             }
             if let Some(formats) = self.bd_kernel_formats {
                 bd.kernel_formats = match formats {
+                    KernelFormatsArg::Auto => KernelFormats::Auto,
                     KernelFormatsArg::Layers => KernelFormats::Layers,
                     KernelFormatsArg::Every => KernelFormats::Every,
                 };
