@@ -3,7 +3,8 @@
 # 1. Every GPU test executable (`run.sh tests`, four at a time, each within 200 s): the four
 #    review commits of 2026-11-27f that never ran on a GPU (drive's each_step, snicit's
 #    recovery launches, blockdepend's wide test problem, Format::is_scaled).
-# 2. Issue 27's A/B (docs/runs/pending-issue27-scaled.sh): blockdepend's scaled ELL layers
+# 2. Issue 27's A/B (the pending-issue27-scaled.sh of 2026-11-27f, here with the network
+#    generated once): blockdepend's scaled ELL layers
 #    against pairs (`--bd-format ell-pairs`) in one binary, generated 1024-120 and 65536-120
 #    (seed 0, MNIST-recipe rows), 2 warm-ups and 5 timed runs each; the JSON keeps a time per
 #    launch (`stages_ms`) and each instance's registers.
