@@ -82,9 +82,10 @@ fn on_workers(times: &[f64], cores: usize) -> f64 {
     free.into_iter().fold(0.0, f64::max)
 }
 
-/// blockdepend's plan for the official network with an H100's limits: the instances it
-/// launches besides `bd_chain_shared`.
-fn blockdepend_plan(official: &Path) -> Result<Vec<&'static KernelDecl>> {
+/// blockdepend's plan for the official network with an H100's limits: `bd_chain_shared` and
+/// the instances it launches, compiled for the layer formats a run compiles them for
+/// (`KernelFormats`, the default).
+fn blockdepend_plan(official: &Path) -> Result<Vec<KernelDecl>> {
     use spdnn_blockdepend::{BlockDependOptions, Chain, Layout, Limits, plan};
     let (network, _) = load_network(
         &WeightsSpec::Path(official.to_path_buf()),
@@ -125,7 +126,16 @@ fn blockdepend_plan(official: &Path) -> Result<Vec<&'static KernelDecl>> {
         "blockdepend's plan on the official 1024-120: {}",
         labels.join(" ")
     );
-    Ok(spdnn_blockdepend::plan_kernels(&segments))
+    let formats = options.kernel_formats.set(layout.formats());
+    let shared = &spdnn_blockdepend::CHAIN_SHARED;
+    Ok(std::iter::once(shared)
+        .chain(
+            spdnn_blockdepend::plan_kernels(&segments)
+                .into_iter()
+                .filter(|d| d.name != shared.name),
+        )
+        .map(|decl| spdnn_blockdepend::for_formats(decl, formats))
+        .collect())
 }
 
 fn main() -> Result<()> {
@@ -144,21 +154,14 @@ fn main() -> Result<()> {
     if !spdnn_cuda::nvrtc_present() {
         bail!("NVRTC not found: put .nvrtc/nvidia/cu13/lib on LD_LIBRARY_PATH");
     }
-    let bd_shared = &spdnn_blockdepend::CHAIN_SHARED;
-    let blockdepend: Vec<&'static KernelDecl> = match &official {
-        Some(path) => std::iter::once(bd_shared)
-            .chain(
-                blockdepend_plan(path)?
-                    .into_iter()
-                    .filter(|d| d.name != bd_shared.name),
-            )
-            .collect(),
+    let blockdepend: Vec<KernelDecl> = match &official {
+        Some(path) => blockdepend_plan(path)?,
         None => {
             eprintln!("no --official: blockdepend counted with every instance");
-            spdnn_blockdepend::KERNELS.iter().collect()
+            spdnn_blockdepend::KERNELS.to_vec()
         }
     };
-    let methods: Vec<(&str, Vec<&'static KernelDecl>)> = vec![
+    let methods: Vec<(&str, Vec<&KernelDecl>)> = vec![
         ("bf", spdnn_bf::BF_KERNELS.to_vec()),
         ("snig", spdnn_snig::SNIG_KERNELS.to_vec()),
         ("cusparse", spdnn_cusparse::EPILOGUES.to_vec()),
@@ -179,7 +182,7 @@ fn main() -> Result<()> {
                 false,
             ),
         ),
-        ("blockdepend", blockdepend),
+        ("blockdepend", blockdepend.iter().collect()),
     ];
 
     // Each kernel once, in the order first named.
