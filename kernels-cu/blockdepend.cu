@@ -480,10 +480,9 @@ __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, c
         if (BD_RUNS(BD_FORMAT_DENSE) && layer.format == BD_FORMAT_DENSE) {
             bd_dense_sums<BD_ROWS, true>(acc, at, rows, cur, dense + layer.offset + c, layer);
         } else {
-            // The item's first `rows` of BD_ROWS rows (at[r]: row r's offset in cur).
-            // bd_chain_global, which runs these items, took 78 registers with the three ELL
-            // forms compiled in (3 blocks an SM instead of 4) and 64 with its chain's alone
-            // (BD_FORMATS). The exact items (bd_item) run the shared and split tiles.
+            // The item's first `rows` of BD_ROWS rows (at[r]: row r's offset in cur); these
+            // items run the global tiles (BD_RUNS says what their registers cost), the exact
+            // ones (bd_item) the shared and split tiles.
             const unsigned int s0 = group_starts[layer.group_table + g];
             const unsigned int s1 = group_starts[layer.group_table + g + 1];
             bd_ell_layer<1>(layer, ell, s0, s1, lane, [&](unsigned int k, float wv) {
