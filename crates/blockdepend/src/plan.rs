@@ -22,7 +22,9 @@
 //! global: the weights over the global tile, plus the row's activations as the layer reads
 //! them (dense: the whole input row once per group of 32 outputs; ELL: the 32-byte sectors
 //! its gathers touch, [`LayerLayout::sectors`]) and its outputs written. The cheapest wins,
-//! shared before split before global on a tie.
+//! shared before split before global on a tie. Layer 1 is outside the bytes (its entries
+//! are read per input nonzero in every placement), and a launch holding it never goes to
+//! global tiles while a shared or split tile fits: its scatter would be L2 atomics.
 
 use serde::Serialize;
 
@@ -458,7 +460,15 @@ pub fn plan(
         let split_tile = tile_rows.map_or(split_fits, |t| if t <= split_fits { t } else { 0 });
         let global_tile = tile_rows.unwrap_or(GLOBAL_TILE).min(MAX_TILE);
         let count = (end - first) as f64;
-        let weights: f64 = layers[first..end].iter().map(|l| l.bytes as f64).sum();
+        // Layer 1's entries are read once per input nonzero, whatever the tile: the same
+        // bytes in every placement, so they stay out of the comparison (divided by a tile's
+        // rows, its 1 MB at N = 65536 once put launch 1 in global tiles, 10.18 against
+        // 6.90 ms with shared tiles, one H100, 2026-11-27).
+        let weights: f64 = layers[first..end]
+            .iter()
+            .filter(|l| l.format != Format::Input)
+            .map(|l| l.bytes as f64)
+            .sum();
         let activations: f64 = layers[first..end].iter().map(activation_reads).sum();
         let round_trips: f64 = layers[first..end].iter().map(split_round_trip).sum();
         let model = SegmentModel {
@@ -488,6 +498,16 @@ pub fn plan(
             PlacementChoice::Shared => Placement::Shared,
             PlacementChoice::Split => Placement::Split,
             PlacementChoice::Global => Placement::Global,
+            // Layer 1 scatters each input nonzero's entries with atomics: in global tiles
+            // one L2 atomic (a 32-byte sector) each, which the bytes above leave out, so
+            // global tiles take layer 1 only when no shared or split tile fits.
+            PlacementChoice::Auto if first == 0 && (shared_tile > 0 || split_tile > 0) => {
+                match (model.shared_bytes, model.split_bytes) {
+                    (Some(shared), Some(split)) if split < shared => Placement::Split,
+                    (Some(_), _) => Placement::Shared,
+                    _ => Placement::Split,
+                }
+            }
             PlacementChoice::Auto => {
                 let mut best = (Placement::Global, model.global_bytes);
                 for (placement, bytes) in [
@@ -654,6 +674,48 @@ mod tests {
         let l = layout(&[10, 4096, 4096]);
         let s = plan(&l, &H200, &[], PlacementChoice::Auto, Some(100)).unwrap();
         assert_eq!((s[0].placement, s[0].tile), (Placement::Global, 100));
+    }
+
+    #[test]
+    fn layer_one_stays_out_of_global_tiles() {
+        // The compressed 65536's shape: layer 1 reads 65536 inputs into 4096 outputs, 32
+        // entries an output (1 MB of entries), then a light 4096-wide layer. Layer 1's
+        // entries are read per input nonzero in every placement, so they do not count
+        // against a tile of 7 rows; its scatter keeps the launch in shared memory.
+        let inputs = 65536u32;
+        let first: Vec<(u32, u32, f32)> = (0..4096u32)
+            .flat_map(|c| (0..32u32).map(move |j| ((c + j * 2048) % inputs, c, 1.0)))
+            .collect();
+        let second: Vec<(u32, u32, f32)> = (0..4096u32).map(|c| (c, c, 1.0)).collect();
+        let layers = vec![
+            Csr::from_triplets(65536, 4096, &first).unwrap(),
+            Csr::from_triplets(4096, 4096, &second).unwrap(),
+        ];
+        let l = Layout::build(
+            &Chain::from_parts(layers, None).unwrap(),
+            FormatChoice::Auto,
+        )
+        .unwrap();
+        assert!(l.layers[0].bytes >= 1 << 20, "{}", l.layers[0].bytes);
+        let s = plan(&l, &H200, &[], PlacementChoice::Auto, None).unwrap();
+        assert_eq!((s[0].placement, s[0].tile), (Placement::Shared, 7));
+        // Layer 2 alone, in a launch of its own, is still chosen by its bytes.
+        let s = plan(&l, &H200, &[1], PlacementChoice::Auto, None).unwrap();
+        assert_eq!(s[0].placement, Placement::Shared);
+        let m = s[1].model;
+        let best = [
+            m.shared_bytes.unwrap(),
+            m.split_bytes.unwrap(),
+            m.global_bytes,
+        ]
+        .into_iter()
+        .fold(f64::INFINITY, f64::min);
+        let chosen = match s[1].placement {
+            Placement::Shared => m.shared_bytes.unwrap(),
+            Placement::Split => m.split_bytes.unwrap(),
+            Placement::Global => m.global_bytes,
+        };
+        assert_eq!(chosen, best, "{m:?}");
     }
 
     #[test]
