@@ -89,9 +89,10 @@
 #error "BD_STATE_BOUND must come from Rust (-D)"
 #endif
 
-// One layer's descriptor (BD_DESC_WORDS words: format, in, out, dense stride (layer 1: the
-// width of its ELL form, 0 for CSR), offset low, offset high (ELL: in 8-byte units of ell),
-// ELL group table, unused).
+// One layer's descriptor (BD_DESC_WORDS words: format, in, out, dense stride (layer 1: its
+// entries per input neuron, 0 for CSR), offset low, offset high (ELL: in 8-byte units of ell),
+// ELL group table (layer 1: the index bits of its scaled entries, 0 for pairs), and, for
+// layer 1 only, the bits of its scaled entries' base value).
 struct BdLayer {
     unsigned int format;
     unsigned int in_width;
@@ -227,6 +228,146 @@ __device__ __forceinline__ void bd_stage_wait() {
 #endif
 }
 
+// Adds v to the 32-bit integer at a shared-window address, no result returned: one native
+// instruction, where from a generic pointer into the dynamic shared array sm_90 rebuilt the
+// window address (S2R SR_CgaCtaId, UMOV, UIADD3, ULEA) before every add. volatile keeps it
+// on its side of the block's barriers.
+__device__ __forceinline__ void bd_red_shared_add(unsigned int address, unsigned int v) {
+    asm volatile("red.shared.add.u32 [%0], %1;\n" ::"r"(address), "r"(v) : "memory");
+}
+
+// Layer 1's scatter of staged nonzeros c0 .. c0+m-1 for scaled entries: every W1 weight is
+// m·w1_base, stored as V 32-bit entries per input neuron (the output in the low w1_bits bits,
+// m above; padding m = 0), read in one V·4-byte load. Each thread loads the entries of its
+// BD_SCATTER_BATCH nonzeros before adding any. Binary inputs (BINARY) add the whole multiples
+// with integer shared-memory atomics, a native instruction where a float atomicAdd on shared
+// memory is a compare-and-swap loop (sm_90), and bd_first_layer converts the sums once: Rust
+// proved every column's sum of multiples exact in float (layout::FirstScaled), so the result
+// is the float sum in any order, bit for bit. Other inputs add x·float(m)·w1_base, the pair
+// form's weight bit for bit. SHARED_ACC: cur lies in shared memory, and the integer adds
+// take its 32-bit window address (bd_red_shared_add).
+template <unsigned int THREADS, unsigned int V, bool BINARY, bool SHARED_ACC>
+__device__ __forceinline__ void bd_scatter_scaled(float* cur, unsigned int stride, const unsigned int* cols,
+                                                  const unsigned int* vals, unsigned int c0, unsigned int m,
+                                                  const uint2* __restrict__ w1_entries, unsigned int w1_bits,
+                                                  float w1_base, unsigned int& row, const BdTile& tile) {
+    const unsigned int index_mask = (1u << w1_bits) - 1u;
+    const unsigned int window = SHARED_ACC ? (unsigned int)__cvta_generic_to_shared(cur) : 0u;
+    for (unsigned int j0 = threadIdx.x; j0 < m; j0 += BD_SCATTER_BATCH * THREADS) {
+        unsigned int e[BD_SCATTER_BATCH][V];
+        unsigned int at[BD_SCATTER_BATCH];
+        float x[BD_SCATTER_BATCH];
+#pragma unroll
+        for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+            const unsigned int j = j0 + u * THREADS;
+#pragma unroll
+            for (unsigned int v = 0; v < V; ++v) {
+                e[u][v] = 0u;
+            }
+            at[u] = 0u;
+            x[u] = 1.0f;
+            if (j < m) {
+                const unsigned int k = cols[j];
+                if (!BINARY) {
+                    x[u] = __uint_as_float(vals[j]);
+                }
+                // starts[n] = total > c0 + j: the walk stops at a row of the tile.
+                while (tile.starts[row + 1] <= c0 + j) {
+                    ++row;
+                }
+                at[u] = row * stride;
+                if (V == 2) {
+                    const uint2 q = __ldg(w1_entries + k);
+                    e[u][0] = q.x;
+                    e[u][V - 1] = q.y;
+                } else {
+                    const uint4 q = __ldg(reinterpret_cast<const uint4*>(w1_entries) + k);
+                    e[u][0] = q.x;
+                    e[u][1 % V] = q.y;
+                    e[u][2 % V] = q.z;
+                    e[u][V - 1] = q.w;
+                }
+            }
+        }
+#pragma unroll
+        for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+#pragma unroll
+            for (unsigned int v = 0; v < V; ++v) {
+                const unsigned int multiple = e[u][v] >> w1_bits;
+                const unsigned int c = at[u] + (e[u][v] & index_mask);
+                // Integers: padding (and a nonzero past m, all zero entries) adds 0 to a
+                // word of the tile, no branch. Floats skip it, as the pairs do.
+                if (BINARY && SHARED_ACC) {
+                    bd_red_shared_add(window + 4u * c, multiple);
+                } else if (BINARY) {
+                    atomicAdd(reinterpret_cast<unsigned int*>(cur) + c, multiple);
+                } else if (multiple != 0u) {
+                    atomicAdd(cur + c, x[u] * ((float)multiple * w1_base));
+                }
+            }
+        }
+    }
+}
+
+// Layer 1's scatter of staged nonzeros c0 .. c0+m-1 for (output, weight) pairs: CSR
+// (w1_ell == 0) or w1_ell per input neuron (padding weighs +0 and is skipped); x·w added
+// with float shared-memory atomics, any order.
+template <unsigned int THREADS>
+__device__ __forceinline__ void bd_scatter_pairs(float* cur, unsigned int stride, const unsigned int* cols,
+                                                 const unsigned int* vals, unsigned int c0, unsigned int m,
+                                                 unsigned int x_binary, const unsigned int* __restrict__ w1_offsets,
+                                                 const uint2* __restrict__ w1_entries, unsigned int w1_ell,
+                                                 unsigned int& row, const BdTile& tile) {
+    for (unsigned int j0 = threadIdx.x; j0 < m; j0 += BD_SCATTER_BATCH * THREADS) {
+        unsigned int k[BD_SCATTER_BATCH];
+        unsigned int r[BD_SCATTER_BATCH];
+        float x[BD_SCATTER_BATCH];
+#pragma unroll
+        for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+            const unsigned int j = j0 + u * THREADS;
+            k[u] = 0;
+            x[u] = 0.0f;
+            r[u] = row;
+            if (j < m) {
+                k[u] = cols[j];
+                x[u] = x_binary ? 1.0f : __uint_as_float(vals[j]);
+                // starts[n] = total > c0 + j: the walk stops at a row of the tile.
+                while (tile.starts[row + 1] <= c0 + j) {
+                    ++row;
+                }
+                r[u] = row;
+            }
+        }
+        if (w1_ell > 0) {
+#pragma unroll
+            for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+                if (j0 + u * THREADS < m) {
+                    float* acc = cur + r[u] * stride;
+                    const uint2* e = w1_entries + (unsigned long long)k[u] * w1_ell;
+                    for (unsigned int i = 0; i < w1_ell; ++i) {
+                        const uint2 entry = __ldg(e + i);
+                        if (entry.y != 0u) {
+                            atomicAdd(acc + entry.x, x[u] * __uint_as_float(entry.y));
+                        }
+                    }
+                }
+            }
+        } else {
+#pragma unroll
+            for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+                if (j0 + u * THREADS < m) {
+                    float* acc = cur + r[u] * stride;
+                    const unsigned int stop = __ldg(w1_offsets + k[u] + 1);
+                    for (unsigned int e = __ldg(w1_offsets + k[u]); e < stop; ++e) {
+                        const uint2 entry = __ldg(w1_entries + e);
+                        atomicAdd(acc + entry.x, x[u] * __uint_as_float(entry.y));
+                    }
+                }
+            }
+        }
+    }
+}
+
 // Layer 1 over the input rows base .. base+n-1 into slots 0..n-1 of cur: zero the padded
 // outputs; then the tile's input nonzeros (contiguous in the CSR) in chunks of
 // `stage_words / 2` (binary: every value 1, only the columns are read) or `stage_words / 4`
@@ -235,9 +376,11 @@ __device__ __forceinline__ void bd_stage_wait() {
 // x·W[k, c] added with atomics, each thread taking every THREADS-th staged nonzero,
 // BD_SCATTER_BATCH at a time, and finding its row by walking the tile's row starts forward
 // (its row persists across chunks); then the bias (`biases[c]`, or the scalar when biases is
-// nullptr) and the clip. W1 is CSR (w1_ell == 0) or ELL of w1_ell entries per input neuron
-// (padding has weight +0 and is skipped).
-template <unsigned int THREADS, bool ASYNC>
+// nullptr) and the clip. W1 is CSR (w1_ell == 0), ELL of w1_ell (output, weight) pairs per
+// input neuron (padding has weight +0 and is skipped), or, with w1_bits != 0, w1_ell (2 or 4)
+// scaled entries per input neuron (bd_scatter_scaled; binary inputs sum whole multiples of
+// w1_base in the accumulators' bits, converted here before the bias).
+template <unsigned int THREADS, bool ASYNC, bool SHARED_ACC>
 __device__ __forceinline__ void bd_first_layer(float* cur, unsigned int* stage, unsigned int stage_words,
                                                unsigned int stride, unsigned int base, unsigned int n,
                                                const unsigned int* __restrict__ x_offsets,
@@ -245,8 +388,9 @@ __device__ __forceinline__ void bd_first_layer(float* cur, unsigned int* stage, 
                                                const float* __restrict__ x_vals, unsigned int x_binary,
                                                const unsigned int* __restrict__ w1_offsets,
                                                const uint2* __restrict__ w1_entries, unsigned int w1_ell,
-                                               unsigned int width, float bias, const float* __restrict__ biases,
-                                               float upper, BdTile& tile) {
+                                               unsigned int w1_bits, float w1_base, unsigned int width,
+                                               float bias, const float* __restrict__ biases, float upper,
+                                               BdTile& tile) {
     const unsigned int padded = bd_round32(width);
     for (unsigned int i = threadIdx.x; i < n * padded; i += THREADS) {
         const unsigned int r = i / padded;
@@ -293,63 +437,35 @@ __device__ __forceinline__ void bd_first_layer(float* cur, unsigned int* stage, 
         __syncthreads();
         const unsigned int* cols = stage + b * chunk;
         const unsigned int* vals = stage + 2 * chunk + b * chunk;
-        for (unsigned int j0 = threadIdx.x; j0 < m; j0 += BD_SCATTER_BATCH * THREADS) {
-            unsigned int k[BD_SCATTER_BATCH];
-            unsigned int r[BD_SCATTER_BATCH];
-            float x[BD_SCATTER_BATCH];
-#pragma unroll
-            for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
-                const unsigned int j = j0 + u * THREADS;
-                k[u] = 0;
-                x[u] = 0.0f;
-                r[u] = row;
-                if (j < m) {
-                    k[u] = cols[j];
-                    x[u] = x_binary ? 1.0f : __uint_as_float(vals[j]);
-                    // starts[n] = total > c0 + j: the walk stops at a row of the tile.
-                    while (tile.starts[row + 1] <= c0 + j) {
-                        ++row;
-                    }
-                    r[u] = row;
-                }
-            }
-            if (w1_ell > 0) {
-#pragma unroll
-                for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
-                    if (j0 + u * THREADS < m) {
-                        float* acc = cur + r[u] * stride;
-                        const uint2* e = w1_entries + (unsigned long long)k[u] * w1_ell;
-                        for (unsigned int i = 0; i < w1_ell; ++i) {
-                            const uint2 entry = __ldg(e + i);
-                            if (entry.y != 0u) {
-                                atomicAdd(acc + entry.x, x[u] * __uint_as_float(entry.y));
-                            }
-                        }
-                    }
-                }
+        if (w1_bits != 0u) {
+            if (w1_ell == 2u && x_binary) {
+                bd_scatter_scaled<THREADS, 2, true, SHARED_ACC>(cur, stride, cols, vals, c0, m, w1_entries, w1_bits,
+                                                                w1_base, row, tile);
+            } else if (w1_ell == 2u) {
+                bd_scatter_scaled<THREADS, 2, false, SHARED_ACC>(cur, stride, cols, vals, c0, m, w1_entries, w1_bits,
+                                                                 w1_base, row, tile);
+            } else if (x_binary) {
+                bd_scatter_scaled<THREADS, 4, true, SHARED_ACC>(cur, stride, cols, vals, c0, m, w1_entries, w1_bits,
+                                                                w1_base, row, tile);
             } else {
-#pragma unroll
-                for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
-                    if (j0 + u * THREADS < m) {
-                        float* acc = cur + r[u] * stride;
-                        const unsigned int stop = __ldg(w1_offsets + k[u] + 1);
-                        for (unsigned int e = __ldg(w1_offsets + k[u]); e < stop; ++e) {
-                            const uint2 entry = __ldg(w1_entries + e);
-                            atomicAdd(acc + entry.x, x[u] * __uint_as_float(entry.y));
-                        }
-                    }
-                }
+                bd_scatter_scaled<THREADS, 4, false, SHARED_ACC>(cur, stride, cols, vals, c0, m, w1_entries, w1_bits,
+                                                                 w1_base, row, tile);
             }
+        } else {
+            bd_scatter_pairs<THREADS>(cur, stride, cols, vals, c0, m, x_binary, w1_offsets, w1_entries, w1_ell, row,
+                                      tile);
         }
         // The buffer just read is refilled by the next iteration's copies.
         __syncthreads();
     }
+    const bool integer_sums = w1_bits != 0u && x_binary;
     for (unsigned int i = threadIdx.x; i < n * padded; i += THREADS) {
         const unsigned int r = i / padded;
         const unsigned int c = i - r * padded;
         float* v = cur + r * stride + c;
         const float b = biases != nullptr ? __ldg(biases + c) : bias;
-        *v = spdnn_clamp_activation(*v + b, upper);
+        const float sum = integer_sums ? (float)__float_as_int(*v) * w1_base : *v;
+        *v = spdnn_clamp_activation(sum + b, upper);
     }
     __syncthreads();
 }
@@ -794,11 +910,11 @@ __device__ __forceinline__ void bd_chain(
         float* next = buffer1;
         unsigned int done;
         if (first == 0) {
-            bd_first_layer<THREADS, PLACE == BD_PLACE_SHARED>(cur, reinterpret_cast<unsigned int*>(next),
-                                                             tile_max * stride, stride,
-                                             base, n, x_offsets, x_cols, x_vals, x_binary, w1_offsets, w1_entries,
-                                             first_layer.dense_stride, first_layer.out_width, bias,
-                                             bias_stride != 0u ? biases : nullptr, upper, tile);
+            bd_first_layer<THREADS, PLACE == BD_PLACE_SHARED, PLACE != BD_PLACE_GLOBAL>(
+                cur, reinterpret_cast<unsigned int*>(next), tile_max * stride, stride, base, n, x_offsets, x_cols,
+                x_vals, x_binary, w1_offsets, w1_entries, first_layer.dense_stride, first_layer.group_table,
+                __uint_as_float(desc[BD_DESC_WORDS - 1]), first_layer.out_width, bias,
+                bias_stride != 0u ? biases : nullptr, upper, tile);
             done = 1;
         } else {
             bd_load_carried<THREADS>(cur, stride, base, n, carry_in_ids, carry_in_vals, carry_in_stride, tile);

@@ -324,7 +324,7 @@ pub(crate) fn layout_bytes(layout: &Layout) -> usize {
         + nonempty_bytes::<[u32; 2]>(layout.ell.len())
         + nonempty_bytes::<u32>(layout.group_starts.len())
         + nonempty_bytes::<u32>(layout.first.offsets.len())
-        + nonempty_bytes::<[u32; 2]>(layout.first.entries.len())
+        + nonempty_bytes::<[u32; 2]>(layout.first.device_units().len())
         + nonempty_bytes::<f32>(layout.biases.len())
 }
 
@@ -747,7 +747,7 @@ impl<'g> BdRun<'g> {
                 .upload_nonempty(&layout.first.offsets)
                 .map_err(weights)?,
             w1_entries: gpu
-                .upload_nonempty(&layout.first.entries)
+                .upload_nonempty(layout.first.device_units())
                 .map_err(weights)?,
             biases: gpu.upload_nonempty(&layout.biases).map_err(weights)?,
         };
@@ -861,8 +861,13 @@ impl<'g> BdRun<'g> {
                 "formats".into(),
                 format!(
                     "{dense} dense, {ell} ell ({} scaled: multiples of one value), layer 1 \
-                     scattered",
-                    layout.scaled_count()
+                     scattered{}",
+                    layout.scaled_count(),
+                    if layout.first.scaled.is_some() {
+                        " from scaled entries (integer sums on binary input)"
+                    } else {
+                        ""
+                    }
                 ),
             ),
             ("weight_bytes".into(), layout.weight_bytes().to_string()),
@@ -1173,8 +1178,15 @@ mod tests {
         let scaled = Layout::build(&network, FormatChoice::Ell).unwrap();
         let pairs = Layout::build(&network, FormatChoice::EllPairs).unwrap();
         assert_eq!(scaled.scaled_count(), 23);
-        let saved: usize = scaled.layers.iter().map(|l| l.pair_bytes() - l.bytes).sum();
-        assert!(saved > 0);
+        // Layer 1's scaled entries: 4 bytes each instead of 8.
+        let first_saved = pairs.layers[0].bytes - scaled.layers[0].bytes;
+        assert_eq!(first_saved, 4 * pairs.first.entries.len());
+        let saved: usize = first_saved
+            + scaled.layers[1..]
+                .iter()
+                .map(|l| l.pair_bytes() - l.bytes)
+                .sum::<usize>();
+        assert!(saved > first_saved);
         assert_eq!(layout_bytes(&pairs) - layout_bytes(&scaled), saved);
         assert_eq!(pairs.weight_bytes() - scaled.weight_bytes(), saved);
         for layout in [&scaled, &pairs] {
@@ -1187,7 +1199,7 @@ mod tests {
                     + 8 * layout.ell.len()
                     + 4 * layout.group_starts.len()
                     + 4 * layout.first.offsets.len()
-                    + 8 * layout.first.entries.len()
+                    + 8 * layout.first.device_units().len()
                     + 4
             );
         }

@@ -103,7 +103,9 @@ impl Ctx<'_> {
     /// `threads`-th staged nonzero,
     /// [`SCATTER_BATCH`] at a time, and finding its row by walking the tile's row starts
     /// forward from where it stopped (its row persists across chunks). The kernel's threads
-    /// interleave in any order; here thread by thread.
+    /// interleave in any order; here thread by thread. Where layer 1 is scaled the kernel
+    /// sums binary rows' whole multiples as integers: the same sums, which
+    /// [`crate::layout::FirstScaled`] proved exact in float in any order.
     fn first_layer(&self, tile: &mut Tile, segment: &Segment, input: &Csr, base: usize, n: usize) {
         let first = &self.layout.first;
         let width = round_up(first.width, WARP);

@@ -64,7 +64,8 @@ pub const VECTOR: usize = 4;
 /// Rows of the tile per work item: accumulators per thread (`BD_ROWS` in the kernel).
 pub const ROWS_PER_ITEM: usize = 8;
 /// Words per layer descriptor (`BD_DESC_WORDS`): format, in, out, dense stride, offset
-/// (low, high), ELL group table, unused.
+/// (low, high), ELL group table, and a last word that only layer 1 uses
+/// ([`Layout::descriptors`]).
 pub const DESC_WORDS: usize = 8;
 /// Multiples of the base value a scaled ELL layer may hold, at most (`m ≤` this).
 pub const MAX_MULTIPLE: u32 = (1 << 16) - 1;
@@ -155,7 +156,8 @@ pub enum FormatChoice {
     /// Every layer after the first sliced ELL (scaled where the layer's values allow).
     Ell,
     /// Every layer after the first sliced ELL of `(input, weight)` pairs, scalable layers
-    /// included (the layout before scaled entries, for comparisons).
+    /// included, and layer 1 as pairs too (the layout before scaled entries, for
+    /// comparisons). Every other choice scales layer 1 where it can ([`FirstScaled`]).
     EllPairs,
 }
 
@@ -168,8 +170,8 @@ pub struct LayerLayout {
     pub in_width: usize,
     /// Output width (columns).
     pub out_width: usize,
-    /// Dense: floats per row (`⌈out/32⌉·32`); layer 1: the entries per input neuron of its
-    /// ELL form (0: CSR); otherwise 0.
+    /// Dense: floats per row (`⌈out/32⌉·32`); layer 1: the entries per input neuron as the
+    /// kernel reads them ([`FirstLayer::per_neuron`]; 0: CSR); otherwise 0.
     pub dense_stride: usize,
     /// Dense: first float in [`Layout::dense`]; ELL: first 8-byte unit in [`Layout::ell`];
     /// Input: 0 (the layer is [`Layout::first`]).
@@ -190,11 +192,12 @@ pub struct LayerLayout {
     /// Bytes the kernel reads for one pass over the layer (its per-neuron biases
     /// included).
     pub bytes: usize,
-    /// [`Format::EllScaled16`] and [`Format::EllScaled32`]: the bits of the base value `b`
-    /// (every weight is `m·b`); otherwise 0.
+    /// [`Format::EllScaled16`] and [`Format::EllScaled32`], and layer 1 when scaled
+    /// ([`FirstScaled`]): the bits of the base value `b` (every weight is `m·b`); otherwise
+    /// 0.
     pub base_bits: u32,
     /// Scaled ELL: bits of an entry holding its input index (the multiple above them);
-    /// otherwise 0.
+    /// layer 1 when scaled: bits holding its output; otherwise 0.
     pub index_bits: u32,
 }
 
@@ -243,11 +246,115 @@ pub struct FirstLayer {
     pub ell_width: usize,
     /// `(output, weight bits)` pairs.
     pub entries: Vec<[u32; 2]>,
+    /// The scaled form the kernel reads instead of the pairs, when there is one
+    /// ([`FirstScaled::of`]).
+    pub scaled: Option<FirstScaled>,
+}
+
+/// Layer 1's ELL form as whole multiples of one base value, for a layer of at most
+/// [`FIRST_SCALED_MAX`] entries per input neuron: `per_neuron` (2 or 4) 32-bit entries per
+/// input neuron, the output in the low `index_bits` bits and the multiple `m` above
+/// (padding `m = 0`), every weight `float(m)·b` bit for bit. The kernel reads a neuron's
+/// entries in one load and, on binary inputs, sums the multiples with integer atomics and
+/// multiplies once by `b`. That is the float sum in any order, bit for bit, because every
+/// column's multiples add up to at most `2^24 / q` (`b = q·2^e`, `q` odd): every partial
+/// sum of any order, and the product, is then exact in float.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirstScaled {
+    /// Entries per input neuron as stored: 2 or 4.
+    pub per_neuron: usize,
+    /// Bits of an entry holding its output (at least 1).
+    pub index_bits: u32,
+    /// The base value's bits.
+    pub base_bits: u32,
+    /// The entries, two to an 8-byte unit (`per_neuron / 2` units per input neuron).
+    pub units: Vec<[u32; 2]>,
+}
+
+/// Most entries per input neuron for which layer 1 may be scaled ([`FirstScaled`]).
+pub const FIRST_SCALED_MAX: usize = 4;
+
+/// Integers below this are exact in `f32` (`2^24`).
+const F32_EXACT_INTEGERS: u64 = 1 << 24;
+
+impl FirstScaled {
+    /// The scaled form of layer 1's ELL `entries` (`ell_width` per input neuron, padding
+    /// `(0, +0.0)`) and stored `values`, or `None` (the kernel reads the pairs) when the
+    /// width is 0 (CSR) or above [`FIRST_SCALED_MAX`], the values have no common base
+    /// ([`common_base`]), an entry does not fit 32 bits, or a column's multiples add up past
+    /// what float sums exactly.
+    pub fn of(
+        entries: &[[u32; 2]],
+        ell_width: usize,
+        values: &[f32],
+        width: usize,
+    ) -> Option<Self> {
+        if ell_width == 0 || ell_width > FIRST_SCALED_MAX {
+            return None;
+        }
+        let (base, distinct, multiples) = common_base(values)?;
+        let multiple_of = |w: u32| -> Option<u32> {
+            match w {
+                0 => Some(0),
+                _ => distinct.binary_search(&w).ok().map(|i| multiples[i]),
+            }
+        };
+        let index_bits = bits(width.saturating_sub(1) as u32).max(1);
+        let largest = multiples.iter().copied().max().unwrap_or(0);
+        if index_bits + bits(largest) > 32 {
+            return None;
+        }
+        // Every column's multiples summed: what a binary row with every input set adds.
+        let mut column_sums = vec![0u64; width];
+        for &[c, w] in entries {
+            column_sums[c as usize] += u64::from(multiple_of(w)?);
+        }
+        let base_bits = base.to_bits();
+        let significand = if base_bits & 0x7f80_0000 == 0 {
+            base_bits & 0x007f_ffff
+        } else {
+            (base_bits & 0x007f_ffff) | 0x0080_0000
+        };
+        let odd = u64::from(significand >> significand.trailing_zeros());
+        let most = column_sums.iter().copied().max().unwrap_or(0);
+        if most.checked_mul(odd)? > F32_EXACT_INTEGERS || !(most as f32 * base).is_finite() {
+            return None;
+        }
+        let per_neuron = if ell_width <= 2 { 2 } else { 4 };
+        let neurons = entries.len() / ell_width;
+        let mut packed = vec![0u32; neurons * per_neuron];
+        for (k, row) in entries.chunks_exact(ell_width).enumerate() {
+            for (i, &[c, w]) in row.iter().enumerate() {
+                let m = multiple_of(w)?;
+                packed[k * per_neuron + i] = if m == 0 { 0 } else { c | m << index_bits };
+            }
+        }
+        Some(Self {
+            per_neuron,
+            index_bits,
+            base_bits,
+            units: packed.chunks_exact(2).map(|e| [e[0], e[1]]).collect(),
+        })
+    }
+
+    /// The entries of input neuron `k` as `(output, weight)`, padding skipped: the pairs
+    /// they stand for.
+    pub fn row(&self, k: usize) -> impl Iterator<Item = (u32, f32)> + '_ {
+        let half = self.per_neuron / 2;
+        let base = f32::from_bits(self.base_bits);
+        let mask = (1u32 << self.index_bits).wrapping_sub(1);
+        self.units[k * half..(k + 1) * half]
+            .iter()
+            .flatten()
+            .filter(move |&&e| e >> self.index_bits != 0)
+            .map(move |&e| (e & mask, scaled_weight(e >> self.index_bits, base)))
+    }
 }
 
 impl FirstLayer {
-    /// Layer 1 (`N × N_1`) in the cheaper of the two forms.
-    pub fn new(layer: &Csr) -> Self {
+    /// Layer 1 (`N × N_1`) in the cheaper of the two forms, scaled when `scale` and it can
+    /// be ([`FirstScaled::of`]).
+    pub fn new(layer: &Csr, scale: bool) -> Self {
         let longest = layer.max_row_len();
         let rows = layer.nrows();
         let ell = longest <= FIRST_ELL_MAX
@@ -265,12 +372,29 @@ impl FirstLayer {
         } else {
             layer.triplets().map(|(_, c, v)| [c, v.to_bits()]).collect()
         };
+        let ell_width = if ell { longest } else { 0 };
+        let scaled = scale
+            .then(|| FirstScaled::of(&entries, ell_width, layer.values(), layer.ncols()))
+            .flatten();
         Self {
             width: layer.ncols(),
             offsets: layer.row_offsets().to_vec(),
-            ell_width: if ell { longest } else { 0 },
+            ell_width,
             entries,
+            scaled,
         }
+    }
+
+    /// The 8-byte units the kernel reads: the scaled entries, or the pairs.
+    pub fn device_units(&self) -> &[[u32; 2]] {
+        self.scaled.as_ref().map_or(&self.entries, |s| &s.units)
+    }
+
+    /// Entries per input neuron as the kernel reads them (0: CSR).
+    pub fn per_neuron(&self) -> usize {
+        self.scaled
+            .as_ref()
+            .map_or(self.ell_width, |s| s.per_neuron)
     }
 
     /// The entries of input neuron `k` as the kernel visits them (padding skipped).
@@ -529,34 +653,10 @@ pub fn scaled_weight(m: u32, base: f32) -> f32 {
 /// [`build_ell`]'s form, so every entry decodes to its pair bit for bit
 /// ([`Layout::ell_entry`]).
 pub fn scaled_form(values: &[f32], pairs: &[[u32; 2]]) -> Option<Scaled> {
-    let mut distinct: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    // Positive finite floats order as their bits.
-    let smallest = f32::from_bits(*distinct.first()?);
-    if !distinct
-        .iter()
-        .all(|&b| f32::from_bits(b).is_finite() && f32::from_bits(b) > 0.0)
-        || !pairs.len().is_multiple_of(4)
-    {
+    if !pairs.len().is_multiple_of(4) {
         return None;
     }
-    let multiples_of = |base: f32| -> Option<Vec<u32>> {
-        distinct
-            .iter()
-            .map(|&v| {
-                let m = (f32::from_bits(v) / base).round();
-                (m >= 1.0
-                    && m <= MAX_MULTIPLE as f32
-                    && scaled_weight(m as u32, base).to_bits() == v)
-                    .then_some(m as u32)
-            })
-            .collect()
-    };
-    let (base, multiples) = (1..=16u32)
-        .map(|d| smallest / d as f32)
-        .filter(|b| *b > 0.0)
-        .find_map(|b| multiples_of(b).map(|m| (b, m)))?;
+    let (base, distinct, multiples) = common_base(values)?;
     let index_bits = bits(pairs.iter().map(|p| p[0]).max().unwrap_or(0));
     let width = index_bits + bits(multiples.iter().copied().max().unwrap_or(0));
     let narrow = width <= 16;
@@ -595,6 +695,42 @@ pub fn scaled_form(values: &[f32], pairs: &[[u32; 2]]) -> Option<Scaled> {
     })
 }
 
+/// The base `b` of `values` ([`scaled_form`]'s rule: all positive and finite, each
+/// `float(m)·b` bit for bit for a whole `m` in `1..=`[`MAX_MULTIPLE`], `b` the smallest
+/// value divided by the first of 1, 2, …, 16 that serves them all), with the distinct
+/// values' bits in increasing order and their multiples; `None` when there is none or
+/// `values` is empty.
+fn common_base(values: &[f32]) -> Option<(f32, Vec<u32>, Vec<u32>)> {
+    let mut distinct: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    // Positive finite floats order as their bits.
+    let smallest = f32::from_bits(*distinct.first()?);
+    if !distinct
+        .iter()
+        .all(|&b| f32::from_bits(b).is_finite() && f32::from_bits(b) > 0.0)
+    {
+        return None;
+    }
+    let multiples_of = |base: f32| -> Option<Vec<u32>> {
+        distinct
+            .iter()
+            .map(|&v| {
+                let m = (f32::from_bits(v) / base).round();
+                (m >= 1.0
+                    && m <= MAX_MULTIPLE as f32
+                    && scaled_weight(m as u32, base).to_bits() == v)
+                    .then_some(m as u32)
+            })
+            .collect()
+    };
+    let (base, multiples) = (1..=16u32)
+        .map(|d| smallest / d as f32)
+        .filter(|b| *b > 0.0)
+        .find_map(|b| multiples_of(b).map(|m| (b, m)))?;
+    Some((base, distinct, multiples))
+}
+
 impl Layout {
     /// Lays out `chain`'s layers, each in the format `choice` allows
     /// ([`choose_format`] under [`FormatChoice::Auto`]), in parallel over the layers.
@@ -605,7 +741,7 @@ impl Layout {
         if first_layer.nnz() > u32::MAX as usize {
             return Err("layer 1 has more entries than 32-bit offsets index".into());
         }
-        let first = FirstLayer::new(first_layer);
+        let first = FirstLayer::new(first_layer, choice != FormatChoice::EllPairs);
         let built: Vec<(LayerLayout, Built)> = layers[1..]
             .par_iter()
             .map(|w| -> Result<(LayerLayout, Built), String> {
@@ -684,12 +820,12 @@ impl Layout {
             biases: Vec::new(),
             bias_stride: 0,
         };
-        let first_bytes = 4 * out.first.offsets.len() + 8 * out.first.entries.len();
+        let first_bytes = 4 * out.first.offsets.len() + 8 * out.first.device_units().len();
         out.layers.push(LayerLayout {
             format: Format::Input,
             in_width: first_layer.nrows(),
             out_width: first_layer.ncols(),
-            dense_stride: out.first.ell_width,
+            dense_stride: out.first.per_neuron(),
             offset: 0,
             group_table: 0,
             slots: 0,
@@ -697,8 +833,8 @@ impl Layout {
             bytes: first_bytes,
             wavefronts: 0,
             sectors: 0,
-            base_bits: 0,
-            index_bits: 0,
+            base_bits: out.first.scaled.as_ref().map_or(0, |f| f.base_bits),
+            index_bits: out.first.scaled.as_ref().map_or(0, |f| f.index_bits),
         });
         for (mut layout, built) in built {
             match built {
@@ -744,6 +880,11 @@ impl Layout {
             .iter()
             .flat_map(|l| {
                 let offset = l.offset as u64;
+                // Layer 1: its scaled entries' index bits (0: pairs) and base value.
+                let (table, last) = match l.format {
+                    Format::Input => (l.index_bits, l.base_bits),
+                    _ => (l.group_table as u32, 0),
+                };
                 [
                     l.format.code(),
                     l.in_width as u32,
@@ -751,8 +892,8 @@ impl Layout {
                     l.dense_stride as u32,
                     offset as u32,
                     (offset >> 32) as u32,
-                    l.group_table as u32,
-                    0,
+                    table,
+                    last,
                 ]
             })
             .collect()
@@ -1254,6 +1395,60 @@ mod tests {
         }
     }
 
+    #[test]
+    fn layer_one_is_scaled_when_float_sums_it_exactly() {
+        // The compressed challenge networks: every layer-1 weight a multiple of 1/16, two
+        // entries a neuron, read as one 8-byte unit.
+        for n in [1024, 4096] {
+            let net = spdnn_sdgc::generator::network(n, 4, 3).unwrap();
+            let chain = Chain::build(net.layers(), -0.3f32, 32.0, true, true).unwrap();
+            let layout = Layout::build(&chain, FormatChoice::Auto).unwrap();
+            let first = &layout.first;
+            let scaled = first.scaled.as_ref().expect("challenge layer 1 is scaled");
+            assert_eq!((first.ell_width, scaled.per_neuron), (2, 2), "{n}");
+            assert_eq!(f32::from_bits(scaled.base_bits), 0.0625, "{n}");
+            assert_eq!(first.device_units().len(), first.entries.len() / 2);
+            let l1 = layout.layers[0];
+            assert_eq!((l1.dense_stride, l1.index_bits), (2, scaled.index_bits));
+            let desc = layout.descriptors();
+            assert_eq!(
+                (desc[3], desc[6], desc[7]),
+                (2, scaled.index_bits, scaled.base_bits)
+            );
+            for k in 0..first.offsets.len() - 1 {
+                assert!(scaled.row(k).eq(first.row(k)), "{n}: neuron {k}");
+            }
+            // `ell-pairs` keeps the pairs, for layer 1 too.
+            let pairs = Layout::build(&chain, FormatChoice::EllPairs).unwrap();
+            assert!(pairs.first.scaled.is_none());
+            assert_eq!(pairs.descriptors()[6..8], [0, 0]);
+        }
+        // Three entries a neuron: four stored, the fourth padding (m = 0).
+        let entries = [
+            [0, 1.5f32.to_bits()],
+            [1, 3.0f32.to_bits()],
+            [2, 0.0f32.to_bits()],
+        ];
+        let s = FirstScaled::of(&entries, 3, &[1.5, 3.0], 3).unwrap();
+        assert_eq!((s.per_neuron, s.index_bits, s.units.len()), (4, 2, 2));
+        assert_eq!(f32::from_bits(s.base_bits), 1.5);
+        assert_eq!(s.units, vec![[1 << 2, 1 | 2 << 2], [0, 0]]);
+        assert_eq!(s.row(0).collect::<Vec<_>>(), vec![(0, 1.5), (1, 3.0)]);
+        // Column sums of multiples bounded by 2^24 / q, b = q·2^e with q odd: 1.5 = 3·2^-1.
+        let column = |neurons: usize| -> Vec<[u32; 2]> {
+            (0..neurons).map(|_| [0, 1.5f32.to_bits()]).collect()
+        };
+        let most = (1usize << 24) / 3;
+        assert!(FirstScaled::of(&column(most), 1, &[1.5], 1).is_some());
+        assert!(FirstScaled::of(&column(most + 1), 1, &[1.5], 1).is_none());
+        // Values of no common base, negative values, or too many entries a neuron: pairs.
+        assert!(FirstScaled::of(&[[0, 1.0f32.to_bits()]], 1, &[1.0, 0.1], 1).is_none());
+        assert!(FirstScaled::of(&[[0, (-1.0f32).to_bits()]], 1, &[-1.0], 1).is_none());
+        let five = [[0, 1.0f32.to_bits()]; 5];
+        assert!(FirstScaled::of(&five, 5, &[1.0], 1).is_none());
+        assert!(FirstScaled::of(&five, 0, &[1.0], 1).is_none());
+    }
+
     proptest! {
         /// The padding term: from a sum started at +0.0, fused multiply-adds never leave −0.0
         /// (an exact zero sum rounds to +0.0), so adding `x·(+0.0)` for a finite `x`
@@ -1401,8 +1596,16 @@ mod tests {
                     .triplets()
                     .filter(|&(_, _, v)| layout.first.ell_width == 0 || v.to_bits() != 0)
                     .collect();
-                prop_assert_eq!(rebuilt, expected);
-                prop_assert_eq!(layout.layers[0].dense_stride, layout.first.ell_width);
+                prop_assert_eq!(&rebuilt, &expected);
+                prop_assert_eq!(layout.layers[0].dense_stride, layout.first.per_neuron());
+                // The scaled form, when there is one, stands for the same pairs.
+                if let Some(scaled) = &layout.first.scaled {
+                    let from_scaled: Vec<(u32, u32, f32)> = (0..w1.nrows())
+                        .flat_map(|k| scaled.row(k).map(move |(c, v)| (k as u32, c, v)))
+                        .collect();
+                    prop_assert_eq!(from_scaled, rebuilt);
+                    prop_assert_eq!(layout.layers[0].index_bits, scaled.index_bits);
+                }
             }
         }
     }

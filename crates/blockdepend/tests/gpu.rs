@@ -8,7 +8,7 @@ use spdnn_blockdepend::{
 };
 use spdnn_cuda::Gpu;
 use spdnn_cuda::rows::{GpuInference, RunSpec};
-use spdnn_formats::Csr;
+use spdnn_formats::{Csr, SparseMatrix};
 use spdnn_gputest::biased::{
     BiasedProblem, check_biased_random, check_trained_nets, check_trained_shaped,
     trained_shaped_problem,
@@ -921,7 +921,14 @@ fn scaled_agrees_with_pairs(
             .unwrap_or_else(|| panic!("{what}: no scaled count in {:?}", r.detail("formats")))
     };
     assert_eq!(count(&pairs), 0, "{what}");
+    assert!(!first_layer_scaled(&pairs), "{what}");
     count(&scaled)
+}
+
+/// Whether the run's layer 1 was read from scaled entries (`formats` in its details).
+fn first_layer_scaled(r: &GpuInference) -> bool {
+    r.detail("formats")
+        .is_some_and(|f| f.contains("layer 1 scattered from scaled entries"))
 }
 
 /// Scaled ELL layers (multiples of one value: input index and multiple in 16 or 32 bits) on
@@ -970,6 +977,29 @@ fn scaled_ell_layers_agree_with_pairs_and_the_reference() {
             "{what}"
         );
     }
+    // Layer 1 scaled on input that is not binary (values 1/2, 1 and 3/2: the float sums
+    // stay exact): x·float(m)·b added as floats, against the pairs bit for bit; the binary
+    // runs above summed whole multiples as integers.
+    let mut halves = p.clone();
+    let (rows, cols) = (halves.input.nrows(), halves.input.ncols());
+    let t: Vec<(u32, u32, f32)> = halves
+        .input
+        .triplets()
+        .enumerate()
+        .map(|(i, (r, c, _))| (r, c, (1 + i % 3) as f32 / 2.0))
+        .collect();
+    halves.input = Csr::from_triplets(rows, cols, &t).unwrap();
+    for problem in [&p, &halves] {
+        let run = run_variant(BlockDependOptions::default())(&gpu, problem).unwrap();
+        assert!(first_layer_scaled(&run), "{:?}", run.detail("formats"));
+    }
+    let what = "4096-24, input of halves";
+    let o = BlockDependOptions::default();
+    assert_eq!(
+        scaled_agrees_with_pairs(&gpu, &halves, &o, relative, what),
+        23,
+        "{what}"
+    );
     // 65536 compressed to 4096-wide rows (wide tiles); layers 13 and 14 hold several
     // multiples of 1/16.
     let p = spdnn_gputest::challenge_problem_mnist(65536, 14, sized(300, 30), 3);

@@ -34,7 +34,7 @@ pub struct BlockDependArgs {
     pub bd_placement: Option<PlacementArg>,
     /// How the layers after the first are stored: `auto` (per layer, by the model), `dense`,
     /// `ell` (scaled entries where a layer's weights are multiples of one value) or
-    /// `ell-pairs` (`(input, weight)` pairs everywhere) [default: auto].
+    /// `ell-pairs` (`(input, weight)` pairs everywhere, layer 1's too) [default: auto].
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub bd_format: Option<FormatArg>,
     /// How the layers' work items run: `auto` (exact items, one compiled instance per row
@@ -105,7 +105,7 @@ pub enum FormatArg {
     Dense,
     /// Sliced ELL (scaled entries where a layer's weights are multiples of one value).
     Ell,
-    /// Sliced ELL of `(input, weight)` pairs everywhere.
+    /// Sliced ELL of `(input, weight)` pairs everywhere, layer 1's included.
     EllPairs,
 }
 
