@@ -335,8 +335,8 @@ fn spread_launches_agree_with_tiles(random: bool) {
         ]
     } else {
         vec![
-            // Its few rows die within 4 layers: cut after 2 (the default before
-            // 2026-11-27h) so that the second launch has rows to spread.
+            // These rows (seeded synthetic input) die within 4 layers: cut after 2 (the
+            // default before 2026-11-27h) so that the second launch has rows to spread.
             (
                 "challenge 16384-24",
                 challenge(16384, 24, sized(600, 200)),
@@ -349,7 +349,7 @@ fn spread_launches_agree_with_tiles(random: bool) {
                 "challenge 1024-120",
                 challenge(1024, 120, sized(3000, 500)),
                 None,
-                None,
+                Some(vec![2, 4, 8, 16, 32, 64]),
                 always,
                 (true, false),
             ),
@@ -357,7 +357,7 @@ fn spread_launches_agree_with_tiles(random: bool) {
                 "challenge 1024-120, auto",
                 challenge(1024, 120, sized(3000, 500)),
                 None,
-                None,
+                Some(vec![2, 4, 8, 16, 32, 64]),
                 auto,
                 (false, false),
             ),
