@@ -15,6 +15,22 @@
 # 4. ncu of launch 1 at 65536 and at 1024 (defaults).
 . .device/preamble.sh
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader > $OUT/gpu.txt
+# The card's copy bandwidth (bytes read + written), for the floors: a 2 GiB device-to-device
+# copy, 5 warm-ups, median of 20, CUDA events (PyTorch, installed on the device machine).
+timeout 60 python3 - > $OUT/bandwidth.txt 2>&1 <<'PY'
+import torch
+n = 2 << 30
+a = torch.empty(n, dtype=torch.uint8, device="cuda"); a.fill_(1)
+b = torch.empty_like(a)
+times = []
+for i in range(25):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); b.copy_(a); e.record(); torch.cuda.synchronize()
+    if i >= 5: times.append(s.elapsed_time(e))
+times.sort(); ms = times[len(times) // 2]
+print(f"{torch.cuda.get_device_name()}: copy of {n} bytes in {ms:.3f} ms (median of 20): {2 * n / ms / 1e9:.3f} TB/s read + written")
+PY
+el "$(tail -1 $OUT/bandwidth.txt)"
 TESTS_JOBS=4 TESTS_TIMEOUT_S=200 PROPTEST_CASES=8 timeout 260 bash .device/run.sh tests > $R/tests-run.txt 2>&1
 el "tests rc=$? $(grep -E '^test executables' $R/tests-run.txt)"
 grep -E '^FAIL|panicked' -A3 $R/tests-run.txt | head -10
