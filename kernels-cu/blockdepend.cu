@@ -176,15 +176,31 @@ __device__ __forceinline__ unsigned int bd_round32(unsigned int n) {
 #define BD_HAS_CP_ASYNC 0
 #endif
 
+// Words of p past the last 16-byte boundary (0..3).
+__device__ __forceinline__ unsigned int bd_words_past16(const void* p) {
+    return (unsigned int)(reinterpret_cast<unsigned long long>(p) >> 2) & 3u;
+}
+
 // Copies words src[j] to dst[j] for j < m, this thread taking every THREADS-th: with
-// cp.async (ASYNC: dst in shared memory; completes at bd_stage_wait), else with plain loads
-// BD_STAGE_UNROLL at a time.
+// cp.async (ASYNC: dst in shared memory, at the same offset past a 16-byte boundary as src;
+// completes at bd_stage_wait), 16 bytes a copy between the words before src's first
+// boundary and after its last; else with plain loads BD_STAGE_UNROLL at a time.
 template <unsigned int THREADS, bool ASYNC>
 __device__ __forceinline__ void bd_stage_words(unsigned int* dst, const unsigned int* __restrict__ src,
                                                unsigned int m) {
 #if BD_HAS_CP_ASYNC
     if (ASYNC) {
-        for (unsigned int j = threadIdx.x; j < m; j += THREADS) {
+        const unsigned int head = min(m, (4u - bd_words_past16(src)) & 3u);
+        const unsigned int units = (m - head) / 4u;
+        for (unsigned int i = threadIdx.x; i < units; i += THREADS) {
+            const unsigned int j = head + 4u * i;
+            const unsigned int to = (unsigned int)__cvta_generic_to_shared(dst + j);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(src + j) : "memory");
+        }
+        // The head's words, then the tail's.
+        const unsigned int body_end = head + 4u * units;
+        for (unsigned int i = threadIdx.x; i < m - 4u * units; i += THREADS) {
+            const unsigned int j = i < head ? i : body_end + (i - head);
             const unsigned int to = (unsigned int)__cvta_generic_to_shared(dst + j);
             asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(to), "l"(src + j) : "memory");
         }
@@ -391,9 +407,10 @@ __device__ __forceinline__ void bd_scatter_pairs(float* cur, unsigned int stride
 }
 
 // Layer 1 over the input rows base .. base+n-1 into slots 0..n-1 of cur: zero the padded
-// outputs; then the tile's input nonzeros (contiguous in the CSR) in chunks of
-// `stage_words / 2` (binary: every value 1, only the columns are read) or `stage_words / 4`
-// (columns and values), double-buffered in `stage` (the second tile buffer, free during
+// outputs; then the tile's input nonzeros (contiguous in the CSR) in chunks of 4 words
+// fewer than `stage_words / 2` (binary: every value 1, only the columns are read) or
+// `stage_words / 4` (columns and values), rounded down to a multiple of 4 (room for the
+// chunk's lead, below), double-buffered in `stage` (the second tile buffer, free during
 // layer 1): chunk c + 1 is copied in (cp.async when ASYNC) while chunk c is scattered,
 // x·W[k, c] added with atomics, each thread taking every THREADS-th staged nonzero,
 // BD_SCATTER_BATCH at a time, and finding its row by walking the tile's row starts forward
@@ -426,14 +443,20 @@ __device__ __forceinline__ void bd_first_layer(float* cur, unsigned int* stage, 
     }
     __syncthreads();
     const unsigned int total = tile.starts[n];
-    // Two buffers of `chunk` columns, then (unless binary) two of `chunk` values.
-    const unsigned int chunk = x_binary ? stage_words / 2 : stage_words / 4;
+    // Two buffers of `half` words for columns, then (unless binary) two for values; a
+    // buffer's chunk starts `lead` words in, its source's offset past a 16-byte boundary, so
+    // that the copy moves 16 bytes at a time. `half` is a multiple of 8 (stage_words of 32)
+    // and `chunk` of 4, so every chunk of the tile has the same lead, and chunk + 3 fit.
+    const unsigned int half = x_binary ? stage_words / 2 : stage_words / 4;
+    const unsigned int chunk = (half - 4u) & ~3u;
     const unsigned int* x_bits = reinterpret_cast<const unsigned int*>(x_vals);
+    unsigned int* const col_stage = stage + bd_words_past16(x_cols + origin);
+    unsigned int* const val_stage = stage + 2 * half + bd_words_past16(x_bits + origin);
     const unsigned int chunks = (total + chunk - 1) / chunk;
     if (chunks > 0) {
-        bd_stage_words<THREADS, ASYNC>(stage, x_cols + origin, min(chunk, total));
+        bd_stage_words<THREADS, ASYNC>(col_stage, x_cols + origin, min(chunk, total));
         if (!x_binary) {
-            bd_stage_words<THREADS, ASYNC>(stage + 2 * chunk, x_bits + origin, min(chunk, total));
+            bd_stage_words<THREADS, ASYNC>(val_stage, x_bits + origin, min(chunk, total));
         }
         bd_stage_commit<ASYNC>();
     }
@@ -445,10 +468,9 @@ __device__ __forceinline__ void bd_first_layer(float* cur, unsigned int* stage, 
         if (c + 1 < chunks) {
             const unsigned int next0 = c0 + chunk;
             const unsigned int next_m = min(chunk, total - next0);
-            bd_stage_words<THREADS, ASYNC>(stage + (b ^ 1u) * chunk, x_cols + origin + next0, next_m);
+            bd_stage_words<THREADS, ASYNC>(col_stage + (b ^ 1u) * half, x_cols + origin + next0, next_m);
             if (!x_binary) {
-                bd_stage_words<THREADS, ASYNC>(stage + 2 * chunk + (b ^ 1u) * chunk, x_bits + origin + next0,
-                                               next_m);
+                bd_stage_words<THREADS, ASYNC>(val_stage + (b ^ 1u) * half, x_bits + origin + next0, next_m);
             }
             bd_stage_commit<ASYNC>();
             bd_stage_wait<ASYNC, 1>();
@@ -456,8 +478,8 @@ __device__ __forceinline__ void bd_first_layer(float* cur, unsigned int* stage, 
             bd_stage_wait<ASYNC, 0>();
         }
         __syncthreads();
-        const unsigned int* cols = stage + b * chunk;
-        const unsigned int* vals = stage + 2 * chunk + b * chunk;
+        const unsigned int* cols = col_stage + b * half;
+        const unsigned int* vals = val_stage + b * half;
         if (w1_bits != 0u) {
             if (w1_ell == 2u && x_binary) {
                 bd_scatter_scaled<THREADS, 2, true, SHARED_ACC>(cur, stride, cols, vals, c0, m, w1_entries, w1_bits,

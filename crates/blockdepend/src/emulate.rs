@@ -99,7 +99,8 @@ impl Ctx<'_> {
     /// Layer 1 over the input rows `base .. base + n`: zero, scatter, activate, walking the
     /// tile's nonzeros as the kernel does: in chunks of a quarter of the staging buffer (the
     /// second tile buffer, `tile · stride` words, double-buffered; columns and values) or a
-    /// half (binary inputs: columns only), each of `threads` threads taking every
+    /// half (binary inputs: columns only), less 4 words and rounded down to a multiple of 4
+    /// (the kernel's room to align its 16-byte copies), each of `threads` threads taking every
     /// `threads`-th staged nonzero,
     /// [`SCATTER_BATCH`] at a time, and finding its row by walking the tile's row starts
     /// forward from where it stopped (its row persists across chunks). The kernel's threads
@@ -122,11 +123,12 @@ impl Ctx<'_> {
         let total = starts[n];
         let binary = input.values().iter().all(|&v| v == 1.0);
         let stage_words = segment.tile * stride;
-        let chunk = if binary {
+        let half = if binary {
             stage_words / 2
         } else {
             stage_words / 4
         };
+        let chunk = (half - 4) & !3;
         let threads = segment.threads;
         let mut rows = vec![0usize; threads];
         let (cols, vals) = (input.col_indices(), input.values());
