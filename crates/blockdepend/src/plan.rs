@@ -504,18 +504,16 @@ pub fn plan(
             PlacementChoice::Shared => Placement::Shared,
             PlacementChoice::Split => Placement::Split,
             PlacementChoice::Global => Placement::Global,
-            // Layer 1 scatters each input nonzero's entries with atomics: in global tiles
-            // one L2 atomic (a 32-byte sector) each, which the bytes above leave out, so
-            // global tiles take layer 1 only when no shared or split tile fits.
-            PlacementChoice::Auto if first == 0 && (shared_tile > 0 || split_tile > 0) => {
-                match (model.shared_bytes, model.split_bytes) {
-                    (Some(shared), Some(split)) if split < shared => Placement::Split,
-                    (Some(_), _) => Placement::Shared,
-                    _ => Placement::Split,
-                }
-            }
             PlacementChoice::Auto => {
-                let mut best = (Placement::Global, model.global_bytes);
+                // Layer 1 scatters each input nonzero's entries with atomics: in global tiles
+                // one L2 atomic (a 32-byte sector) each, which the bytes above leave out, so
+                // global tiles take layer 1 only when no shared or split tile fits.
+                let global = if first == 0 && (shared_tile > 0 || split_tile > 0) {
+                    f64::INFINITY
+                } else {
+                    model.global_bytes
+                };
+                let mut best = (Placement::Global, global);
                 for (placement, bytes) in [
                     (Placement::Split, model.split_bytes),
                     (Placement::Shared, model.shared_bytes),
