@@ -274,6 +274,16 @@ __device__ __forceinline__ void bd_red_shared_add(unsigned int address, unsigned
     asm volatile("red.shared.add.u32 [%0], %1;\n" ::"r"(address), "r"(v) : "memory");
 }
 
+// The tile row holding the tile's nonzero `position`, walking forward from `row` (a thread's
+// nonzeros come in increasing order, so its row persists across batches and chunks).
+// starts[n] = total > position: the walk stops at a row of the tile.
+__device__ __forceinline__ unsigned int bd_walk_to(const BdTile& tile, unsigned int& row, unsigned int position) {
+    while (tile.starts[row + 1] <= position) {
+        ++row;
+    }
+    return row;
+}
+
 // Layer 1's scatter of staged nonzeros c0 .. c0+m-1 for scaled entries: every W1 weight is
 // m·w1_base, stored as V 32-bit entries per input neuron (the output in the low w1_bits bits,
 // m above; padding m = 0), read in one V·4-byte load. Each thread loads the entries of its
@@ -309,11 +319,7 @@ __device__ __forceinline__ void bd_scatter_scaled(float* cur, unsigned int strid
                 if (!BINARY) {
                     x[u] = __uint_as_float(vals[j]);
                 }
-                // starts[n] = total > c0 + j: the walk stops at a row of the tile.
-                while (tile.starts[row + 1] <= c0 + j) {
-                    ++row;
-                }
-                at[u] = row * stride;
+                at[u] = bd_walk_to(tile, row, c0 + j) * stride;
                 if (V == 2) {
                     const uint2 q = __ldg(w1_entries + k);
                     e[u][0] = q.x;
@@ -369,11 +375,7 @@ __device__ __forceinline__ void bd_scatter_pairs(float* cur, unsigned int stride
             if (j < m) {
                 k[u] = cols[j];
                 x[u] = x_binary ? 1.0f : __uint_as_float(vals[j]);
-                // starts[n] = total > c0 + j: the walk stops at a row of the tile.
-                while (tile.starts[row + 1] <= c0 + j) {
-                    ++row;
-                }
-                r[u] = row;
+                r[u] = bd_walk_to(tile, row, c0 + j);
             }
         }
         if (w1_ell > 0) {
