@@ -281,7 +281,7 @@ impl FirstScaled {
     /// The scaled form of layer 1's ELL `entries` (`ell_width` per input neuron, padding
     /// `(0, +0.0)`) and stored `values`, or `None` (the kernel reads the pairs) when the
     /// width is 0 (CSR) or above [`FIRST_SCALED_MAX`], the values have no common base
-    /// ([`common_base`]), an entry does not fit 32 bits, or a column's multiples add up past
+    /// (the rule of [`scaled_form`]), an entry does not fit 32 bits, or a column's multiples add up past
     /// what float sums exactly.
     pub fn of(
         entries: &[[u32; 2]],
@@ -292,22 +292,16 @@ impl FirstScaled {
         if ell_width == 0 || ell_width > FIRST_SCALED_MAX {
             return None;
         }
-        let (base, distinct, multiples) = common_base(values)?;
-        let multiple_of = |w: u32| -> Option<u32> {
-            match w {
-                0 => Some(0),
-                _ => distinct.binary_search(&w).ok().map(|i| multiples[i]),
-            }
-        };
+        let common = CommonBase::of(values)?;
+        let base = common.base;
         let index_bits = bits(width.saturating_sub(1) as u32).max(1);
-        let largest = multiples.iter().copied().max().unwrap_or(0);
-        if index_bits + bits(largest) > 32 {
+        if index_bits + bits(common.largest()) > 32 {
             return None;
         }
         // Every column's multiples summed: what a binary row with every input set adds.
         let mut column_sums = vec![0u64; width];
         for &[c, w] in entries {
-            column_sums[c as usize] += u64::from(multiple_of(w)?);
+            column_sums[c as usize] += u64::from(common.multiple(w)?);
         }
         let base_bits = base.to_bits();
         let significand = if base_bits & 0x7f80_0000 == 0 {
@@ -325,7 +319,7 @@ impl FirstScaled {
         let mut packed = vec![0u32; neurons * per_neuron];
         for (k, row) in entries.chunks_exact(ell_width).enumerate() {
             for (i, &[c, w]) in row.iter().enumerate() {
-                let m = multiple_of(w)?;
+                let m = common.multiple(w)?;
                 packed[k * per_neuron + i] = if m == 0 { 0 } else { c | m << index_bits };
             }
         }
@@ -656,20 +650,17 @@ pub fn scaled_form(values: &[f32], pairs: &[[u32; 2]]) -> Option<Scaled> {
     if !pairs.len().is_multiple_of(4) {
         return None;
     }
-    let (base, distinct, multiples) = common_base(values)?;
+    let common = CommonBase::of(values)?;
+    let base = common.base;
     let index_bits = bits(pairs.iter().map(|p| p[0]).max().unwrap_or(0));
-    let width = index_bits + bits(multiples.iter().copied().max().unwrap_or(0));
+    let width = index_bits + bits(common.largest());
     let narrow = width <= 16;
     if width > 32 {
         return None;
     }
     let mut entries = Vec::with_capacity(pairs.len());
     for &[k, w] in pairs {
-        let m = if w == 0 {
-            0
-        } else {
-            multiples[distinct.binary_search(&w).ok()?]
-        };
+        let m = common.multiple(w)?;
         entries.push(k | m.checked_shl(index_bits).unwrap_or(0));
     }
     let mut units = Vec::with_capacity(1 + entries.len() / if narrow { 4 } else { 2 });
@@ -695,40 +686,71 @@ pub fn scaled_form(values: &[f32], pairs: &[[u32; 2]]) -> Option<Scaled> {
     })
 }
 
-/// The base `b` of `values` ([`scaled_form`]'s rule: all positive and finite, each
+/// The base `b` of a layer's values ([`scaled_form`]'s rule: all positive and finite, each
 /// `float(m)·b` bit for bit for a whole `m` in `1..=`[`MAX_MULTIPLE`], `b` the smallest
-/// value divided by the first of 1, 2, …, 16 that serves them all), with the distinct
-/// values' bits in increasing order and their multiples; `None` when there is none or
-/// `values` is empty.
-fn common_base(values: &[f32]) -> Option<(f32, Vec<u32>, Vec<u32>)> {
-    let mut distinct: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    // Positive finite floats order as their bits.
-    let smallest = f32::from_bits(*distinct.first()?);
-    if !distinct
-        .iter()
-        .all(|&b| f32::from_bits(b).is_finite() && f32::from_bits(b) > 0.0)
-    {
-        return None;
-    }
-    let multiples_of = |base: f32| -> Option<Vec<u32>> {
-        distinct
+/// value divided by the first of 1, 2, …, 16 that serves them all), and each value's `m`.
+struct CommonBase {
+    base: f32,
+    /// The distinct values' bits, in increasing order.
+    distinct: Vec<u32>,
+    /// Their multiples of `base`.
+    multiples: Vec<u32>,
+}
+
+impl CommonBase {
+    /// `None` when there is no base or `values` is empty.
+    fn of(values: &[f32]) -> Option<Self> {
+        let mut distinct: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        // Positive finite floats order as their bits.
+        let smallest = f32::from_bits(*distinct.first()?);
+        if !distinct
             .iter()
-            .map(|&v| {
-                let m = (f32::from_bits(v) / base).round();
-                (m >= 1.0
-                    && m <= MAX_MULTIPLE as f32
-                    && scaled_weight(m as u32, base).to_bits() == v)
-                    .then_some(m as u32)
-            })
-            .collect()
-    };
-    let (base, multiples) = (1..=16u32)
-        .map(|d| smallest / d as f32)
-        .filter(|b| *b > 0.0)
-        .find_map(|b| multiples_of(b).map(|m| (b, m)))?;
-    Some((base, distinct, multiples))
+            .all(|&b| f32::from_bits(b).is_finite() && f32::from_bits(b) > 0.0)
+        {
+            return None;
+        }
+        let multiples_of = |base: f32| -> Option<Vec<u32>> {
+            distinct
+                .iter()
+                .map(|&v| {
+                    let m = (f32::from_bits(v) / base).round();
+                    (m >= 1.0
+                        && m <= MAX_MULTIPLE as f32
+                        && scaled_weight(m as u32, base).to_bits() == v)
+                        .then_some(m as u32)
+                })
+                .collect()
+        };
+        let (base, multiples) = (1..=16u32)
+            .map(|d| smallest / d as f32)
+            .filter(|b| *b > 0.0)
+            .find_map(|b| multiples_of(b).map(|m| (b, m)))?;
+        Some(Self {
+            base,
+            distinct,
+            multiples,
+        })
+    }
+
+    /// The multiple a weight's bits stand for: 0 for `+0.0` (padding), `None` for a value
+    /// the layer does not hold.
+    fn multiple(&self, weight_bits: u32) -> Option<u32> {
+        match weight_bits {
+            0 => Some(0),
+            w => self
+                .distinct
+                .binary_search(&w)
+                .ok()
+                .map(|i| self.multiples[i]),
+        }
+    }
+
+    /// The largest multiple.
+    fn largest(&self) -> u32 {
+        self.multiples.iter().copied().max().unwrap_or(0)
+    }
 }
 
 impl Layout {
