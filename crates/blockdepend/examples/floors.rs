@@ -247,5 +247,23 @@ fn report(
         "computed per layer (to the last busy one): {:?}",
         &computed[..last_busy.max(1)]
     );
+    println!(
+        "| layer | rows computed | out width | slots | stored entries | bytes | MACs (slots × rows) |"
+    );
+    for (index, (l, &c)) in layout.layers[..last_busy.max(1)]
+        .iter()
+        .zip(computed)
+        .enumerate()
+    {
+        println!(
+            "| {} | {c} | {} | {} | {} | {} | {:.3e} |",
+            index + 1,
+            l.out_width,
+            l.slots,
+            l.nnz,
+            l.bytes,
+            c as f64 * l.macs_per_row() as f64
+        );
+    }
     Ok(())
 }

@@ -2,14 +2,15 @@
 //! (default `sm_90`), with no GPU: what decides how many blocks share an SM, known before a
 //! device call. Each kernel is compiled alone, as a run loads it, for every layer format
 //! (`BD_FORMATS`) and for the sets a run compiles for its layers (`for_formats`): dense with
-//! 16-bit scaled entries (the official 1024), 32-bit scaled entries alone (65536), pairs alone.
+//! 16-bit scaled entries (the official 1024), 16-bit scaled entries alone (generated 4096),
+//! 32-bit scaled entries alone, pairs alone.
 //!
 //! ```text
 //! LD_LIBRARY_PATH=$PWD/.nvrtc/nvidia/cu13/lib cargo run --release -p spdnn-blockdepend \
 //!     --example registers -- [--arch sm_90] [--dump DIR] [kernel ...]
 //! ```
 //!
-//! `--dump DIR` also writes each CUBIN as `DIR/<kernel>.<set>.cubin` (set 0 … 3, the columns
+//! `--dump DIR` also writes each CUBIN as `DIR/<kernel>.<set>.cubin` (set 0 … 4, the columns
 //! in order), so that two versions of the source can be compared instruction by instruction
 //! (the `.text.<kernel>` sections): a change that leaves them equal changes no behaviour.
 //!
@@ -101,6 +102,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "dense + scaled16",
             Format::Dense.bit() | Format::EllScaled16.bit(),
         ),
+        ("scaled16", Format::EllScaled16.bit()),
         ("scaled32", Format::EllScaled32.bit()),
         ("pairs", Format::Ell.bit()),
     ];
