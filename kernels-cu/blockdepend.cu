@@ -79,6 +79,9 @@
 #ifndef BD_SCATTER_BATCH
 #error "BD_SCATTER_BATCH must come from Rust (-D)"
 #endif
+#ifndef BD_ITEM_AHEAD
+#error "BD_ITEM_AHEAD must come from Rust (-D)"
+#endif
 #ifndef BD_STATE_ZERO
 #error "BD_STATE_ZERO must come from Rust (-D)"
 #endif
@@ -274,14 +277,24 @@ __device__ __forceinline__ void bd_red_shared_add(unsigned int address, unsigned
     asm volatile("red.shared.add.u32 [%0], %1;\n" ::"r"(address), "r"(v) : "memory");
 }
 
-// The tile row holding the tile's nonzero `position`, walking forward from `row` (a thread's
-// nonzeros come in increasing order, so its row persists across batches and chunks).
-// starts[n] = total > position: the walk stops at a row of the tile.
-__device__ __forceinline__ unsigned int bd_walk_to(const BdTile& tile, unsigned int& row, unsigned int position) {
-    while (tile.starts[row + 1] <= position) {
-        ++row;
+// A thread's place in the tile's rows during layer 1: the row of its last nonzero and where
+// the next row starts (tile.starts[row + 1], kept in a register: most nonzeros stay in the
+// row, and then the walk reads no shared memory; reading it at every nonzero was the most
+// stalled instruction of the official 1024's launch 1).
+struct BdRowWalk {
+    unsigned int row;
+    unsigned int end;
+};
+
+// The tile row holding the tile's nonzero `position`, walking forward from walk.row (a
+// thread's nonzeros come in increasing order, so its row persists across batches and
+// chunks). starts[n] = total > position: the walk stops at a row of the tile.
+__device__ __forceinline__ unsigned int bd_walk_to(const BdTile& tile, BdRowWalk& walk, unsigned int position) {
+    while (walk.end <= position) {
+        ++walk.row;
+        walk.end = tile.starts[walk.row + 1];
     }
-    return row;
+    return walk.row;
 }
 
 // Layer 1's scatter of staged nonzeros c0 .. c0+m-1 for scaled entries: every W1 weight is
@@ -298,7 +311,7 @@ template <unsigned int THREADS, unsigned int V, bool BINARY, bool SHARED_ACC>
 __device__ __forceinline__ void bd_scatter_scaled(float* cur, unsigned int stride, const unsigned int* cols,
                                                   const unsigned int* vals, unsigned int c0, unsigned int m,
                                                   const uint2* __restrict__ w1_entries, unsigned int w1_bits,
-                                                  float w1_base, unsigned int& row, const BdTile& tile) {
+                                                  float w1_base, BdRowWalk& walk, const BdTile& tile) {
     const unsigned int index_mask = (1u << w1_bits) - 1u;
     const unsigned int window = SHARED_ACC ? (unsigned int)__cvta_generic_to_shared(cur) : 0u;
     for (unsigned int j0 = threadIdx.x; j0 < m; j0 += BD_SCATTER_BATCH * THREADS) {
@@ -319,7 +332,7 @@ __device__ __forceinline__ void bd_scatter_scaled(float* cur, unsigned int strid
                 if (!BINARY) {
                     x[u] = __uint_as_float(vals[j]);
                 }
-                at[u] = bd_walk_to(tile, row, c0 + j) * stride;
+                at[u] = bd_walk_to(tile, walk, c0 + j) * stride;
                 if (V == 2) {
                     const uint2 q = __ldg(w1_entries + k);
                     e[u][0] = q.x;
@@ -361,7 +374,7 @@ __device__ __forceinline__ void bd_scatter_pairs(float* cur, unsigned int stride
                                                  const unsigned int* vals, unsigned int c0, unsigned int m,
                                                  unsigned int x_binary, const unsigned int* __restrict__ w1_offsets,
                                                  const uint2* __restrict__ w1_entries, unsigned int w1_ell,
-                                                 unsigned int& row, const BdTile& tile) {
+                                                 BdRowWalk& walk, const BdTile& tile) {
     for (unsigned int j0 = threadIdx.x; j0 < m; j0 += BD_SCATTER_BATCH * THREADS) {
         unsigned int k[BD_SCATTER_BATCH];
         unsigned int r[BD_SCATTER_BATCH];
@@ -371,11 +384,11 @@ __device__ __forceinline__ void bd_scatter_pairs(float* cur, unsigned int stride
             const unsigned int j = j0 + u * THREADS;
             k[u] = 0;
             x[u] = 0.0f;
-            r[u] = row;
+            r[u] = walk.row;
             if (j < m) {
                 k[u] = cols[j];
                 x[u] = x_binary ? 1.0f : __uint_as_float(vals[j]);
-                r[u] = bd_walk_to(tile, row, c0 + j);
+                r[u] = bd_walk_to(tile, walk, c0 + j);
             }
         }
         if (w1_ell > 0) {
@@ -462,7 +475,7 @@ __device__ __forceinline__ void bd_first_layer(float* cur, unsigned int* stage, 
         }
         bd_stage_commit<ASYNC>();
     }
-    unsigned int row = 0;
+    BdRowWalk walk{0u, tile.starts[1]};
     for (unsigned int c = 0; c < chunks; ++c) {
         const unsigned int c0 = c * chunk;
         const unsigned int m = min(chunk, total - c0);
@@ -485,19 +498,19 @@ __device__ __forceinline__ void bd_first_layer(float* cur, unsigned int* stage, 
         if (w1_bits != 0u) {
             if (w1_ell == 2u && x_binary) {
                 bd_scatter_scaled<THREADS, 2, true, SHARED_ACC>(cur, stride, cols, vals, c0, m, w1_entries, w1_bits,
-                                                                w1_base, row, tile);
+                                                                w1_base, walk, tile);
             } else if (w1_ell == 2u) {
                 bd_scatter_scaled<THREADS, 2, false, SHARED_ACC>(cur, stride, cols, vals, c0, m, w1_entries, w1_bits,
-                                                                 w1_base, row, tile);
+                                                                 w1_base, walk, tile);
             } else if (x_binary) {
                 bd_scatter_scaled<THREADS, 4, true, SHARED_ACC>(cur, stride, cols, vals, c0, m, w1_entries, w1_bits,
-                                                                w1_base, row, tile);
+                                                                w1_base, walk, tile);
             } else {
                 bd_scatter_scaled<THREADS, 4, false, SHARED_ACC>(cur, stride, cols, vals, c0, m, w1_entries, w1_bits,
-                                                                 w1_base, row, tile);
+                                                                 w1_base, walk, tile);
             }
         } else {
-            bd_scatter_pairs<THREADS>(cur, stride, cols, vals, c0, m, x_binary, w1_offsets, w1_entries, w1_ell, row,
+            bd_scatter_pairs<THREADS>(cur, stride, cols, vals, c0, m, x_binary, w1_offsets, w1_entries, w1_ell, walk,
                                       tile);
         }
         // The buffer just read is refilled by the next iteration's copies.
@@ -577,17 +590,17 @@ __device__ __forceinline__ void bd_dense_sums(float (&acc)[R], const unsigned in
     }
 }
 
-// Runs step(k, w) for each ELL entry of this lane's column, slots s0 .. s1 - 1 (entries E
-// from e, 32 apart; shift, base: a scaled layer's index bits and base value), in slot order.
-// The loop is unrolled by 4 for pairs and by SCALED_UNROLL for scaled entries: the predicated
-// items (bd_layer) do not unroll them (unrolled, the three loops cost the shared instances
-// spills), the exact ones (bd_item) by 2 (by 4, bd_chain_split fell to 64 registers with 40
-// bytes of spills, some in these sums; NVRTC 13.0, sm_90).
-template <int SCALED_UNROLL, typename E, typename Step>
-__device__ __forceinline__ void bd_ell_slots(const E* __restrict__ e, unsigned int s0, unsigned int s1,
+// A scaled ELL entry as a whole register: 16-bit entries widened to 32 bits, so that a ring
+// of them (bd_ell_slots) holds loads in flight; kept as unsigned short, each refill was
+// merged into its register (PRMT) as soon as it was issued, which waited for the load.
+__device__ __forceinline__ unsigned int bd_ell_unit(unsigned int e) { return e; }
+__device__ __forceinline__ unsigned int bd_ell_unit(unsigned short e) { return e; }
+
+// bd_ell_slots' loop over slots s0 .. s1 - 1, unrolled by UNROLL.
+template <int UNROLL, typename E, typename Step>
+__device__ __forceinline__ void bd_ell_plain(const E* __restrict__ e, unsigned int s0, unsigned int s1,
                                              unsigned int shift, float base, Step step) {
-    constexpr int unroll = sizeof(E) == sizeof(uint2) ? 4 : SCALED_UNROLL;
-#pragma unroll unroll
+#pragma unroll UNROLL
     for (unsigned int s = s0; s < s1; ++s, e += 32) {
         unsigned int k;
         float wv;
@@ -595,25 +608,80 @@ __device__ __forceinline__ void bd_ell_slots(const E* __restrict__ e, unsigned i
         step(k, wv);
     }
 }
+// Runs step(k, w) for each ELL entry of this lane's column, slots s0 .. s1 - 1 (entries E
+// from e, 32 apart; shift, base: a scaled layer's index bits and base value), in slot order.
+// Pairs: a loop unrolled by 4. Scaled entries: a loop unrolled by UNROLL (the predicated
+// items, bd_layer, 1: unrolled, the three loops cost the shared instances spills; the exact
+// ones, bd_item, 2), or, with AHEAD > 0 and at least AHEAD slots, a ring of AHEAD entries
+// whose loads stay in flight, each refilled with the entry AHEAD slots on as it is used:
+// whole turns of the ring without a branch, then the last partial turn. With few rows an
+// item (4 at N = 4096 after layer 8) the sums hide little of a load's latency: unrolled by
+// 2, the loop waited for an L2 round trip every 2 slots (ncu: 57 % of the stalls of 4096's
+// launch 3). Columns of fewer slots (2 an output in the generated networks' layers 2-8)
+// keep the loop: there the ring's loads and checks cost more than the wait they hide. A
+// ring of pairs took the pairs set's wide split instance to 16 bytes of spills for no gain
+// on random networks, so pairs have none.
+template <int UNROLL, int AHEAD, typename E, typename Step>
+__device__ __forceinline__ void bd_ell_slots(const E* __restrict__ e, unsigned int s0, unsigned int s1,
+                                             unsigned int shift, float base, Step step) {
+    constexpr unsigned int depth = AHEAD;
+    const unsigned int slots = s1 - s0;
+    if constexpr (sizeof(E) == sizeof(uint2)) {
+        bd_ell_plain<4>(e, s0, s1, shift, base, step);
+    } else if constexpr (AHEAD == 0) {
+        bd_ell_plain<UNROLL>(e, s0, s1, shift, base, step);
+    } else if (slots < depth) {
+        bd_ell_plain<UNROLL>(e, s0, s1, shift, base, step);
+    } else {
+        unsigned int ahead[depth];
+#pragma unroll
+        for (unsigned int u = 0; u < depth; ++u) {
+            ahead[u] = bd_ell_unit(__ldg(e + u * 32u));
+        }
+        const E* refill = e + depth * 32u;
+        unsigned int s = 0;
+        for (; s + depth <= slots; s += depth) {
+#pragma unroll
+            for (unsigned int u = 0; u < depth; ++u) {
+                const unsigned int entry = ahead[u];
+                ahead[u] = s + u + depth < slots ? bd_ell_unit(__ldg(refill + u * 32u)) : 0u;
+                unsigned int k;
+                float wv;
+                bd_ell_decode(entry, shift, base, k, wv);
+                step(k, wv);
+            }
+            refill += depth * 32u;
+        }
+#pragma unroll
+        for (unsigned int u = 0; u < depth; ++u) {
+            if (s + u < slots) {
+                unsigned int k;
+                float wv;
+                bd_ell_decode(ahead[u], shift, base, k, wv);
+                step(k, wv);
+            }
+        }
+    }
+}
 
-// Runs bd_ell_slots<SCALED_UNROLL> over slots s0 .. s1 - 1 of an ELL layer in its format
+// Runs bd_ell_slots<UNROLL, AHEAD> over slots s0 .. s1 - 1 of an ELL layer in its format
 // (the format is uniform over the layer: so is the branch): pairs as they are; a scaled
 // layer's first unit holds (base value bits, index bits), read inside its branch only. Only
 // the formats of BD_FORMATS are compiled; the last branch is the set's last format, without
 // a test: the host compiled the set from the layers.
-template <int SCALED_UNROLL, typename Step>
+template <int UNROLL, int AHEAD, typename Step>
 __device__ __forceinline__ void bd_ell_layer(const BdLayer& layer, const uint2* __restrict__ ell, unsigned int s0,
                                              unsigned int s1, unsigned int lane, Step step) {
     if (BD_RUNS(BD_FORMAT_ELL) && layer.format == BD_FORMAT_ELL) {
-        bd_ell_slots<SCALED_UNROLL>(bd_ell_first<uint2>(layer, ell, s0, lane), s0, s1, 0u, 0.0f, step);
+        bd_ell_slots<UNROLL, AHEAD>(bd_ell_first<uint2>(layer, ell, s0, lane), s0, s1, 0u, 0.0f, step);
     } else if (BD_RUNS(BD_FORMAT_ELL_SCALED16) && layer.format == BD_FORMAT_ELL_SCALED16) {
         const uint2 scale = __ldg(ell + layer.offset);
-        bd_ell_slots<SCALED_UNROLL>(bd_ell_first<unsigned short>(layer, ell, s0, lane), s0, s1, scale.y,
-                                    __uint_as_float(scale.x), step);
+        bd_ell_slots<UNROLL, AHEAD>(bd_ell_first<unsigned short>(layer, ell, s0, lane), s0, s1, scale.y,
+                            __uint_as_float(scale.x), step);
     } else if (BD_RUNS(BD_FORMAT_ELL_SCALED32)) {
         const uint2 scale = __ldg(ell + layer.offset);
-        bd_ell_slots<SCALED_UNROLL>(bd_ell_first<unsigned int>(layer, ell, s0, lane), s0, s1, scale.y,
-                                    __uint_as_float(scale.x), step);
+        bd_ell_slots<UNROLL, AHEAD>(bd_ell_first<unsigned int>(layer, ell, s0, lane), s0, s1, scale.y,
+                            __uint_as_float(scale.x), step);
     }
 }
 
@@ -647,7 +715,7 @@ __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, c
             // ones (bd_item) the shared and split tiles.
             const unsigned int s0 = group_starts[layer.group_table + g];
             const unsigned int s1 = group_starts[layer.group_table + g + 1];
-            bd_ell_layer<1>(layer, ell, s0, s1, lane, [&](unsigned int k, float wv) {
+            bd_ell_layer<1, 0>(layer, ell, s0, s1, lane, [&](unsigned int k, float wv) {
 #pragma unroll
                 for (unsigned int r = 0; r < BD_ROWS; ++r) {
                     if (r < rows) {
@@ -716,7 +784,11 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
         for (unsigned int r = 0; r < R; ++r) {
             row_at[r] = window + tile.live[first_row + r] * stride * 4u;
         }
-        bd_ell_layer<2>(layer, ell, s0, s1, lane, [&](unsigned int k, float wv) {
+        // A module that also runs dense layers (the official 1024: 114 dense, 5 scaled) has no
+        // ring: it took that set's shared instance from 66 registers to 80 with 16 bytes of
+        // spills, and the official 1024's launch 1 from 0.099 to 0.110 ms (2026-11-27i, call 4).
+        constexpr int ahead = BD_RUNS(BD_FORMAT_DENSE) ? 0 : BD_ITEM_AHEAD;
+        bd_ell_layer<2, ahead>(layer, ell, s0, s1, lane, [&](unsigned int k, float wv) {
             const unsigned int offset = k * 4u;
 #pragma unroll
             for (unsigned int r = 0; r < R; ++r) {
@@ -936,9 +1008,11 @@ __device__ __forceinline__ void bd_chain(
     if (count <= spread_rows) {
         return;
     }
-    const unsigned long long spread = (unsigned long long)gridDim.x * BD_TILE_WAVES;
-    const unsigned int rows_per_tile =
-        (unsigned int)min((unsigned long long)tile_max, max(1ull, (count + spread - 1) / spread));
+    // Equal tiles of at most tile_max rows, at least BD_TILE_WAVES a block (plan::device_tile).
+    const unsigned long long blocks = gridDim.x;
+    const unsigned long long waves =
+        max((unsigned long long)BD_TILE_WAVES, (count + blocks * tile_max - 1) / (blocks * tile_max));
+    const unsigned int rows_per_tile = (unsigned int)max(1ull, (count + blocks * waves - 1) / (blocks * waves));
     const BdLayer first_layer = bd_layer_at(desc, 0);
     const unsigned int out_width = bd_layer_at(desc, end - 1).out_width;
 

@@ -217,9 +217,8 @@ impl LayerLayout {
     }
 
     /// Bytes the layer's weights would take as [`Format::Ell`] pairs (8 a slot entry, the
-    /// group starts and the biases as stored): what the spread rule
-    /// ([`crate::plan::choose_spread`]) weighs, so that scaled entries leave it as it
-    /// was until measured. Other formats: [`LayerLayout::bytes`].
+    /// group starts and the biases as stored): what a scaled layer saves. Other formats:
+    /// [`LayerLayout::bytes`].
     pub fn pair_bytes(&self) -> usize {
         if self.format.is_scaled() {
             self.bytes + (8 - self.format.entry_bytes()) * WARP * self.slots - 8

@@ -59,6 +59,12 @@ pub const STATE_LIVE: u8 = 1;
 /// (`BD_STATE_BOUND`).
 pub const STATE_BOUND: u8 = 2;
 
+/// ELL entries whose loads an exact work item keeps in flight (`BD_ITEM_AHEAD`; half as many
+/// pairs): a ring of registers, each refilled with the entry this many slots on as it is
+/// used. The tail launches' items hold few rows (4 at N = 4096 after layer 8): their sums
+/// hid too little of an L2 round trip, which the loop unrolled by 2 paid every 2 slots.
+pub const ITEM_AHEAD: usize = 8;
+
 /// The constants `blockdepend.cu` shares with Rust.
 pub const DEFINES: &[Define] = &[
     Define::new("BD_THREADS", plan::THREADS as u64),
@@ -72,6 +78,7 @@ pub const DEFINES: &[Define] = &[
     Define::new("BD_FORMAT_ELL_SCALED32", Format::EllScaled32.code() as u64),
     Define::new("BD_TILE_WAVES", plan::TILE_WAVES as u64),
     Define::new("BD_SCATTER_BATCH", emulate::SCATTER_BATCH as u64),
+    Define::new("BD_ITEM_AHEAD", ITEM_AHEAD as u64),
     Define::new("BD_STATE_ZERO", STATE_ZERO as u64),
     Define::new("BD_STATE_LIVE", STATE_LIVE as u64),
     Define::new("BD_STATE_BOUND", STATE_BOUND as u64),

@@ -38,8 +38,8 @@ pub const THREADS: usize = 256;
 /// Threads per block for wide tiles, one block an SM (`BD_THREADS_WIDE`): as many warps as
 /// [`TARGET_BLOCKS_PER_SM`] narrow blocks, within the registers of an SM at 80 a thread.
 pub const THREADS_WIDE: usize = TARGET_BLOCKS_PER_SM * THREADS;
-/// Tiles per block a segment aims at (the device-side tile size is
-/// `⌈rows / (blocks · TILE_WAVES)⌉`, at most the segment's tile): enough tiles to balance
+/// Fewest tiles per block a segment aims at (the device-side tile size, [`device_tile`], is
+/// `⌈rows / (blocks · TILE_WAVES)⌉` where that fits the segment's tile): enough tiles to balance
 /// rows that die at different layers over the blocks, few enough to share each weight read
 /// among many rows.
 pub const TILE_WAVES: usize = 2;
@@ -177,15 +177,16 @@ pub enum SpreadChoice {
     Off,
 }
 
-/// Weight bytes of a layer from which a launch spreads (`SpreadChoice::Auto`), counted as
-/// `(input, weight)` pairs ([`LayerLayout::pair_bytes`]: a scaled layer's 2-byte entries,
-/// a quarter of the bytes, leave the choice as it was until it is measured). A tile
-/// carried by one block streams each layer's weights through one SM, about 100 GB/s of L2
-/// an SM on an H200: from 256 KiB a layer that is ≥ 2.5 µs a layer, more than a grid-wide
-/// barrier and the chunk's round trip through L2 cost. At N = 65536 (compressed) a layer
-/// is ~0.9 MB (the launch of layers 17–32 took 15 µs a layer in tiles); at 16384 ~0.17 MB
-/// and at 1024 ~16 KB, where spreading only adds barriers (the official 1024-120 took 1.02
-/// ms spread everywhere against 0.30 ms, 8d1728f).
+/// Weight bytes of a layer from which a launch spreads (`SpreadChoice::Auto`), as stored
+/// ([`LayerLayout::bytes`]: what a block streams). A tile carried by one block streams each
+/// layer's weights through one SM, about 100 GB/s of L2 an SM on an H200: from 256 KiB a
+/// layer that is ≥ 2.5 µs a layer, more than a grid-wide barrier and the chunk's round trip
+/// through L2 cost. At N = 65536 (compressed) a heavy layer is ~0.5 MB of 32-bit scaled
+/// entries: spread, 65536-120 took 4.474 ms against 4.609 in tiles (one H100, 2026-11-27,
+/// de9bc7a). At 16384 it is 64 KiB of 16-bit ones: in tiles, 16384-120 took 1.204 ms against
+/// 1.434 spread (same day), when the rule still counted them as 8-byte pairs (256 KiB). At
+/// 1024 ~16 KB, where spreading only adds barriers (the official 1024-120 took 1.02 ms spread
+/// everywhere against 0.30 ms, 8d1728f).
 pub const SPREAD_LAYER_BYTES: usize = 256 * 1024;
 
 /// How a segment runs its rows: which of [`SpreadChoice`] applies to it.
@@ -208,7 +209,7 @@ pub fn choose_spread(segments: &mut [Segment], layout: &Layout, choice: SpreadCh
         let wanted = match choice {
             SpreadChoice::Auto => layout.layers[s.first..s.end]
                 .iter()
-                .any(|l| l.pair_bytes() >= SPREAD_LAYER_BYTES),
+                .any(|l| l.bytes >= SPREAD_LAYER_BYTES),
             SpreadChoice::Always => true,
             SpreadChoice::Off => false,
         };
@@ -574,10 +575,15 @@ pub fn path(segments: &[Segment]) -> String {
 }
 
 /// Rows per tile of a segment launched on `blocks` blocks over `rows` rows: what the kernel
-/// computes on the device from the row count it reads there.
+/// computes on the device from the row count it reads there. The rows go in equal tiles of
+/// at most `tile`, `waves` tiles a block: at least [`TILE_WAVES`], and as many as tiles of
+/// `tile` rows need. Filling tiles of `tile` rows left the last wave part full: at 4096
+/// (tiles of 36, 396 blocks) 60000 rows made 4.2 waves, the last 20 % full, where 5 waves
+/// of 31 rows take the same 5 tile-times of fewer rows.
 pub fn device_tile(rows: usize, blocks: usize, tile: usize) -> usize {
-    rows.div_ceil(blocks.max(1) * TILE_WAVES)
-        .clamp(1, tile.max(1))
+    let (blocks, tile) = (blocks.max(1), tile.max(1));
+    let waves = rows.div_ceil(blocks * tile).max(TILE_WAVES);
+    rows.div_ceil(blocks * waves).max(1)
 }
 
 #[cfg(test)]
@@ -800,17 +806,14 @@ mod tests {
                 .map(|s| s.spread == Spread::Spread)
                 .collect::<Vec<_>>()
         };
-        // 4096 wide, 32 inputs a column (1 MiB of ELL pairs a layer, as at N = 65536
-        // compressed; one value, so stored scaled: 256 KiB of 2-byte entries, the base unit
-        // and the group starts, which the rule counts as the pairs): auto spreads every
-        // launch but the first.
+        // 4096 wide, 32 inputs a column (1 MiB of ELL pairs a layer; one value, so stored
+        // scaled: 256 KiB of 2-byte entries, the base unit and the group starts, just past
+        // the rule's bytes): auto spreads every launch but the first.
         let heavy = layout_with(&[4096, 4096, 4096, 4096], 32);
         assert!(heavy.layers[1..].iter().all(|l| {
-            l.format == Format::EllScaled16
-                && l.bytes == 8 + 2 * 32 * 4096 + 4 * 129
-                && l.pair_bytes() == 8 * 32 * 4096 + 4 * 129
+            l.format == Format::EllScaled16 && l.bytes == 8 + 2 * 32 * 4096 + 4 * 129
         }));
-        const { assert!(SPREAD_LAYER_BYTES < 8 * 32 * 4096) };
+        const { assert!(SPREAD_LAYER_BYTES <= 8 + 2 * 32 * 4096 + 4 * 129) };
         let mut s = plan(&heavy, &H200, &[1, 2], PlacementChoice::Shared, None).unwrap();
         assert_eq!(spreads(&s), vec![false; 3], "planned as tiles");
         choose_spread(&mut s, &heavy, SpreadChoice::Auto);
@@ -820,14 +823,21 @@ mod tests {
         choose_items(&mut s, ItemChoice::Predicated);
         choose_spread(&mut s, &heavy, SpreadChoice::Always);
         assert_eq!(spreads(&s), vec![false; 3], "predicated items never spread");
+        // The rule weighs the bytes as stored: 1024 wide, 32 inputs a column is 256 KiB as
+        // pairs but 64 KiB of 2-byte scaled entries (the generated 16384's heavy layers),
+        // and stays in tiles.
+        let scaled = layout_with(&[1024, 1024, 1024], 32);
+        assert!(scaled.layers[1..].iter().all(|l| {
+            l.format == Format::EllScaled16
+                && l.pair_bytes() >= SPREAD_LAYER_BYTES
+                && l.bytes < SPREAD_LAYER_BYTES
+        }));
+        let mut s = plan(&scaled, &H200, &[1], PlacementChoice::Shared, None).unwrap();
+        choose_spread(&mut s, &scaled, SpreadChoice::Auto);
+        assert_eq!(spreads(&s), vec![false; 2]);
         // Light layers spread only when always.
         let light = layout(&[64, 64, 64, 64]);
-        assert!(
-            light
-                .layers
-                .iter()
-                .all(|l| l.pair_bytes() < SPREAD_LAYER_BYTES)
-        );
+        assert!(light.layers.iter().all(|l| l.bytes < SPREAD_LAYER_BYTES));
         let mut s = plan(&light, &H200, &[1, 2], PlacementChoice::Shared, None).unwrap();
         choose_spread(&mut s, &light, SpreadChoice::Auto);
         assert_eq!(spreads(&s), vec![false; 3]);
@@ -854,5 +864,24 @@ mod tests {
         assert_eq!(device_tile(60000, 10, 128), 128);
         assert_eq!(device_tile(5, 396, 128), 1);
         assert_eq!(device_tile(0, 396, 128), 1);
+        // Tiles of 36 would leave a fifth wave 20 % full: five equal waves of 31 rows.
+        assert_eq!(device_tile(60000, 396, 36), 31);
+        assert_eq!(device_tile(60000, 132, 7), 7);
+        for (rows, blocks, tile) in [
+            (60000, 396, 36),
+            (60000, 132, 28),
+            (15025, 396, 36),
+            (7, 3, 2),
+        ] {
+            let t = device_tile(rows, blocks, tile);
+            assert!(t <= tile, "{rows} {blocks} {tile}: {t}");
+            // As few waves as tiles of `tile` rows need, and at least TILE_WAVES.
+            let waves = rows.div_ceil(blocks * tile).max(TILE_WAVES);
+            assert_eq!(
+                rows.div_ceil(blocks * t),
+                waves,
+                "{rows} {blocks} {tile}: {t}"
+            );
+        }
     }
 }
