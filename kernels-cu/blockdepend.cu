@@ -1008,11 +1008,9 @@ __device__ __forceinline__ void bd_chain(
     if (count <= spread_rows) {
         return;
     }
-    // Equal tiles of at most tile_max rows, at least BD_TILE_WAVES a block (plan::device_tile).
-    const unsigned long long blocks = gridDim.x;
-    const unsigned long long waves =
-        max((unsigned long long)BD_TILE_WAVES, (count + blocks * tile_max - 1) / (blocks * tile_max));
-    const unsigned int rows_per_tile = (unsigned int)max(1ull, (count + blocks * waves - 1) / (blocks * waves));
+    const unsigned long long spread = (unsigned long long)gridDim.x * BD_TILE_WAVES;
+    const unsigned int rows_per_tile =
+        (unsigned int)min((unsigned long long)tile_max, max(1ull, (count + spread - 1) / spread));
     const BdLayer first_layer = bd_layer_at(desc, 0);
     const unsigned int out_width = bd_layer_at(desc, end - 1).out_width;
 

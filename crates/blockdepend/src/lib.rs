@@ -267,7 +267,7 @@ pub struct BlockDependOptions {
     /// at most 128; 32 for tiles in global memory).
     pub tile_rows: Option<usize>,
     /// Layer counts after which a new launch re-packs the surviving rows, strictly
-    /// increasing (default: 4, 8, 16, …, [`plan::FIRST_CUT`]).
+    /// increasing (default: 4, 8, 16 below the depth, [`plan::cut_points`]).
     pub cuts: Option<Vec<usize>>,
     /// Where tiles live (default: per launch, by the model).
     pub placement: PlacementChoice,

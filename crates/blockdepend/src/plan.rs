@@ -38,8 +38,8 @@ pub const THREADS: usize = 256;
 /// Threads per block for wide tiles, one block an SM (`BD_THREADS_WIDE`): as many warps as
 /// [`TARGET_BLOCKS_PER_SM`] narrow blocks, within the registers of an SM at 80 a thread.
 pub const THREADS_WIDE: usize = TARGET_BLOCKS_PER_SM * THREADS;
-/// Fewest tiles per block a segment aims at (the device-side tile size, [`device_tile`], is
-/// `⌈rows / (blocks · TILE_WAVES)⌉` where that fits the segment's tile): enough tiles to balance
+/// Tiles per block a segment aims at (the device-side tile size is
+/// `⌈rows / (blocks · TILE_WAVES)⌉`, at most the segment's tile): enough tiles to balance
 /// rows that die at different layers over the blocks, few enough to share each weight read
 /// among many rows.
 pub const TILE_WAVES: usize = 2;
@@ -48,6 +48,12 @@ pub const TILE_WAVES: usize = 2;
 /// 1024-120 0.263 → 0.228 ms, 4096-120 0.498 → 0.458, 16384-120 1.587 → 1.463, 65536-120
 /// 4.72 → 4.53: one launch and one carry of the survivors fewer.
 pub const FIRST_CUT: usize = 4;
+/// The last default cut: the last launch covers layers 17 to the end. Doubling on (cuts 32,
+/// 64, …) re-packed a few hundred rows at most and cost each later launch about 4 µs even
+/// with no row left (one H100, 2026-11-27i, call 5: the official 1024-120 0.225 → 0.216 ms
+/// with cuts 4, 8, 16; 4096-120 0.375 with cuts 4, 8, 16 or 4, 8, 16, 32; 16384-120 and
+/// 65536-120 the same within 1 µs). At 1920 layers it saves six launches.
+pub const LAST_CUT: usize = 16;
 /// Rows per tile of a global-memory segment unless asked otherwise.
 pub const GLOBAL_TILE: usize = 32;
 
@@ -376,9 +382,8 @@ impl Segment {
 
 /// The chain's cuts: the layer counts after which a new launch starts. `requested` must be
 /// strictly increasing within `1..layers`; by default the powers of two from [`FIRST_CUT`]
-/// below `layers` (4, 8, 16, …): a later launch covers at most as many layers as came
-/// before it, so there are `⌈log2 L⌉ − 1` launches, and the survivors are re-packed while
-/// rows still die quickly.
+/// to [`LAST_CUT`] below `layers` (4, 8, 16): the survivors are re-packed while rows still
+/// die quickly, and the last launch runs the rest.
 pub fn cut_points(layers: usize, requested: Option<&[usize]>) -> Result<Vec<usize>, String> {
     match requested {
         Some(cuts) => {
@@ -399,7 +404,7 @@ pub fn cut_points(layers: usize, requested: Option<&[usize]>) -> Result<Vec<usiz
             Ok(cuts.to_vec())
         }
         None => Ok(std::iter::successors(Some(FIRST_CUT), |c| c.checked_mul(2))
-            .take_while(|&c| c < layers)
+            .take_while(|&c| c <= LAST_CUT && c < layers)
             .collect()),
     }
 }
@@ -575,15 +580,14 @@ pub fn path(segments: &[Segment]) -> String {
 }
 
 /// Rows per tile of a segment launched on `blocks` blocks over `rows` rows: what the kernel
-/// computes on the device from the row count it reads there. The rows go in equal tiles of
-/// at most `tile`, `waves` tiles a block: at least [`TILE_WAVES`], and as many as tiles of
-/// `tile` rows need. Filling tiles of `tile` rows left the last wave part full: at 4096
-/// (tiles of 36, 396 blocks) 60000 rows made 4.2 waves, the last 20 % full, where 5 waves
-/// of 31 rows take the same 5 tile-times of fewer rows.
+/// computes on the device from the row count it reads there. (Equal tiles in as few waves
+/// as tiles of `tile` rows need were tried, 2026-11-27i call 5: 4096's launch 1 ran its
+/// 36-row tiles in 4.2 waves, and 5 waves of 31 rows were no faster, 0.245-0.258 ms against
+/// 0.223: the blocks take tiles from a queue and rows die at different layers, so the part
+/// full wave was not a loss.)
 pub fn device_tile(rows: usize, blocks: usize, tile: usize) -> usize {
-    let (blocks, tile) = (blocks.max(1), tile.max(1));
-    let waves = rows.div_ceil(blocks * tile).max(TILE_WAVES);
-    rows.div_ceil(blocks * waves).max(1)
+    rows.div_ceil(blocks.max(1) * TILE_WAVES)
+        .clamp(1, tile.max(1))
 }
 
 #[cfg(test)]
@@ -623,8 +627,10 @@ mod tests {
         assert_eq!(cut_points(2, None).unwrap(), Vec::<usize>::new());
         assert_eq!(cut_points(4, None).unwrap(), Vec::<usize>::new());
         assert_eq!(cut_points(5, None).unwrap(), vec![4]);
-        assert_eq!(cut_points(120, None).unwrap(), vec![4, 8, 16, 32, 64]);
-        assert_eq!(cut_points(1920, None).unwrap().len(), 9);
+        assert_eq!(cut_points(16, None).unwrap(), vec![4, 8]);
+        assert_eq!(cut_points(17, None).unwrap(), vec![4, 8, 16]);
+        assert_eq!(cut_points(120, None).unwrap(), vec![4, 8, 16]);
+        assert_eq!(cut_points(1920, None).unwrap(), vec![4, 8, 16]);
         assert_eq!(cut_points(5, Some(&[1, 3])).unwrap(), vec![1, 3]);
         assert!(cut_points(5, Some(&[3, 3])).is_err());
         assert!(cut_points(5, Some(&[0])).is_err());
@@ -864,24 +870,5 @@ mod tests {
         assert_eq!(device_tile(60000, 10, 128), 128);
         assert_eq!(device_tile(5, 396, 128), 1);
         assert_eq!(device_tile(0, 396, 128), 1);
-        // Tiles of 36 would leave a fifth wave 20 % full: five equal waves of 31 rows.
-        assert_eq!(device_tile(60000, 396, 36), 31);
-        assert_eq!(device_tile(60000, 132, 7), 7);
-        for (rows, blocks, tile) in [
-            (60000, 396, 36),
-            (60000, 132, 28),
-            (15025, 396, 36),
-            (7, 3, 2),
-        ] {
-            let t = device_tile(rows, blocks, tile);
-            assert!(t <= tile, "{rows} {blocks} {tile}: {t}");
-            // As few waves as tiles of `tile` rows need, and at least TILE_WAVES.
-            let waves = rows.div_ceil(blocks * tile).max(TILE_WAVES);
-            assert_eq!(
-                rows.div_ceil(blocks * t),
-                waves,
-                "{rows} {blocks} {tile}: {t}"
-            );
-        }
     }
 }

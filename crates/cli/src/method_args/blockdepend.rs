@@ -25,7 +25,7 @@ pub struct BlockDependArgs {
     #[arg(long, value_name = "ROWS", value_parser = at_least_one, allow_hyphen_values = true)]
     pub bd_tile: Option<usize>,
     /// Layer counts after which a new launch re-packs the surviving rows, comma-separated
-    /// and increasing, or `none` for one launch [default: 4,8,16,…].
+    /// and increasing, or `none` for one launch [default: 4,8,16].
     #[arg(long, value_name = "L,L,…", value_parser = cuts, allow_hyphen_values = true)]
     pub bd_cuts: Option<Cuts>,
     /// Where tiles live: `auto` (per launch, by the model), `shared`, `split` (inputs in
