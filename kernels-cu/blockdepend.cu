@@ -608,6 +608,7 @@ __device__ __forceinline__ void bd_ell_plain(const E* __restrict__ e, unsigned i
         step(k, wv);
     }
 }
+
 // Runs step(k, w) for each ELL entry of this lane's column, slots s0 .. s1 - 1 (entries E
 // from e, 32 apart; shift, base: a scaled layer's index bits and base value), in slot order.
 // Pairs: a loop unrolled by 4. Scaled entries: a loop unrolled by UNROLL (the predicated

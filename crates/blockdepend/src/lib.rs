@@ -59,10 +59,12 @@ pub const STATE_LIVE: u8 = 1;
 /// (`BD_STATE_BOUND`).
 pub const STATE_BOUND: u8 = 2;
 
-/// ELL entries whose loads an exact work item keeps in flight (`BD_ITEM_AHEAD`; half as many
-/// pairs): a ring of registers, each refilled with the entry this many slots on as it is
-/// used. The tail launches' items hold few rows (4 at N = 4096 after layer 8): their sums
-/// hid too little of an L2 round trip, which the loop unrolled by 2 paid every 2 slots.
+/// Scaled ELL entries whose loads an exact work item keeps in flight (`BD_ITEM_AHEAD`): a
+/// ring of registers, each refilled with the entry this many slots on as it is used, for
+/// columns of at least this many slots (pairs, and modules that also run dense layers, keep
+/// their loops; `bd_ell_slots` says why). The tail launches' items hold few rows (4 at
+/// N = 4096 after layer 8): their sums hid too little of an L2 round trip, which the loop
+/// unrolled by 2 paid every 2 slots (4096's launch 3 0.105 → 0.064 ms, one H100, 2026-11-27i).
 pub const ITEM_AHEAD: usize = 8;
 
 /// The constants `blockdepend.cu` shares with Rust.
