@@ -590,12 +590,6 @@ __device__ __forceinline__ void bd_dense_sums(float (&acc)[R], const unsigned in
     }
 }
 
-// A scaled ELL entry as a whole register: 16-bit entries widened to 32 bits, so that a ring
-// of them (bd_ell_slots) holds loads in flight; kept as unsigned short, each refill was
-// merged into its register (PRMT) as soon as it was issued, which waited for the load.
-__device__ __forceinline__ unsigned int bd_ell_unit(unsigned int e) { return e; }
-__device__ __forceinline__ unsigned int bd_ell_unit(unsigned short e) { return e; }
-
 // bd_ell_slots' loop over slots s0 .. s1 - 1, unrolled by UNROLL.
 template <int UNROLL, typename E, typename Step>
 __device__ __forceinline__ void bd_ell_plain(const E* __restrict__ e, unsigned int s0, unsigned int s1,
@@ -621,7 +615,9 @@ __device__ __forceinline__ void bd_ell_plain(const E* __restrict__ e, unsigned i
 // launch 3). Columns of fewer slots (2 an output in the generated networks' layers 2-8)
 // keep the loop: there the ring's loads and checks cost more than the wait they hide. A
 // ring of pairs took the pairs set's wide split instance to 16 bytes of spills for no gain
-// on random networks, so pairs have none.
+// on random networks, so pairs have none. The ring holds 16-bit entries widened to 32 bits:
+// kept as unsigned short, each refill was merged into its register (PRMT) as soon as it was
+// issued, which waited for the load.
 template <int UNROLL, int AHEAD, typename E, typename Step>
 __device__ __forceinline__ void bd_ell_slots(const E* __restrict__ e, unsigned int s0, unsigned int s1,
                                              unsigned int shift, float base, Step step) {
@@ -637,7 +633,7 @@ __device__ __forceinline__ void bd_ell_slots(const E* __restrict__ e, unsigned i
         unsigned int ahead[depth];
 #pragma unroll
         for (unsigned int u = 0; u < depth; ++u) {
-            ahead[u] = bd_ell_unit(__ldg(e + u * 32u));
+            ahead[u] = __ldg(e + u * 32u);
         }
         const E* refill = e + depth * 32u;
         unsigned int s = 0;
@@ -645,7 +641,7 @@ __device__ __forceinline__ void bd_ell_slots(const E* __restrict__ e, unsigned i
 #pragma unroll
             for (unsigned int u = 0; u < depth; ++u) {
                 const unsigned int entry = ahead[u];
-                ahead[u] = s + u + depth < slots ? bd_ell_unit(__ldg(refill + u * 32u)) : 0u;
+                ahead[u] = s + u + depth < slots ? (unsigned int)__ldg(refill + u * 32u) : 0u;
                 unsigned int k;
                 float wv;
                 bd_ell_decode(entry, shift, base, k, wv);

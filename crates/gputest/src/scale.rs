@@ -35,9 +35,9 @@ pub const SANITIZE_MIN_ROWS: usize = 16;
 /// methods launch once a layer or more, so depth multiplies a run's time. 40 keeps every
 /// phase that depth selects in the suites: XY's deletion of dead rows after layer 22 and
 /// its neuron-major layers, GLARE's layers from 22, SNICIT's threshold at layer 30 with
-/// ten layers after it, blockdepend's launches after 4, 8, 16 and 32 layers (five of
-/// the six of a 120-layer network, the sixth an instance the fifth already runs), and
-/// several whole cycles of the generator's permutations (6 layers a cycle at N = 1024).
+/// ten layers after it, blockdepend's four launches (cuts after 4, 8 and 16 layers, as at
+/// any depth), and several whole cycles of the generator's permutations (6 layers a cycle
+/// at N = 1024).
 /// The official 1024-120 network is real and keeps its 120 layers (its truth is layer
 /// 120's).
 pub const SANITIZE_MAX_LAYERS: usize = 40;
