@@ -36,7 +36,9 @@ pub const MAX_TILE: usize = 128;
 /// (`BD_THREADS`).
 pub const THREADS: usize = 256;
 /// Threads per block for wide tiles, one block an SM (`BD_THREADS_WIDE`): as many warps as
-/// [`TARGET_BLOCKS_PER_SM`] narrow blocks, within the registers of an SM at 80 a thread.
+/// [`TARGET_BLOCKS_PER_SM`] narrow blocks, within the registers of an SM at 80 a thread
+/// (768 × 80 of 65536). A kernel constant: it does not follow [`Limits::narrow_blocks`],
+/// which the device learns from the compiled kernel.
 pub const THREADS_WIDE: usize = TARGET_BLOCKS_PER_SM * THREADS;
 /// Tiles per block a segment aims at (the device-side tile size is
 /// `⌈rows / (blocks · TILE_WAVES)⌉`, at most the segment's tile): enough tiles to balance
@@ -227,10 +229,16 @@ pub fn choose_spread(segments: &mut [Segment], layout: &Layout, choice: SpreadCh
     }
 }
 
-/// Blocks per SM a shared-memory tile aims at: three blocks of [`THREADS`] threads hide
-/// the latency of the weight loads (the kernel's registers allow three, see
-/// docs/blockdepend.md), as long as each tile keeps at least [`OCCUPANCY_ROWS`] rows.
+/// Fewest blocks of [`THREADS`] a narrow shared-memory tile aims at an SM: three hide the
+/// latency of the weight loads, as long as each tile keeps at least [`OCCUPANCY_ROWS`] rows
+/// (with fewer rows, one block of [`THREADS_WIDE`] takes the SM). Also the narrow blocks a
+/// plan assumes when the kernel's registers are not known ([`Limits::hopper`]).
 pub const TARGET_BLOCKS_PER_SM: usize = 3;
+/// Most blocks of [`THREADS`] a narrow tile aims at an SM, where the compiled kernel's
+/// registers allow them ([`Limits::narrow_blocks`]). Four measured best at N = 4096 (the
+/// kernel at 64 registers; one H100, 2026-11-27i, call 6): 24 rows a tile 0.321 ms, 16 rows
+/// 0.344, against 0.358 with three blocks of 36 rows. More were not measured.
+pub const MAX_BLOCKS_PER_SM: usize = 4;
 /// Fewest rows a tile keeps for the sake of more blocks per SM: two work items of rows,
 /// so that each weight read still serves 16 rows.
 pub const OCCUPANCY_ROWS: usize = 16;
@@ -246,17 +254,34 @@ pub struct Limits {
     pub reserved_per_block: usize,
     /// The kernel's static shared memory, bytes.
     pub static_shared: usize,
+    /// Blocks of [`THREADS`] the narrow kernel's registers let an SM hold, at most
+    /// [`MAX_BLOCKS_PER_SM`] (the device asks the compiled `bd_chain_shared`).
+    pub narrow_blocks: usize,
 }
 
 impl Limits {
     /// An H100 / H200 (sm_90) with the kernel's static shared memory `static_shared`:
-    /// 227 KiB a block, 228 KiB an SM, 1 KiB reserved per block.
+    /// 227 KiB a block, 228 KiB an SM, 1 KiB reserved per block, [`TARGET_BLOCKS_PER_SM`]
+    /// narrow blocks an SM.
     pub const fn hopper(static_shared: usize) -> Self {
         Self {
             shared_per_block: 227 * 1024,
             shared_per_sm: 228 * 1024,
             reserved_per_block: 1024,
             static_shared,
+            narrow_blocks: TARGET_BLOCKS_PER_SM,
+        }
+    }
+
+    /// The same with `blocks` narrow blocks an SM, clamped to [`MAX_BLOCKS_PER_SM`].
+    pub const fn with_narrow_blocks(self, blocks: usize) -> Self {
+        Self {
+            narrow_blocks: if blocks < MAX_BLOCKS_PER_SM {
+                blocks
+            } else {
+                MAX_BLOCKS_PER_SM
+            },
+            ..self
         }
     }
 
@@ -276,10 +301,11 @@ impl Limits {
         (per_block / (4 * floats.max(1))).min(MAX_TILE)
     }
 
-    /// Rows a tile in shared memory holds, and its threads: the most rows that let
-    /// [`TARGET_BLOCKS_PER_SM`] blocks of [`THREADS`] share an SM when that leaves at least
-    /// [`OCCUPANCY_ROWS`] rows; else one block of [`THREADS_WIDE`] an SM with as many rows as
-    /// fit (the same warps an SM, more rows a tile). 0 rows when not one fits a block.
+    /// Rows a tile in shared memory holds, and its threads: the most rows that let `b`
+    /// blocks of [`THREADS`] share an SM, for the most `b` from [`Limits::narrow_blocks`]
+    /// down to [`TARGET_BLOCKS_PER_SM`] that leaves at least [`OCCUPANCY_ROWS`] rows; else
+    /// one block of [`THREADS_WIDE`] an SM with as many rows as fit (the same warps an SM as
+    /// three narrow blocks, more rows a tile). 0 rows when not one fits a block.
     pub fn shared_tile(&self, stride: usize) -> (usize, usize) {
         self.tile_of(2 * stride)
     }
@@ -291,12 +317,13 @@ impl Limits {
     }
 
     fn tile_of(&self, floats: usize) -> (usize, usize) {
-        let narrow = self.rows_at(floats, TARGET_BLOCKS_PER_SM);
-        if narrow >= OCCUPANCY_ROWS {
-            (narrow, THREADS)
-        } else {
-            (self.rows_at(floats, 1), THREADS_WIDE)
-        }
+        (TARGET_BLOCKS_PER_SM..=self.narrow_blocks.max(TARGET_BLOCKS_PER_SM))
+            .rev()
+            .map(|blocks| self.rows_at(floats, blocks))
+            .find(|&rows| rows >= OCCUPANCY_ROWS)
+            .map_or((self.rows_at(floats, 1), THREADS_WIDE), |rows| {
+                (rows, THREADS)
+            })
     }
 }
 
@@ -682,6 +709,15 @@ mod tests {
         assert_eq!(H200.shared_tile(256), (36, THREADS));
         assert_eq!(H200.shared_tile(1024), (28, THREADS_WIDE));
         assert_eq!(H200.shared_tile(512), (18, THREADS));
+        // Where the kernel's registers allow four narrow blocks an SM: 256 floats keep 27
+        // rows for four; 512 floats would keep 13 for four, so three blocks take 18; the
+        // wide block is unchanged. The count is clamped to the most measured.
+        let four = H200.with_narrow_blocks(4);
+        assert_eq!(four.shared_tile(256), (27, THREADS));
+        assert_eq!(four.shared_tile(512), (18, THREADS));
+        assert_eq!(four.shared_tile(1024), (28, THREADS_WIDE));
+        assert_eq!(H200.with_narrow_blocks(8), four);
+        assert_eq!(H200.with_narrow_blocks(2).shared_tile(256), (36, THREADS));
         let l = layout(&[10, 64, 64]);
         let s = plan(&l, &H200, &[], PlacementChoice::Global, Some(5)).unwrap();
         assert_eq!((s[0].placement, s[0].tile), (Placement::Global, 5));

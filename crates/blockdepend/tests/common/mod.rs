@@ -197,6 +197,7 @@ pub const SMALL: Limits = Limits {
     shared_per_sm: 228 * 1024,
     reserved_per_block: 0,
     static_shared: 1168,
+    narrow_blocks: spdnn_blockdepend::plan::TARGET_BLOCKS_PER_SM,
 };
 
 /// A block with no room for a row: every launch in global memory.
@@ -205,6 +206,7 @@ pub const NONE: Limits = Limits {
     shared_per_sm: 228 * 1024,
     reserved_per_block: 0,
     static_shared: 1168,
+    narrow_blocks: spdnn_blockdepend::plan::TARGET_BLOCKS_PER_SM,
 };
 
 /// What a run of the emulation varies: the options, the device's limits, its blocks.
