@@ -565,13 +565,16 @@ __device__ __forceinline__ void bd_for_items(const BdLayer& layer, unsigned int 
 // Adds a dense layer's products to the sums of R rows (at[r]: row r's offset in cur), four
 // inputs a step, w the weights of this lane's output column (layer.dense_stride apart). With
 // PREDICATED, only rows r < rows are summed (the predicated items); without, all R are (the
-// exact items, R known at compile time).
+// exact items, R known at compile time). Unrolled by 4: 16 weight loads in flight, so a
+// 64-input layer waits on 4 L2 round trips instead of 8 (the official 1024's tail launches,
+// tiles of 1-3 rows: launches 3 and 4 0.051 -> 0.037 and 0.033 -> 0.026 ms, one H100,
+// 2026-11-27j call 1; the set's shared instance 66 -> 78 registers, still three blocks an SM).
 template <unsigned int R, bool PREDICATED>
 __device__ __forceinline__ void bd_dense_sums(float (&acc)[R], const unsigned int (&at)[R], unsigned int rows,
                                               const float* cur, const float* __restrict__ w, const BdLayer& layer) {
     const unsigned long long ws = layer.dense_stride;
     const unsigned int inputs = (layer.in_width + 3u) & ~3u;
-#pragma unroll 2
+#pragma unroll 4
     for (unsigned int k = 0; k < inputs; k += 4) {
         const float w0 = __ldg(w + k * ws);
         const float w1 = __ldg(w + (k + 1) * ws);
@@ -861,27 +864,41 @@ __device__ __forceinline__ void bd_retire(BdTile& tile, const float* cur, unsign
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int live = tile.live_count;
     // A float4 a lane: the row's padding (past width, up to a multiple of 32) holds zeros,
-    // which count for "all zero" and are left out of "all at the bound".
+    // which count for "all zero" and are left out of "all at the bound". A row takes the
+    // fewest lanes, a power of two, that hold its float4s (a warp at most), so a warp checks
+    // 32 / group rows at once: the official 1024's 64-wide rows two, 32-wide ones four (the
+    // check was a fifth of its launch 1's instructions with a warp a row).
     const unsigned int quads = (width + 3u) / 4u;
-    for (unsigned int p = warp; p < live; p += warps) {
-        const unsigned int slot = tile.live[p];
-        const float4* row = reinterpret_cast<const float4*>(cur + slot * stride);
+    const unsigned int group =
+        quads >= SPDNN_WARP_SIZE ? SPDNN_WARP_SIZE : (quads <= 1u ? 1u : 2u << (31 - __clz(quads - 1u)));
+    const unsigned int rows_a_warp = SPDNN_WARP_SIZE / group;
+    const unsigned int part = lane % group;
+    const unsigned int warp_row = lane / group;
+    const unsigned int group_mask =
+        (group == SPDNN_WARP_SIZE ? SPDNN_FULL_MASK : (1u << group) - 1u) << (warp_row * group);
+    for (unsigned int p0 = warp * rows_a_warp; p0 < live; p0 += warps * rows_a_warp) {
+        const unsigned int p = p0 + warp_row;
+        const unsigned int slot = p < live ? tile.live[p] : 0u;
         bool nonzero = false;
         bool at_bound = true;
-        for (unsigned int q = lane; q < quads; q += SPDNN_WARP_SIZE) {
-            const float4 v = row[q];
-            const unsigned int c = 4u * q;
-            nonzero |= (v.x != 0.0f) | (v.y != 0.0f) | (v.z != 0.0f) | (v.w != 0.0f);
-            at_bound &= (v.x == upper) & (c + 1u >= width || v.y == upper) & (c + 2u >= width || v.z == upper) &
-                        (c + 3u >= width || v.w == upper);
+        if (p < live) {
+            const float4* row = reinterpret_cast<const float4*>(cur + slot * stride);
+            for (unsigned int q = part; q < quads; q += group) {
+                const float4 v = row[q];
+                const unsigned int c = 4u * q;
+                nonzero |= (v.x != 0.0f) | (v.y != 0.0f) | (v.z != 0.0f) | (v.w != 0.0f);
+                at_bound &= (v.x == upper) & (c + 1u >= width || v.y == upper) & (c + 2u >= width || v.z == upper) &
+                            (c + 3u >= width || v.w == upper);
+            }
         }
-        nonzero = __any_sync(SPDNN_FULL_MASK, nonzero);
-        at_bound = __all_sync(SPDNN_FULL_MASK, at_bound);
-        if (lane == 0) {
-            const bool keep = bd_keeps(nonzero, at_bound, done, suffix_start);
+        const unsigned int nonzero_lanes = __ballot_sync(SPDNN_FULL_MASK, nonzero);
+        const unsigned int off_bound_lanes = __ballot_sync(SPDNN_FULL_MASK, !at_bound);
+        if (part == 0 && p < live) {
+            const bool row_nonzero = (nonzero_lanes & group_mask) != 0u;
+            const bool keep = bd_keeps(row_nonzero, (off_bound_lanes & group_mask) == 0u, done, suffix_start);
             tile.keep[p] = keep;
             if (!keep) {
-                state[tile.ids[slot]] = bd_finished_state(nonzero);
+                state[tile.ids[slot]] = bd_finished_state(row_nonzero);
             }
         }
     }
