@@ -28,7 +28,9 @@
 
 use serde::Serialize;
 
-use crate::layout::{Format, LayerLayout, Layout, SECTOR_FLOATS, VECTOR, WARP, round_up};
+use crate::layout::{
+    Format, LayerLayout, Layout, ROWS_PER_ITEM, SECTOR_FLOATS, VECTOR, WARP, round_up,
+};
 
 /// Most rows a tile holds (`BD_MAX_TILE`): the kernel's per-tile bookkeeping arrays.
 pub const MAX_TILE: usize = 128;
@@ -306,6 +308,12 @@ impl Limits {
     /// down to [`TARGET_BLOCKS_PER_SM`] that leaves at least [`OCCUPANCY_ROWS`] rows; else
     /// one block of [`THREADS_WIDE`] an SM with as many rows as fit (the same warps an SM as
     /// three narrow blocks, more rows a tile). 0 rows when not one fits a block.
+    ///
+    /// A narrow tile holds whole work items ([`ROWS_PER_ITEM`] rows): the tail launches wait on
+    /// latency, so an item of 3 rows costs about what one of 8 does. 27 rows (four items)
+    /// took 4096-120's launch 1 0.248 ms, 24 rows (three) 0.202 (one H100, 2026-11-27j,
+    /// call 1). Wide tiles keep every row that fits: they stream wide layers' weights once a
+    /// tile.
     pub fn shared_tile(&self, stride: usize) -> (usize, usize) {
         self.tile_of(2 * stride)
     }
@@ -322,7 +330,7 @@ impl Limits {
             .map(|blocks| self.rows_at(floats, blocks))
             .find(|&rows| rows >= OCCUPANCY_ROWS)
             .map_or((self.rows_at(floats, 1), THREADS_WIDE), |rows| {
-                (rows, THREADS)
+                (rows / ROWS_PER_ITEM * ROWS_PER_ITEM, THREADS)
             })
     }
 }
@@ -704,20 +712,21 @@ mod tests {
         assert_eq!(H200.tile_at(4096, 3), 2);
         // 64 floats a row: 128 rows, three blocks an SM.
         assert_eq!(H200.shared_tile(64), (MAX_TILE, THREADS));
-        // 256 floats: 36 rows keep three blocks an SM; 1024 floats: 9 rows for three
-        // blocks are too few, one wide block takes 28.
-        assert_eq!(H200.shared_tile(256), (36, THREADS));
+        // 256 floats: 36 rows fit three blocks an SM, 32 of them whole items; 1024 floats: 9
+        // rows for three blocks are too few, one wide block takes 28 (not whole items).
+        assert_eq!(H200.shared_tile(256), (32, THREADS));
         assert_eq!(H200.shared_tile(1024), (28, THREADS_WIDE));
-        assert_eq!(H200.shared_tile(512), (18, THREADS));
-        // Where the kernel's registers allow four narrow blocks an SM: 256 floats keep 27
-        // rows for four; 512 floats would keep 13 for four, so three blocks take 18; the
-        // wide block is unchanged. The count is clamped to the most measured.
+        assert_eq!(H200.shared_tile(512), (16, THREADS));
+        // Where the kernel's registers allow four narrow blocks an SM: 256 floats fit 27
+        // rows for four (24 in whole items); 512 floats would fit 13 for four, so three
+        // blocks take 16; the wide block is unchanged. The count is clamped to the most
+        // measured.
         let four = H200.with_narrow_blocks(4);
-        assert_eq!(four.shared_tile(256), (27, THREADS));
-        assert_eq!(four.shared_tile(512), (18, THREADS));
+        assert_eq!(four.shared_tile(256), (24, THREADS));
+        assert_eq!(four.shared_tile(512), (16, THREADS));
         assert_eq!(four.shared_tile(1024), (28, THREADS_WIDE));
         assert_eq!(H200.with_narrow_blocks(8), four);
-        assert_eq!(H200.with_narrow_blocks(2).shared_tile(256), (36, THREADS));
+        assert_eq!(H200.with_narrow_blocks(2).shared_tile(256), (32, THREADS));
         let l = layout(&[10, 64, 64]);
         let s = plan(&l, &H200, &[], PlacementChoice::Global, Some(5)).unwrap();
         assert_eq!((s[0].placement, s[0].tile), (Placement::Global, 5));
