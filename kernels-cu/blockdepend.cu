@@ -869,13 +869,14 @@ __device__ __forceinline__ void bd_retire(BdTile& tile, const float* cur, unsign
     // 32 / group rows at once: the official 1024's 64-wide rows two, 32-wide ones four (the
     // check was a fifth of its launch 1's instructions with a warp a row).
     const unsigned int quads = (width + 3u) / 4u;
-    const unsigned int group =
-        quads >= SPDNN_WARP_SIZE ? SPDNN_WARP_SIZE : (quads <= 1u ? 1u : 2u << (31 - __clz(quads - 1u)));
-    const unsigned int rows_a_warp = SPDNN_WARP_SIZE / group;
-    const unsigned int part = lane % group;
-    const unsigned int warp_row = lane / group;
+    // log2 of the lanes a row takes: ceil(log2(quads)), 0 to 5.
+    const unsigned int group_bits = quads >= SPDNN_WARP_SIZE ? 5u : (quads <= 1u ? 0u : 32u - __clz(quads - 1u));
+    const unsigned int group = 1u << group_bits;
+    const unsigned int rows_a_warp = SPDNN_WARP_SIZE >> group_bits;
+    const unsigned int part = lane & (group - 1u);
+    const unsigned int warp_row = lane >> group_bits;
     const unsigned int group_mask =
-        (group == SPDNN_WARP_SIZE ? SPDNN_FULL_MASK : (1u << group) - 1u) << (warp_row * group);
+        (group_bits == 5u ? SPDNN_FULL_MASK : (1u << group) - 1u) << (warp_row << group_bits);
     for (unsigned int p0 = warp * rows_a_warp; p0 < live; p0 += warps * rows_a_warp) {
         const unsigned int p = p0 + warp_row;
         const unsigned int slot = p < live ? tile.live[p] : 0u;

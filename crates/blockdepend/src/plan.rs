@@ -43,10 +43,14 @@ pub const THREADS: usize = 256;
 /// which the device learns from the compiled kernel.
 pub const THREADS_WIDE: usize = TARGET_BLOCKS_PER_SM * THREADS;
 /// Tiles per block a segment aims at (the device-side tile size is
-/// `⌈rows / (blocks · TILE_WAVES)⌉`, at most the segment's tile): enough tiles to balance
-/// rows that die at different layers over the blocks, few enough to share each weight read
-/// among many rows.
-pub const TILE_WAVES: usize = 2;
+/// `⌈rows / (blocks · TILE_WAVES)⌉`, at most the segment's tile). One: where the plan's tile
+/// does not bound it (the launches after the first, a few thousand rows) a tile's layers
+/// wait on latency, so a tile of twice the rows costs about what one does, and one wave of
+/// them beats two in a row; rows that die at different layers are not worth a second wave.
+/// Measured against two (one H100, 2026-11-27j, call 2): 4096's launch 3 0.070 → 0.051 ms,
+/// the official 1024's launches 2 and 3 0.028 → 0.019 and 0.039 → 0.032, 16384's launch 3
+/// 0.142 → 0.115; launch 1's tile is the plan's either way.
+pub const TILE_WAVES: usize = 1;
 /// The first default cut: launch 1 covers layers 1–4. Measured against a cut after layer 2
 /// once layer 1 summed as integers (one H100, 2026-11-27, commit fb79ca8): the official
 /// 1024-120 0.263 → 0.228 ms, 4096-120 0.498 → 0.458, 16384-120 1.587 → 1.463, 65536-120
@@ -911,7 +915,8 @@ mod tests {
 
     #[test]
     fn device_tiles_spread_the_rows() {
-        assert_eq!(device_tile(60000, 396, 128), 76);
+        assert_eq!(device_tile(60000, 396, 128), 128);
+        assert_eq!(device_tile(2976, 528, 24), 6);
         assert_eq!(device_tile(60000, 10, 128), 128);
         assert_eq!(device_tile(5, 396, 128), 1);
         assert_eq!(device_tile(0, 396, 128), 1);

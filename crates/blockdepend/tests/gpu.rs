@@ -488,10 +488,10 @@ type ItemsCase = (usize, usize, PlacementChoice, Option<usize>);
 /// is one process of bounded length under racecheck (the whole set did not finish in 544 s
 /// there, 2026-11-27).
 ///
-/// A launch's tiles hold ⌈rows / (blocks · 2)⌉ rows, at most the tile: with 132 blocks
-/// (H200) 800 rows fill the 3-row split tiles of 16384-wide rows (items of 3 rows, the last
-/// tiles fewer), 2400 rows at 4096 fill tiles of 1–9 rows (every row count 1–8 and items of
-/// 8 + 1). At sanitize scale the grid holds [`SANITIZE_GRID_BLOCKS`] blocks, so that 64
+/// A launch's tiles hold ⌈rows / blocks⌉ rows (`plan::TILE_WAVES`), at most the tile: with
+/// 132 blocks (H200) 800 rows fill the 3-row split tiles of 16384-wide rows (items of 3 rows,
+/// the last tiles fewer), 2400 rows at 4096 fill tiles of 1–9 rows (every row count 1–8 and
+/// items of 8 + 1). At sanitize scale the grid holds [`SANITIZE_GRID_BLOCKS`] blocks, so that 64
 /// and 160 rows fill the same tiles (checked from the launches run: racecheck's time grows
 /// with the rows, and the whole set took about 20 minutes of it at full rows), and the
 /// networks have two layers instead of four (layer 1's atomics, then the exact items of
