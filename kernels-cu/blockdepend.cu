@@ -882,15 +882,23 @@ __device__ __forceinline__ void bd_retire(BdTile& tile, const float* cur, unsign
         const unsigned int slot = p < live ? tile.live[p] : 0u;
         bool nonzero = false;
         bool at_bound = true;
-        if (p < live) {
+        // This lane's float4s of the row: from `first`, every `step`-th.
+        const auto check = [&](unsigned int first, unsigned int step) {
             const float4* row = reinterpret_cast<const float4*>(cur + slot * stride);
-            for (unsigned int q = part; q < quads; q += group) {
+            for (unsigned int q = first; q < quads; q += step) {
                 const float4 v = row[q];
                 const unsigned int c = 4u * q;
                 nonzero |= (v.x != 0.0f) | (v.y != 0.0f) | (v.z != 0.0f) | (v.w != 0.0f);
                 at_bound &= (v.x == upper) & (c + 1u >= width || v.y == upper) & (c + 2u >= width || v.z == upper) &
                             (c + 3u >= width || v.w == upper);
             }
+        };
+        // A row a warp keeps the stride a constant (4096-wide rows at N = 65536: 32 float4s
+        // a lane).
+        if (group_bits == 5u) {
+            check(lane, SPDNN_WARP_SIZE);
+        } else if (p < live) {
+            check(part, group);
         }
         const unsigned int nonzero_lanes = __ballot_sync(SPDNN_FULL_MASK, nonzero);
         const unsigned int off_bound_lanes = __ballot_sync(SPDNN_FULL_MASK, !at_bound);
