@@ -266,7 +266,8 @@ pub struct BlockDependOptions {
     /// Finish rows all at the bound past the proved suffix (rows of zeros always finish).
     pub retire: bool,
     /// Most rows per tile, `1..=128` (default: as many as fit the block's shared memory,
-    /// at most 128; 32 for tiles in global memory).
+    /// at most 128, narrow tiles in whole work items of 8 rows; 32 for tiles in global
+    /// memory).
     pub tile_rows: Option<usize>,
     /// Layer counts after which a new launch re-packs the surviving rows, strictly
     /// increasing (default: 4, 8, 16 below the depth, [`plan::cut_points`]).

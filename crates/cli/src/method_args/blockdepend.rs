@@ -20,8 +20,8 @@ pub struct BlockDependArgs {
     /// Drop only rows of zeros, not rows all at the bound past the proved suffix.
     #[arg(long)]
     pub bd_no_retire: bool,
-    /// Most rows per tile, 1 to 128 [default: as many as fit the block's shared memory; 32
-    /// in global memory].
+    /// Most rows per tile, 1 to 128 [default: as many as fit the block's shared memory,
+    /// narrow tiles in whole items of 8 rows; 32 in global memory].
     #[arg(long, value_name = "ROWS", value_parser = at_least_one, allow_hyphen_values = true)]
     pub bd_tile: Option<usize>,
     /// Layer counts after which a new launch re-packs the surviving rows, comma-separated
