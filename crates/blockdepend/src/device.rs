@@ -564,11 +564,10 @@ impl Preparation {
                 CUdevice_attribute::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
             )?,
             static_shared,
-            narrow_blocks: 0,
-        }
-        // The narrow blocks an SM the compiled kernel's registers allow (its static shared
-        // memory too; the tile's dynamic memory is what the plan sizes).
-        .with_narrow_blocks(blocks_per_sm(&shared, 0)?);
+            // The narrow blocks an SM the compiled kernel's registers allow (its static
+            // shared memory too; the tile's dynamic memory is what the plan sizes).
+            narrow_blocks: blocks_per_sm(&shared, 0)?,
+        };
         let mut segments = plan::plan(layout, &limits, &cuts, options.placement, options.tile_rows)
             .map_err(invalid)?;
         plan::choose_items(&mut segments, options.items);

@@ -260,8 +260,9 @@ pub struct Limits {
     pub reserved_per_block: usize,
     /// The kernel's static shared memory, bytes.
     pub static_shared: usize,
-    /// Blocks of [`THREADS`] the narrow kernel's registers let an SM hold, at most
-    /// [`MAX_BLOCKS_PER_SM`] (the device asks the compiled `bd_chain_shared`).
+    /// Blocks of [`THREADS`] the narrow kernel's registers let an SM hold (the device asks
+    /// the compiled `bd_chain_shared`); the plan aims at this many, within
+    /// [`TARGET_BLOCKS_PER_SM`] ..= [`MAX_BLOCKS_PER_SM`].
     pub narrow_blocks: usize,
 }
 
@@ -276,18 +277,6 @@ impl Limits {
             reserved_per_block: 1024,
             static_shared,
             narrow_blocks: TARGET_BLOCKS_PER_SM,
-        }
-    }
-
-    /// The same with `blocks` narrow blocks an SM, clamped to [`MAX_BLOCKS_PER_SM`].
-    pub const fn with_narrow_blocks(self, blocks: usize) -> Self {
-        Self {
-            narrow_blocks: if blocks < MAX_BLOCKS_PER_SM {
-                blocks
-            } else {
-                MAX_BLOCKS_PER_SM
-            },
-            ..self
         }
     }
 
@@ -329,7 +318,10 @@ impl Limits {
     }
 
     fn tile_of(&self, floats: usize) -> (usize, usize) {
-        (TARGET_BLOCKS_PER_SM..=self.narrow_blocks.max(TARGET_BLOCKS_PER_SM))
+        let most = self
+            .narrow_blocks
+            .clamp(TARGET_BLOCKS_PER_SM, MAX_BLOCKS_PER_SM);
+        (TARGET_BLOCKS_PER_SM..=most)
             .rev()
             .map(|blocks| self.rows_at(floats, blocks))
             .find(|&rows| rows >= OCCUPANCY_ROWS)
@@ -725,12 +717,18 @@ mod tests {
         // rows for four (24 in whole items); 512 floats would fit 13 for four, so three
         // blocks take 16; the wide block is unchanged. The count is clamped to the most
         // measured.
-        let four = H200.with_narrow_blocks(4);
+        let with_blocks = |narrow_blocks| Limits {
+            narrow_blocks,
+            ..H200
+        };
+        let four = with_blocks(4);
         assert_eq!(four.shared_tile(256), (24, THREADS));
         assert_eq!(four.shared_tile(512), (16, THREADS));
         assert_eq!(four.shared_tile(1024), (28, THREADS_WIDE));
-        assert_eq!(H200.with_narrow_blocks(8), four);
-        assert_eq!(H200.with_narrow_blocks(2).shared_tile(256), (32, THREADS));
+        for n in [64, 256, 512, 1024] {
+            assert_eq!(with_blocks(8).shared_tile(n), four.shared_tile(n), "{n}");
+        }
+        assert_eq!(with_blocks(2).shared_tile(256), (32, THREADS));
         let l = layout(&[10, 64, 64]);
         let s = plan(&l, &H200, &[], PlacementChoice::Global, Some(5)).unwrap();
         assert_eq!((s[0].placement, s[0].tile), (Placement::Global, 5));
