@@ -19,9 +19,12 @@
 //!   `slots` = the group's longest column, shorter columns padded with weight 0. Slot `s`
 //!   of a warp is one 256-byte read: coalesced. Which entry of a column goes to which slot
 //!   is chosen so that the 32 lanes of a slot read different shared-memory banks (input
-//!   mod 32) where they can ([`slot_order`]): in input order, random inputs put about 3.4
-//!   addresses on a slot's busiest bank (each a shared-memory wavefront), in this order
-//!   1.6–1.9. Padding reads an address the slot reads anyway (a broadcast).
+//!   mod 32) where they can ([`slot_order`]), and the previous layer's outputs are
+//!   permuted within their groups so that each group's entries spread evenly over the
+//!   banks ([`bank_positions`], [`Layout::positions`]): random inputs (fan-in 32 of 4096)
+//!   put about 3.4 addresses on a slot's busiest bank (each a shared-memory wavefront) in
+//!   input order, 1.40 in the slots' order, 1.12 with the outputs permuted ([`crate::banks`]).
+//!   Padding reads an address the slot reads anyway (a broadcast).
 //! - [`Format::EllScaled16`] / [`Format::EllScaled32`]: the same slots, for a layer whose
 //!   stored weights are all small positive multiples `m·b` of one value `b` (one value:
 //!   `m = 1`), proved bit for bit from the data ([`scaled_form`]): `b` is kept once (the
@@ -51,11 +54,14 @@
 //! bit for bit. Layer 1's atomics add in any order (exact for dyadic data; within
 //! rounding otherwise, as every method's scatter).
 
+use std::borrow::Cow;
+
 use rayon::prelude::*;
 use serde::Serialize;
 use spdnn_formats::{Csr, SparseMatrix};
 
 use crate::Chain;
+use crate::banks::{bank_excess, lane_positions, slot_cost, slot_order};
 
 /// Lanes of a warp: outputs per work item.
 pub const WARP: usize = 32;
@@ -429,6 +435,73 @@ pub struct Layout {
     /// Floats per layer in [`Layout::biases`]: the widest layer's outputs rounded up to 32;
     /// 0 with one bias for all (the kernel then adds its scalar bias).
     pub bias_stride: usize,
+    /// Per layer, where its outputs lie in the next layer's tile rows (`None`: output `c`
+    /// at `c`): permuted within their groups of 32 to balance the next layer's banks
+    /// ([`bank_positions`]); the layers above are stored so permuted (`W'[p(k)][q(c)] =
+    /// W[k][c]`), the last layer never is.
+    pub positions: Vec<Option<Vec<u32>>>,
+}
+
+/// A consumer layer's bank excess ([`bank_excess`]) from which its inputs are reordered:
+/// below it, the gathers' busiest banks hold at most 5 % more entries than the slots.
+pub const REORDER_FROM: f64 = 0.05;
+
+/// Per layer, the tile positions of its outputs (`None`: as given): for each layer but the
+/// last whose next layer is stored as sliced ELL (under `choice`) with a bank excess of at
+/// least [`REORDER_FROM`], the positions [`lane_positions`] gives, where they lower it. The
+/// last layer's outputs keep their order (the results). Layers in parallel: each boundary
+/// is independent, as a permutation within a group leaves the group's own work alone.
+pub fn bank_positions(layers: &[Csr], choice: FormatChoice) -> Vec<Option<Vec<u32>>> {
+    let mut positions: Vec<Option<Vec<u32>>> = layers[1..]
+        .par_iter()
+        .map(|consumer| {
+            let columns = consumer.transpose();
+            let ell = match choice {
+                FormatChoice::Dense => false,
+                FormatChoice::Ell | FormatChoice::EllPairs => true,
+                FormatChoice::Auto => {
+                    choose_format(consumer.nrows(), consumer.ncols(), ell_slots(&columns))
+                        != Format::Dense
+                }
+            };
+            if !ell {
+                return None;
+            }
+            let before = bank_excess(&columns, |k| k);
+            if before < REORDER_FROM {
+                return None;
+            }
+            let position = lane_positions(&columns, consumer.nrows());
+            (bank_excess(&columns, |k| position[k as usize]) < before).then_some(position)
+        })
+        .collect();
+    positions.push(None);
+    positions
+}
+
+/// `layer` with its rows (inputs) moved to `inputs[k]` and its columns (outputs) to
+/// `outputs[c]`; borrowed when neither moves.
+fn permute<'a>(
+    layer: &'a Csr,
+    inputs: Option<&[u32]>,
+    outputs: Option<&[u32]>,
+) -> Result<Cow<'a, Csr>, String> {
+    if inputs.is_none() && outputs.is_none() {
+        return Ok(Cow::Borrowed(layer));
+    }
+    let triplets: Vec<(u32, u32, f32)> = layer
+        .triplets()
+        .map(|(k, c, v)| {
+            (
+                inputs.map_or(k, |p| p[k as usize]),
+                outputs.map_or(c, |p| p[c as usize]),
+                v,
+            )
+        })
+        .collect();
+    Csr::from_triplets(layer.nrows(), layer.ncols(), &triplets)
+        .map(Cow::Owned)
+        .map_err(|e| format!("reordering a layer for its banks: {e}"))
 }
 
 /// The sliced-ELL slots per lane of `layer` (`in × out`): per group of 32 columns, its
@@ -474,88 +547,6 @@ fn build_dense(layer: &Csr) -> Vec<f32> {
         dense[k as usize * stride + c as usize] = v;
     }
     dense
-}
-
-/// Which entry of each column a group reads at each slot: `order[s][lane]` is a position
-/// in the lane's column (`inputs[lane]`, ascending), or `None` where the lane pads.
-///
-/// Greedy, slot by slot: the lanes that must place an entry now (as many left as slots)
-/// go first, then the others, each group by how few banks their entries left span; a lane
-/// takes the entry whose address the slot reads already (a broadcast, free), else the one
-/// whose bank the fewest of the slot's addresses share, ties to the earlier input. A lane
-/// that may wait pads rather than make the slot's busiest bank busier. On random inputs
-/// (fan-in 32) this takes the busiest bank of a slot from about 3.4 addresses (input
-/// order) to 1.6 out of 4096 inputs and 1.9 out of 16384 (fewer addresses to share), where
-/// the least possible is about 1.4 (the busiest bank's share of all entries).
-pub fn slot_order(inputs: &[&[u32]], slots: usize) -> Vec<Vec<Option<usize>>> {
-    let lanes = inputs.len();
-    let mut left: Vec<Vec<usize>> = inputs.iter().map(|c| (0..c.len()).collect()).collect();
-    let bank = |k: u32| k as usize % BANKS;
-    let mut order = Vec::with_capacity(slots);
-    let mut lane_order: Vec<(bool, u32, usize)> = Vec::with_capacity(lanes);
-    let mut read: Vec<u32> = Vec::with_capacity(lanes);
-    for s in 0..slots {
-        let slots_left = slots - s;
-        let mut load = [0usize; BANKS];
-        let mut busiest = 0usize;
-        let mut row = vec![None; lanes];
-        read.clear();
-        lane_order.clear();
-        lane_order.extend((0..lanes).filter(|&l| !left[l].is_empty()).map(|l| {
-            let banks = left[l]
-                .iter()
-                .fold(0u64, |m, &p| m | 1 << bank(inputs[l][p]))
-                .count_ones();
-            (left[l].len() < slots_left, banks, l)
-        }));
-        lane_order.sort_unstable();
-        for &(may_wait, _, l) in &lane_order {
-            let Some((cost, i)) = left[l]
-                .iter()
-                .enumerate()
-                .map(|(i, &p)| {
-                    let k = inputs[l][p];
-                    let cost = if read.contains(&k) {
-                        0
-                    } else {
-                        load[bank(k)] + 1
-                    };
-                    (cost, i)
-                })
-                .min()
-            else {
-                continue;
-            };
-            if may_wait && cost > busiest.max(1) {
-                continue;
-            }
-            let p = left[l].remove(i);
-            let k = inputs[l][p];
-            if cost > 0 {
-                load[bank(k)] += 1;
-                busiest = busiest.max(load[bank(k)]);
-                read.push(k);
-            }
-            row[l] = Some(p);
-        }
-        order.push(row);
-    }
-    order
-}
-
-/// The shared-memory wavefronts and the 32-byte sectors of one slot whose lanes read
-/// `inputs`: the most distinct addresses in one bank, and the distinct sectors.
-pub fn slot_cost(inputs: &[u32]) -> (usize, usize) {
-    let mut distinct = inputs.to_vec();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let mut load = [0usize; BANKS];
-    for &k in &distinct {
-        load[k as usize % BANKS] += 1;
-    }
-    let mut sectors: Vec<u32> = distinct.iter().map(|&k| k / SECTOR_FLOATS as u32).collect();
-    sectors.dedup();
-    (load.into_iter().max().unwrap_or(0).max(1), sectors.len())
 }
 
 /// A layer's sliced-ELL form from its columns: the group starts, the entries in
@@ -757,7 +748,16 @@ impl Layout {
     /// ([`choose_format`] under [`FormatChoice::Auto`]), in parallel over the layers.
     /// Errors when a layer is too large to index (offsets past `u32` per layer).
     pub fn build(chain: &Chain, choice: FormatChoice) -> Result<Self, String> {
-        let layers = chain.layers();
+        let positions = bank_positions(chain.layers(), choice);
+        let layers: Vec<Cow<Csr>> = chain
+            .layers()
+            .par_iter()
+            .enumerate()
+            .map(|(l, w)| {
+                let inputs = l.checked_sub(1).and_then(|p| positions[p].as_deref());
+                permute(w, inputs, positions[l].as_deref())
+            })
+            .collect::<Result<_, _>>()?;
         let first_layer = &layers[0];
         if first_layer.nnz() > u32::MAX as usize {
             return Err("layer 1 has more entries than 32-bit offsets index".into());
@@ -766,6 +766,7 @@ impl Layout {
         let built: Vec<(LayerLayout, Built)> = layers[1..]
             .par_iter()
             .map(|w| -> Result<(LayerLayout, Built), String> {
+                let w: &Csr = w;
                 let columns = w.transpose();
                 let slots = ell_slots(&columns);
                 let format = match choice {
@@ -840,6 +841,7 @@ impl Layout {
             group_starts: Vec::new(),
             biases: Vec::new(),
             bias_stride: 0,
+            positions: Vec::new(),
         };
         let first_bytes = 4 * out.first.offsets.len() + 8 * out.first.device_units().len();
         out.layers.push(LayerLayout {
@@ -889,10 +891,37 @@ impl Layout {
             out.biases = vec![0.0; stride * out.layers.len()];
             for (l, (layout, b)) in out.layers.iter_mut().zip(biases).enumerate() {
                 layout.bytes += 4 * round_up(layout.out_width, WARP);
-                out.biases[l * stride..l * stride + b.len()].copy_from_slice(b);
+                let row = &mut out.biases[l * stride..l * stride + b.len()];
+                match &positions[l] {
+                    None => row.copy_from_slice(b),
+                    Some(position) => {
+                        for (&p, &v) in position.iter().zip(b) {
+                            row[p as usize] = v;
+                        }
+                    }
+                }
             }
         }
+        out.positions = positions;
         Ok(out)
+    }
+
+    /// Layers whose outputs are permuted ([`Layout::positions`]).
+    pub fn reordered(&self) -> usize {
+        self.positions.iter().filter(|p| p.is_some()).count()
+    }
+
+    /// The layers as this layout stores them: `layers` (the chain's) permuted by
+    /// [`Layout::positions`].
+    pub fn stored_layers<'a>(&self, layers: &'a [Csr]) -> Result<Vec<Cow<'a, Csr>>, String> {
+        layers
+            .iter()
+            .enumerate()
+            .map(|(l, w)| {
+                let inputs = l.checked_sub(1).and_then(|p| self.positions[p].as_deref());
+                permute(w, inputs, self.positions[l].as_deref())
+            })
+            .collect()
     }
 
     /// The layer descriptors the kernel reads, [`DESC_WORDS`] words per layer.
@@ -1139,78 +1168,6 @@ mod tests {
         assert_eq!(layout.descriptors(), dense.descriptors());
         assert_eq!(layout.layers[0].bytes, dense.layers[0].bytes + 4 * 32);
         assert_eq!(layout.layers[1].bytes, dense.layers[1].bytes + 4 * 64);
-    }
-
-    #[test]
-    fn slot_order_spreads_random_inputs_over_the_banks() {
-        // 32 columns of 32 distinct random inputs out of 4096 (the random networks' groups).
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let (mut ascending, mut ordered, mut bound) = (0, 0, 0);
-        for _ in 0..20 {
-            let columns: Vec<Vec<u32>> = (0..WARP)
-                .map(|_| {
-                    let mut c: Vec<u32> = Vec::new();
-                    while c.len() < 32 {
-                        let k = (next() % 4096) as u32;
-                        if !c.contains(&k) {
-                            c.push(k);
-                        }
-                    }
-                    c.sort_unstable();
-                    c
-                })
-                .collect();
-            let inputs: Vec<&[u32]> = columns.iter().map(Vec::as_slice).collect();
-            let order = slot_order(&inputs, 32);
-            let mut degree = [0usize; BANKS];
-            for s in 0..32 {
-                let plain: Vec<u32> = columns.iter().map(|c| c[s]).collect();
-                ascending += slot_cost(&plain).0;
-                // Every lane has as many entries as slots: none pads.
-                let read: Vec<u32> = (0..WARP)
-                    .map(|l| columns[l][order[s][l].expect("no padding")])
-                    .collect();
-                ordered += slot_cost(&read).0;
-                for k in read {
-                    degree[k as usize % BANKS] += 1;
-                }
-            }
-            for l in 0..WARP {
-                let mut taken: Vec<usize> = order.iter().map(|row| row[l].unwrap()).collect();
-                taken.sort_unstable();
-                assert_eq!(taken, (0..32).collect::<Vec<_>>(), "lane {l}");
-            }
-            bound += degree.into_iter().max().unwrap().max(32);
-        }
-        // Per slot: about 3.4 wavefronts in input order, 1.6 here, at least 1.36.
-        let per_slot = |w: usize| w as f64 / (20.0 * 32.0);
-        assert!(per_slot(ascending) > 3.0, "{}", per_slot(ascending));
-        assert!(per_slot(ordered) < 1.8, "{}", per_slot(ordered));
-        assert!(ordered >= bound);
-    }
-
-    #[test]
-    fn lanes_with_room_pad_instead_of_adding_a_conflict() {
-        // Lane 0 must read inputs 0 and 64 (bank 0); lane 1 may read input 32 (bank 0) at
-        // either slot: it waits until lane 0's second slot... which is bank 0 too, so it
-        // takes slot 1 (forced) and costs 2 there, never 3.
-        let (a, b) = (vec![0u32, 64], vec![32u32]);
-        let order = slot_order(&[&a, &b], 2);
-        assert_eq!(order[0], vec![Some(0), None]);
-        assert_eq!(order[1], vec![Some(1), Some(0)]);
-        // A broadcast is free: lane 1 reads input 0 with lane 0.
-        let c = vec![0u32];
-        let order = slot_order(&[&a, &c], 2);
-        assert_eq!(order[0], vec![Some(0), Some(0)]);
-        assert_eq!(slot_cost(&[0, 0, 32, 64]), (3, 3));
-        assert_eq!(slot_cost(&[5, 5, 7]), (1, 1));
-        assert_eq!(slot_cost(&[]), (1, 0));
     }
 
     #[test]
@@ -1528,7 +1485,19 @@ mod tests {
                 let layout = Layout::build(&chain, choice).unwrap();
                 prop_assert_eq!(layout.layers.len(), layers.len());
                 prop_assert_eq!(layout.descriptors().len(), DESC_WORDS * layers.len());
-                for (l, w) in layers.iter().enumerate().skip(1) {
+                // Reordered outputs stay in their groups of 32; the last layer's never move.
+                prop_assert!(layout.positions.last().unwrap().is_none());
+                for position in layout.positions.iter().flatten() {
+                    let mut sorted = position.clone();
+                    sorted.sort_unstable();
+                    prop_assert_eq!(sorted, (0..position.len() as u32).collect::<Vec<_>>());
+                    prop_assert!(position.iter().enumerate().all(|(c, &p)| p as usize / WARP == c / WARP));
+                }
+                let stored = layout.stored_layers(&layers).unwrap();
+                for (l, w) in stored.iter().enumerate().skip(1) {
+                    let w: &Csr = w;
+                    let same_order = layout.positions[l - 1] == pairs.positions[l - 1]
+                        && layout.positions[l] == pairs.positions[l];
                     let ll = layout.layers[l];
                     let mut seen = vec![0f32; w.nrows() * w.ncols()];
                     match ll.format {
@@ -1559,7 +1528,9 @@ mod tests {
                             let scalable = scaled_form(columns.values(), pairs.ell_of(l)).is_some();
                             prop_assert!(scalable || !positive_one_value);
                             prop_assert_eq!(ll.format != Format::Ell, scalable && choice != FormatChoice::EllPairs);
-                            prop_assert_eq!(&e[..], pairs.ell_of(l));
+                            if same_order {
+                                prop_assert_eq!(&e[..], pairs.ell_of(l));
+                            }
                             let header = if ll.format == Format::Ell { 0 } else { 8 };
                             prop_assert_eq!(ll.bytes, header + ll.format.entry_bytes() * WARP * ll.slots + 4 * starts.len());
                             prop_assert_eq!(ll.pair_bytes(), pairs.layers[l].bytes);
@@ -1608,7 +1579,7 @@ mod tests {
                     }
                     prop_assert_eq!(seen, expected);
                 }
-                let w1 = &layers[0];
+                let w1: &Csr = &stored[0];
                 let rebuilt: Vec<(u32, u32, f32)> = (0..w1.nrows())
                     .flat_map(|k| layout.first.row(k).map(move |(c, v)| (k as u32, c, v)))
                     .collect();

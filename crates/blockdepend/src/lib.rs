@@ -34,6 +34,7 @@
 //! The CPU emulation ([`emulate`]) repeats the kernel's algorithm step for step for the
 //! tests.
 
+pub mod banks;
 mod chain;
 mod device;
 pub mod emulate;

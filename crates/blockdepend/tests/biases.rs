@@ -263,3 +263,70 @@ fn positive_biases_are_refused_with_a_clear_error() {
     assert!(scalar.chain.biases().is_none());
     assert_eq!(scalar.layout.bias_stride, 0);
 }
+
+#[test]
+fn outputs_reordered_for_the_banks_keep_their_biases() {
+    // Random sparse layers of 256 (fan-in 12): the layout moves every hidden layer's
+    // outputs within their groups of 32 to balance the next layer's banks, and each bias
+    // moves with its neuron. Dyadic weights, biases and inputs: bit for bit.
+    let mut state = 0x853c_49e6_748f_ea9bu64;
+    let mut next = move |below: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % below
+    };
+    let widths = [64usize, 256, 256, 256, 40];
+    let mut layers = Vec::new();
+    let mut biases = Vec::new();
+    for pair in widths.windows(2) {
+        let (inputs, outputs) = (pair[0], pair[1]);
+        let mut triplets = Vec::new();
+        for c in 0..outputs as u32 {
+            let mut chosen: Vec<u32> = Vec::new();
+            while chosen.len() < 12.min(inputs) {
+                let k = next(inputs as u64) as u32;
+                if !chosen.contains(&k) {
+                    chosen.push(k);
+                }
+            }
+            for k in chosen {
+                let w = (next(15) as f32 - 6.0) / 8.0;
+                triplets.push((k, c, w));
+            }
+        }
+        layers.push(Csr::from_triplets(inputs, outputs, &triplets).unwrap());
+        biases.push((0..outputs).map(|_| -(next(4) as f32) / 16.0).collect());
+    }
+    let input_triplets: Vec<(u32, u32, f32)> = (0..50u32)
+        .flat_map(|r| {
+            (0..64u32)
+                .filter(move |k| (r + k) % 3 == 0)
+                .map(move |k| (r, k, 1.0))
+        })
+        .collect();
+    let p = BiasedProblem {
+        layers,
+        input: Csr::from_triplets(50, 64, &input_triplets).unwrap(),
+        biases,
+        upper: 32.0,
+    };
+    let result = emulate(&p, &default_knobs()).unwrap();
+    assert!(!result.categories().is_empty());
+    assert_eq!(
+        result.layout.reordered(),
+        3,
+        "{:?}",
+        result.layout.positions
+    );
+    assert!(result.layout.positions.last().unwrap().is_none());
+    // The layout's biases are the chain's, moved with their outputs.
+    for (l, position) in result.layout.positions.iter().enumerate() {
+        let stored = result.layout.biases_of(l).unwrap();
+        for (c, &b) in p.biases[l].iter().enumerate() {
+            let at = position.as_ref().map_or(c, |p| p[c] as usize);
+            assert_eq!(stored[at].to_bits(), b.to_bits(), "layer {l} output {c}");
+        }
+    }
+    check(&p, &default_knobs(), None).unwrap();
+}
