@@ -11,13 +11,21 @@
 //! tolerance, their categories exactly):
 //!
 //! - **Which entry of each column a slot reads** ([`slot_order`]): an edge colouring of the
-//!   bipartite graph of lanes and banks, one matching a slot.
+//!   bipartite graph of lanes and banks, one matching a slot; an address that several
+//!   lanes read costs one wavefront when they read it in the same slot (a broadcast).
 //! - **Which bank each neuron's activation lies in** ([`lane_positions`]): a layer's output
 //!   `c` is written at position `c` of the next layer's tile, so permuting the outputs
 //!   within each group of 32 (which leaves the group's own work unchanged) moves them
-//!   between banks. It balances, in every group of the next layer, how many entries read
-//!   each bank: a group whose busiest bank holds `d > slots` entries needs at least `d`
-//!   wavefronts a row.
+//!   between banks. It balances, in every group of the next layer, how many distinct
+//!   addresses lie in each bank: a group whose busiest bank holds `d > slots` of them needs
+//!   at least `d` wavefronts a row.
+//!
+//! Random 4096, fan-in 32 (`cargo run --release -p spdnn-blockdepend --example banks --
+//! 4096 120 32`): 3.40 wavefronts a slot in input order, 1.62 in the greedy order used
+//! before, 1.36 matched, 1.02 matched with the outputs permuted (the least there: 1.00).
+//! The compressed challenge networks need no permutation (their busiest banks hold at most
+//! 5 % more addresses than slots): 1.00 (4096) and 1.02 (16384) matched, against 1.33 and
+//! 1.44 in the greedy order.
 
 use spdnn_formats::{Csr, SparseMatrix};
 
@@ -42,41 +50,131 @@ pub fn slot_cost(inputs: &[u32]) -> (usize, usize) {
 /// in the lane's column (`inputs[lane]`, at most 32 lanes), or `None` where the lane pads.
 ///
 /// Slot by slot, one bipartite matching of lanes to banks (Kuhn's augmenting paths): the
-/// banks with the most entries left are matched first, then every lane that can be is;
-/// a bank keeps its match while later ones augment. Where a bank holds more entries than
-/// slots are left, it cannot avoid a second address in some slot: the slot takes a second
-/// copy of every such bank, so that the doubled slots are few and shared. A lane left
-/// unmatched pads if it has room, else reads the entry that costs its slot least (an
-/// address the slot reads already is a broadcast: free). On random inputs (fan-in 32 of
-/// 4096) this gives 1.40 wavefronts a slot where the greedy before gave 1.62 and input
-/// order 3.4; the least possible there is about 1.37 (the busiest bank's share), and 1.11
-/// with the banks balanced by [`lane_positions`].
+/// busiest banks are matched first, then every lane that can be is; a bank keeps its match
+/// while later ones augment. Where a bank holds more than slots are left, it cannot avoid a
+/// second address in some slot: the slot takes a second copy of every such bank, so that
+/// the doubled slots are few and shared. A lane left unmatched pads if it has room, else
+/// reads the entry that costs its slot least (an address the slot reads already is free).
+/// Two rules weigh the banks, and the group keeps the cheaper order: by entries left, or by
+/// distinct addresses left with each slot first giving the busiest banks an address that
+/// several free lanes read (all of them at once).
 pub fn slot_order(inputs: &[&[u32]], slots: usize) -> Vec<Vec<Option<usize>>> {
+    let by_entries = slot_order_with(inputs, slots, false);
+    let cost = order_cost(inputs, &by_entries);
+    if cost <= slots {
+        // One wavefront a slot: nothing to gain.
+        return by_entries;
+    }
+    let by_addresses = slot_order_with(inputs, slots, true);
+    if order_cost(inputs, &by_addresses) < cost {
+        by_addresses
+    } else {
+        by_entries
+    }
+}
+
+/// The wavefronts of every slot of `order` over the lanes' `inputs`, summed.
+pub fn order_cost(inputs: &[&[u32]], order: &[Vec<Option<usize>>]) -> usize {
+    order
+        .iter()
+        .map(|row| {
+            let read: Vec<u32> = row
+                .iter()
+                .enumerate()
+                .filter_map(|(l, p)| p.map(|p| inputs[l][p]))
+                .collect();
+            slot_cost(&read).0
+        })
+        .sum()
+}
+
+/// [`slot_order`] by one rule: banks weighed by their entries left (`shared_first` false),
+/// or by their distinct addresses left, each slot first giving the busiest banks an
+/// address that several free lanes read (one wavefront for all of them; true).
+fn slot_order_with(inputs: &[&[u32]], slots: usize, shared_first: bool) -> Vec<Vec<Option<usize>>> {
     let lanes = inputs.len();
     assert!(
         lanes <= WARP,
         "a group has at most {WARP} lanes, got {lanes}"
     );
     let bank = |k: u32| k as usize % BANKS;
+    // The group's distinct addresses, each with the lanes that still have to read it.
+    let mut addresses: Vec<u32> = inputs.iter().flat_map(|c| c.iter().copied()).collect();
+    addresses.sort_unstable();
+    addresses.dedup();
+    let address_of = |k: u32| addresses.binary_search(&k).expect("an input of the group");
+    let mut holders = vec![0u32; addresses.len()];
+    for (l, column) in inputs.iter().enumerate() {
+        for &k in *column {
+            holders[address_of(k)] |= 1 << l;
+        }
+    }
     let mut left: Vec<Vec<usize>> = inputs.iter().map(|c| (0..c.len()).collect()).collect();
     let mut order = Vec::with_capacity(slots);
     let mut matching = Matching::default();
     for s in 0..slots {
         let slots_left = slots - s;
-        let mut banks_of = [0u32; WARP];
+        // A bank's weight: its entries left, or its distinct addresses left.
         let mut degree = [0usize; BANKS];
-        for (l, entries) in left.iter().enumerate() {
-            for &p in entries {
-                let b = bank(inputs[l][p]);
-                banks_of[l] |= 1 << b;
-                degree[b] += 1;
+        for (&k, &lanes_left) in addresses.iter().zip(&holders) {
+            if lanes_left != 0 {
+                degree[bank(k)] += if shared_first {
+                    1
+                } else {
+                    lanes_left.count_ones() as usize
+                };
             }
         }
-        // Bank copies by the entries they leave, most first: a bank with more entries than
-        // slots left takes a second copy.
+        // Shared addresses first: the busiest banks each give one that several free lanes
+        // still read to all of them.
+        let mut preset: [Option<u32>; WARP] = [None; WARP];
+        let mut preset_banks = 0u32;
+        if shared_first {
+            let mut busy = 0u32;
+            let mut best = [None::<(u32, usize)>; BANKS];
+            for (a, &lanes_left) in holders.iter().enumerate() {
+                let b = bank(addresses[a]);
+                if lanes_left.count_ones() >= 2
+                    && best[b].is_none_or(|(m, _)| lanes_left.count_ones() > m.count_ones())
+                {
+                    best[b] = Some((lanes_left, a));
+                }
+            }
+            let mut by_degree: Vec<usize> = (0..BANKS).filter(|&b| best[b].is_some()).collect();
+            by_degree.sort_by_key(|&b| (std::cmp::Reverse(degree[b]), b));
+            for b in by_degree {
+                // The bank's most-shared address among those whose lanes are all free.
+                let choice = holders
+                    .iter()
+                    .enumerate()
+                    .filter(|&(a, &m)| {
+                        bank(addresses[a]) == b && m.count_ones() >= 2 && m & busy == 0
+                    })
+                    .max_by_key(|&(a, &m)| (m.count_ones(), std::cmp::Reverse(a)));
+                if let Some((a, &m)) = choice {
+                    busy |= m;
+                    preset_banks |= 1 << b;
+                    for (l, slot) in preset.iter_mut().enumerate().take(lanes) {
+                        if m >> l & 1 == 1 {
+                            *slot = Some(addresses[a]);
+                        }
+                    }
+                }
+            }
+        }
+        let mut banks_of = [0u32; WARP];
+        for (l, entries) in left.iter().enumerate() {
+            if preset[l].is_none() {
+                for &p in entries {
+                    banks_of[l] |= 1 << bank(inputs[l][p]);
+                }
+            }
+        }
+        // Bank copies by the weight they leave, most first: a bank with more left than
+        // slots takes a second copy.
         let mut nodes: Vec<(usize, usize)> = Vec::with_capacity(2 * BANKS);
         for (b, &d) in degree.iter().enumerate() {
-            if d > 0 {
+            if d > 0 && preset_banks >> b & 1 == 0 {
                 nodes.push((b, d));
             }
             if d > slots_left {
@@ -89,6 +187,22 @@ pub fn slot_order(inputs: &[&[u32]], slots: usize) -> Vec<Vec<Option<usize>>> {
 
         let mut row = vec![None; lanes];
         let mut reads = SlotReads::default();
+        let mut take = |l: usize, i: usize, left: &mut Vec<Vec<usize>>, reads: &mut SlotReads| {
+            let p = left[l].remove(i);
+            let k = inputs[l][p];
+            reads.add(k);
+            holders[address_of(k)] &= !(1 << l);
+            row[l] = Some(p);
+        };
+        for l in 0..lanes {
+            if let Some(k) = preset[l] {
+                let i = left[l]
+                    .iter()
+                    .position(|&p| inputs[l][p] == k)
+                    .expect("held");
+                take(l, i, &mut left, &mut reads);
+            }
+        }
         for l in 0..lanes {
             if let Some(node) = matching.lane_node[l] {
                 let b = banks[node];
@@ -100,13 +214,12 @@ pub fn slot_order(inputs: &[&[u32]], slots: usize) -> Vec<Vec<Option<usize>>> {
                     .min_by_key(|&(_, &p)| reads.cost(inputs[l][p]) > 0)
                     .map(|(i, _)| i)
                     .expect("a matched lane has an entry in its bank");
-                let p = left[l].remove(i);
-                reads.add(inputs[l][p]);
-                row[l] = Some(p);
+                take(l, i, &mut left, &mut reads);
             }
         }
         for l in 0..lanes {
-            if matching.lane_node[l].is_some() || left[l].len() < slots_left {
+            if preset[l].is_some() || matching.lane_node[l].is_some() || left[l].len() < slots_left
+            {
                 continue;
             }
             let Some((_, i)) = left[l]
@@ -117,9 +230,7 @@ pub fn slot_order(inputs: &[&[u32]], slots: usize) -> Vec<Vec<Option<usize>>> {
             else {
                 continue;
             };
-            let p = left[l].remove(i);
-            reads.add(inputs[l][p]);
-            row[l] = Some(p);
+            take(l, i, &mut left, &mut reads);
         }
         order.push(row);
     }
@@ -251,21 +362,26 @@ impl Matching {
     }
 }
 
-/// A group's bank loads past its slots, summed over groups, as a share of the slots: 0 when
-/// every group's busiest bank holds at most as many entries as the group has slots.
-/// `columns` holds one row per output (the consumer layer transposed), `position[k]` the
-/// tile position of input `k`.
+/// A group's distinct addresses on its busiest bank past its slots, summed over groups, as a
+/// share of the slots: 0 when no group's busiest bank holds more addresses than the group
+/// has slots (the least wavefronts a row then is one a slot). `columns` holds one row per
+/// output (the consumer layer transposed), `position(k)` the tile position of input `k`.
 pub fn bank_excess(columns: &Csr, position: impl Fn(u32) -> u32) -> f64 {
     let (mut excess, mut slots) = (0usize, 0usize);
+    let mut addresses: Vec<u32> = Vec::new();
     for start in (0..columns.nrows()).step_by(WARP) {
-        let mut load = [0usize; BANKS];
+        addresses.clear();
         let mut longest = 0;
         for c in start..(start + WARP).min(columns.nrows()) {
             let inputs = columns.row(c).0;
             longest = longest.max(inputs.len());
-            for &k in inputs {
-                load[position(k) as usize % BANKS] += 1;
-            }
+            addresses.extend(inputs.iter().map(|&k| position(k)));
+        }
+        addresses.sort_unstable();
+        addresses.dedup();
+        let mut load = [0usize; BANKS];
+        for &p in &addresses {
+            load[p as usize % BANKS] += 1;
         }
         let busiest = load.into_iter().max().unwrap_or(0);
         excess += busiest.saturating_sub(longest);
@@ -274,16 +390,16 @@ pub fn bank_excess(columns: &Csr, position: impl Fn(u32) -> u32) -> f64 {
     excess as f64 / slots.max(1) as f64
 }
 
-/// Passes of [`lane_positions`] over the producer's groups: the third gained under 1 %
-/// (random 4096, fan-in 32: 1.122, 1.109, 1.104 entries on the busiest bank a slot).
+/// Passes of [`lane_positions`] over the producer's groups. Two balance random 4096 (fan-in
+/// 32) to 1.001 distinct addresses on the busiest bank a slot (1.198 as given).
 pub const BALANCE_PASSES: usize = 2;
 
 /// The tile positions of a layer's `width` outputs that balance the banks of the next
 /// layer (`columns`: its transpose, one row per output, reading the `width` inputs):
 /// output `c` stays in its group of 32 (`c / 32`) and takes the lane there that the
 /// assignment gives it. Each pass visits every group and assigns its outputs to its lanes
-/// (the Hungarian method) at the least sum, over the next layer's groups that read them,
-/// of the squares of their bank loads.
+/// (the Hungarian method) at the least sum, over the next layer's groups that read them
+/// (once a group however many of its columns do), of the squares of their bank loads.
 pub fn lane_positions(columns: &Csr, width: usize) -> Vec<u32> {
     // The next layer's groups that read each input (once per entry).
     let mut readers: Vec<Vec<u32>> = vec![Vec::new(); width];
@@ -291,6 +407,10 @@ pub fn lane_positions(columns: &Csr, width: usize) -> Vec<u32> {
         for &k in columns.row(c).0 {
             readers[k as usize].push((c / WARP) as u32);
         }
+    }
+    // An input that several of a group's columns read is one address there.
+    for groups in readers.iter_mut() {
+        groups.dedup();
     }
     let groups = columns.nrows().div_ceil(WARP);
     let mut position: Vec<u32> = (0..width as u32).collect();
@@ -418,7 +538,14 @@ mod tests {
                 .collect();
             let inputs: Vec<&[u32]> = columns.iter().map(Vec::as_slice).collect();
             let order = slot_order(&inputs, 32);
+            // The least: the group's distinct addresses on its busiest bank.
+            let mut distinct: Vec<u32> = columns.concat();
+            distinct.sort_unstable();
+            distinct.dedup();
             let mut degree = [0usize; BANKS];
+            for k in distinct {
+                degree[k as usize % BANKS] += 1;
+            }
             for s in 0..32 {
                 let plain: Vec<u32> = columns.iter().map(|c| c[s]).collect();
                 ascending += slot_cost(&plain).0;
@@ -427,9 +554,6 @@ mod tests {
                     .map(|l| columns[l][order[s][l].expect("no padding")])
                     .collect();
                 ordered += slot_cost(&read).0;
-                for k in read {
-                    degree[k as usize % BANKS] += 1;
-                }
             }
             for l in 0..WARP {
                 let mut taken: Vec<usize> = order.iter().map(|row| row[l].unwrap()).collect();
@@ -439,7 +563,8 @@ mod tests {
             bound += degree.into_iter().max().unwrap().max(32);
         }
         // Per slot: about 3.4 wavefronts in input order, 1.62 with the greedy order before
-        // the matchings, about 1.4 here, at least the busiest bank's share.
+        // the matchings, about 1.36 here, at least the busiest bank's share of the distinct
+        // addresses (about 1.2).
         let per_slot = |w: usize| w as f64 / (20.0 * 32.0);
         assert!(per_slot(ascending) > 3.0, "{}", per_slot(ascending));
         assert!(per_slot(ordered) < 1.5, "{}", per_slot(ordered));
@@ -489,8 +614,8 @@ mod tests {
 
     #[test]
     fn balanced_lanes_lower_the_busiest_banks() {
-        // A random layer of 1024 outputs of 32 inputs out of 1024: the positions keep each
-        // output in its group of 32, and the next layer's busiest banks come down.
+        // A random layer of 1000 outputs of 32 inputs out of 4096: the positions keep each
+        // input in its group of 32, and the layer's busiest banks come down.
         let mut state = 0x2545_f491_4f6c_dd1du64;
         let mut next = move || {
             state ^= state << 13;
@@ -498,7 +623,7 @@ mod tests {
             state ^= state << 17;
             state
         };
-        let width = 1024;
+        let width = 4096;
         let mut triplets = Vec::new();
         for c in 0..1000u32 {
             let mut inputs: Vec<u32> = Vec::new();
@@ -523,8 +648,9 @@ mod tests {
         );
         let before = bank_excess(&columns, |k| k);
         let after = bank_excess(&columns, |k| position[k as usize]);
-        assert!(before > 0.2, "{before}");
-        assert!(after < before / 2.0, "{before} -> {after}");
+        // About 0.2 as given (random 4096, fan-in 32), under 0.01 balanced.
+        assert!(before > 0.15, "{before}");
+        assert!(after < before / 4.0, "{before} -> {after}");
     }
 
     #[test]

@@ -23,7 +23,7 @@
 //!   permuted within their groups so that each group's entries spread evenly over the
 //!   banks ([`bank_positions`], [`Layout::positions`]): random inputs (fan-in 32 of 4096)
 //!   put about 3.4 addresses on a slot's busiest bank (each a shared-memory wavefront) in
-//!   input order, 1.40 in the slots' order, 1.12 with the outputs permuted ([`crate::banks`]).
+//!   input order, 1.36 in the slots' order, 1.02 with the outputs permuted ([`crate::banks`]).
 //!   Padding reads an address the slot reads anyway (a broadcast).
 //! - [`Format::EllScaled16`] / [`Format::EllScaled32`]: the same slots, for a layer whose
 //!   stored weights are all small positive multiples `m·b` of one value `b` (one value:
@@ -443,7 +443,7 @@ pub struct Layout {
 }
 
 /// A consumer layer's bank excess ([`bank_excess`]) from which its inputs are reordered:
-/// below it, the gathers' busiest banks hold at most 5 % more entries than the slots.
+/// below it, the gathers' busiest banks hold at most 5 % more distinct addresses than slots.
 pub const REORDER_FROM: f64 = 0.05;
 
 /// Per layer, the tile positions of its outputs (`None`: as given): for each layer but the

@@ -266,9 +266,9 @@ fn positive_biases_are_refused_with_a_clear_error() {
 
 #[test]
 fn outputs_reordered_for_the_banks_keep_their_biases() {
-    // Random sparse layers of 256 (fan-in 12): the layout moves every hidden layer's
-    // outputs within their groups of 32 to balance the next layer's banks, and each bias
-    // moves with its neuron. Dyadic weights, biases and inputs: bit for bit.
+    // Random sparse layers reading 4096 inputs (fan-in 32): the layout moves the outputs of
+    // every layer that feeds one within their groups of 32 to balance its banks, and each
+    // bias moves with its neuron. Dyadic weights, biases and inputs: bit for bit.
     let mut state = 0x853c_49e6_748f_ea9bu64;
     let mut next = move |below: u64| {
         state ^= state << 13;
@@ -276,7 +276,7 @@ fn outputs_reordered_for_the_banks_keep_their_biases() {
         state ^= state << 17;
         state % below
     };
-    let widths = [64usize, 256, 256, 256, 40];
+    let widths = [64usize, 4096, 4096, 4096, 40];
     let mut layers = Vec::new();
     let mut biases = Vec::new();
     for pair in widths.windows(2) {
@@ -284,7 +284,7 @@ fn outputs_reordered_for_the_banks_keep_their_biases() {
         let mut triplets = Vec::new();
         for c in 0..outputs as u32 {
             let mut chosen: Vec<u32> = Vec::new();
-            while chosen.len() < 12.min(inputs) {
+            while chosen.len() < 32.min(inputs) {
                 let k = next(inputs as u64) as u32;
                 if !chosen.contains(&k) {
                     chosen.push(k);
@@ -313,12 +313,9 @@ fn outputs_reordered_for_the_banks_keep_their_biases() {
     };
     let result = emulate(&p, &default_knobs()).unwrap();
     assert!(!result.categories().is_empty());
-    assert_eq!(
-        result.layout.reordered(),
-        3,
-        "{:?}",
-        result.layout.positions
-    );
+    // The outputs of layers 1-3, read by ELL layers of 32 random entries a column out of
+    // 4096 (layer 4's 40 outputs too); the last layer's never move.
+    assert!(result.layout.positions[..3].iter().all(Option::is_some));
     assert!(result.layout.positions.last().unwrap().is_none());
     // The layout's biases are the chain's, moved with their outputs.
     for (l, position) in result.layout.positions.iter().enumerate() {
