@@ -55,22 +55,41 @@ pub fn slot_cost(inputs: &[u32]) -> (usize, usize) {
 /// second address in some slot: the slot takes a second copy of every such bank, so that
 /// the doubled slots are few and shared. A lane left unmatched pads if it has room, else
 /// reads the entry that costs its slot least (an address the slot reads already is free).
-/// Two rules weigh the banks, and the group keeps the cheaper order: by entries left, or by
-/// distinct addresses left with each slot first giving the busiest banks an address that
-/// several free lanes read (all of them at once).
+/// Two rules weigh the banks: by distinct addresses left, each slot first giving the busiest
+/// banks an address that several free lanes read (all of them at once); then, unless that
+/// order is within 3 % of the least possible, by entries left, and the group keeps the
+/// cheaper order.
 pub fn slot_order(inputs: &[&[u32]], slots: usize) -> Vec<Vec<Option<usize>>> {
-    let by_entries = slot_order_with(inputs, slots, false);
-    let cost = order_cost(inputs, &by_entries);
-    if cost <= slots {
-        // One wavefront a slot: nothing to gain.
-        return by_entries;
-    }
     let by_addresses = slot_order_with(inputs, slots, true);
-    if order_cost(inputs, &by_addresses) < cost {
-        by_addresses
-    } else {
-        by_entries
+    let cost = order_cost(inputs, &by_addresses);
+    // The least: a wavefront a slot, and the busiest bank's distinct addresses.
+    let least = slots.max(least_wavefronts(inputs));
+    if cost * CLOSE_ENOUGH.1 <= least * CLOSE_ENOUGH.0 {
+        return by_addresses;
     }
+    let by_entries = slot_order_with(inputs, slots, false);
+    if order_cost(inputs, &by_entries) < cost {
+        by_entries
+    } else {
+        by_addresses
+    }
+}
+
+/// Within this ratio of the least wavefronts (`numerator / denominator`), the first rule's
+/// order is kept without trying the second (which halves the layout's time where it holds:
+/// the balanced random layers and the compressed challenge layers).
+const CLOSE_ENOUGH: (usize, usize) = (103, 100);
+
+/// The distinct addresses of a group (`inputs`: its lanes' columns) on its busiest bank.
+fn least_wavefronts(inputs: &[&[u32]]) -> usize {
+    let mut distinct: Vec<u32> = inputs.iter().flat_map(|c| c.iter().copied()).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let mut load = [0usize; BANKS];
+    for k in distinct {
+        load[k as usize % BANKS] += 1;
+    }
+    load.into_iter().max().unwrap_or(0)
 }
 
 /// The wavefronts of every slot of `order` over the lanes' `inputs`, summed.
@@ -97,83 +116,59 @@ fn slot_order_with(inputs: &[&[u32]], slots: usize, shared_first: bool) -> Vec<V
         lanes <= WARP,
         "a group has at most {WARP} lanes, got {lanes}"
     );
-    let bank = |k: u32| k as usize % BANKS;
-    // The group's distinct addresses, each with the lanes that still have to read it.
-    let mut addresses: Vec<u32> = inputs.iter().flat_map(|c| c.iter().copied()).collect();
-    addresses.sort_unstable();
-    addresses.dedup();
-    let address_of = |k: u32| addresses.binary_search(&k).expect("an input of the group");
-    let mut holders = vec![0u32; addresses.len()];
-    for (l, column) in inputs.iter().enumerate() {
-        for &k in *column {
-            holders[address_of(k)] |= 1 << l;
-        }
-    }
-    let mut left: Vec<Vec<usize>> = inputs.iter().map(|c| (0..c.len()).collect()).collect();
+    let mut group = GroupLeft::new(inputs, shared_first);
     let mut order = Vec::with_capacity(slots);
     let mut matching = Matching::default();
+    let mut nodes: Vec<(usize, usize)> = Vec::with_capacity(2 * BANKS);
+    let mut banks: Vec<usize> = Vec::with_capacity(2 * BANKS);
     for s in 0..slots {
         let slots_left = slots - s;
-        // A bank's weight: its entries left, or its distinct addresses left.
-        let mut degree = [0usize; BANKS];
-        for (&k, &lanes_left) in addresses.iter().zip(&holders) {
-            if lanes_left != 0 {
-                degree[bank(k)] += if shared_first {
-                    1
-                } else {
-                    lanes_left.count_ones() as usize
-                };
-            }
-        }
+        let mut row = vec![None; lanes];
+        let mut reads = SlotReads::default();
         // Shared addresses first: the busiest banks each give one that several free lanes
         // still read to all of them.
-        let mut preset: [Option<u32>; WARP] = [None; WARP];
         let mut preset_banks = 0u32;
         if shared_first {
             let mut busy = 0u32;
-            let mut best = [None::<(u32, usize)>; BANKS];
-            for (a, &lanes_left) in holders.iter().enumerate() {
-                let b = bank(addresses[a]);
-                if lanes_left.count_ones() >= 2
-                    && best[b].is_none_or(|(m, _)| lanes_left.count_ones() > m.count_ones())
-                {
-                    best[b] = Some((lanes_left, a));
+            let mut by_degree: Vec<usize> = Vec::with_capacity(BANKS);
+            for (b, shared) in group.shared_in.iter_mut().enumerate() {
+                shared.retain(|&a| group.holders[a].count_ones() >= 2);
+                if !shared.is_empty() {
+                    by_degree.push(b);
                 }
             }
-            let mut by_degree: Vec<usize> = (0..BANKS).filter(|&b| best[b].is_some()).collect();
-            by_degree.sort_by_key(|&b| (std::cmp::Reverse(degree[b]), b));
+            by_degree.sort_by_key(|&b| (std::cmp::Reverse(group.degree[b]), b));
             for b in by_degree {
                 // The bank's most-shared address among those whose lanes are all free.
-                let choice = holders
+                let choice = group.shared_in[b]
                     .iter()
-                    .enumerate()
-                    .filter(|&(a, &m)| {
-                        bank(addresses[a]) == b && m.count_ones() >= 2 && m & busy == 0
-                    })
-                    .max_by_key(|&(a, &m)| (m.count_ones(), std::cmp::Reverse(a)));
-                if let Some((a, &m)) = choice {
+                    .map(|&a| (a, group.holders[a]))
+                    .filter(|&(_, m)| m & busy == 0)
+                    .max_by_key(|&(a, m)| (m.count_ones(), std::cmp::Reverse(a)));
+                if let Some((a, m)) = choice {
                     busy |= m;
                     preset_banks |= 1 << b;
-                    for (l, slot) in preset.iter_mut().enumerate().take(lanes) {
-                        if m >> l & 1 == 1 {
-                            *slot = Some(addresses[a]);
-                        }
+                    let k = group.addresses[a];
+                    for l in (0..lanes).filter(|&l| m >> l & 1 == 1) {
+                        let i = group.entries_in[l][b]
+                            .iter()
+                            .position(|&p| inputs[l][p] == k)
+                            .expect("a holder has the address");
+                        group.take(l, b, i, &mut row, &mut reads);
                     }
                 }
             }
         }
         let mut banks_of = [0u32; WARP];
-        for (l, entries) in left.iter().enumerate() {
-            if preset[l].is_none() {
-                for &p in entries {
-                    banks_of[l] |= 1 << bank(inputs[l][p]);
-                }
+        for l in 0..lanes {
+            if row[l].is_none() {
+                banks_of[l] = group.lane_banks[l];
             }
         }
         // Bank copies by the weight they leave, most first: a bank with more left than
         // slots takes a second copy.
-        let mut nodes: Vec<(usize, usize)> = Vec::with_capacity(2 * BANKS);
-        for (b, &d) in degree.iter().enumerate() {
+        nodes.clear();
+        for (b, &d) in group.degree.iter().enumerate() {
             if d > 0 && preset_banks >> b & 1 == 0 {
                 nodes.push((b, d));
             }
@@ -182,59 +177,138 @@ fn slot_order_with(inputs: &[&[u32]], slots: usize, shared_first: bool) -> Vec<V
             }
         }
         nodes.sort_by_key(|&(b, d)| (std::cmp::Reverse(d), b));
-        let banks: Vec<usize> = nodes.iter().map(|&(b, _)| b).collect();
+        banks.clear();
+        banks.extend(nodes.iter().map(|&(b, _)| b));
         matching.run(&banks, &banks_of[..lanes]);
-
-        let mut row = vec![None; lanes];
-        let mut reads = SlotReads::default();
-        let mut take = |l: usize, i: usize, left: &mut Vec<Vec<usize>>, reads: &mut SlotReads| {
-            let p = left[l].remove(i);
-            let k = inputs[l][p];
-            reads.add(k);
-            holders[address_of(k)] &= !(1 << l);
-            row[l] = Some(p);
-        };
-        for l in 0..lanes {
-            if let Some(k) = preset[l] {
-                let i = left[l]
-                    .iter()
-                    .position(|&p| inputs[l][p] == k)
-                    .expect("held");
-                take(l, i, &mut left, &mut reads);
-            }
-        }
-        for l in 0..lanes {
+        for (l, column) in inputs.iter().enumerate() {
             if let Some(node) = matching.lane_node[l] {
                 let b = banks[node];
                 // Within its bank, an address the slot reads already if there is one.
-                let i = left[l]
+                let i = group.entries_in[l][b]
                     .iter()
-                    .enumerate()
-                    .filter(|&(_, &p)| bank(inputs[l][p]) == b)
-                    .min_by_key(|&(_, &p)| reads.cost(inputs[l][p]) > 0)
-                    .map(|(i, _)| i)
-                    .expect("a matched lane has an entry in its bank");
-                take(l, i, &mut left, &mut reads);
+                    .position(|&p| reads.cost(column[p]) == 0)
+                    .unwrap_or(0);
+                group.take(l, b, i, &mut row, &mut reads);
             }
         }
         for l in 0..lanes {
-            if preset[l].is_some() || matching.lane_node[l].is_some() || left[l].len() < slots_left
+            if row[l].is_some() || group.entries_left[l] == 0 || group.entries_left[l] < slots_left
             {
                 continue;
             }
-            let Some((_, i)) = left[l]
+            // No room to wait: the entry that costs the slot least.
+            let (_, b, i) = group.entries_in[l]
                 .iter()
                 .enumerate()
-                .map(|(i, &p)| (reads.cost(inputs[l][p]), i))
+                .flat_map(|(b, list)| list.iter().enumerate().map(move |(i, &p)| (b, i, p)))
+                .map(|(b, i, p)| (reads.cost(inputs[l][p]), b, i))
                 .min()
-            else {
-                continue;
-            };
-            take(l, i, &mut left, &mut reads);
+                .expect("a lane with entries left");
+            group.take(l, b, i, &mut row, &mut reads);
         }
         order.push(row);
     }
     order
+}
+
+/// What a group's lanes have left to read, kept up to date entry by entry.
+struct GroupLeft<'a> {
+    inputs: &'a [&'a [u32]],
+    shared_first: bool,
+    /// The group's distinct addresses, ascending.
+    addresses: Vec<u32>,
+    /// Per address, the lanes that still read it.
+    holders: Vec<u32>,
+    /// Per lane and bank, the positions of the entries left in its column.
+    entries_in: Vec<[Vec<usize>; BANKS]>,
+    /// Per lane, its entries left.
+    entries_left: Vec<usize>,
+    /// Per lane, the banks it has entries left in.
+    lane_banks: Vec<u32>,
+    /// Per lane and position in its column, the entry's index in `addresses`.
+    address_at: Vec<Vec<u32>>,
+    /// Per bank, its entries left (`shared_first` false) or its distinct addresses left.
+    degree: [usize; BANKS],
+    /// Per bank, addresses that several lanes read (some may have dropped to fewer since).
+    shared_in: Vec<Vec<usize>>,
+}
+
+impl<'a> GroupLeft<'a> {
+    fn new(inputs: &'a [&'a [u32]], shared_first: bool) -> Self {
+        let mut addresses: Vec<u32> = inputs.iter().flat_map(|c| c.iter().copied()).collect();
+        addresses.sort_unstable();
+        addresses.dedup();
+        let mut holders = vec![0u32; addresses.len()];
+        let mut entries_in = Vec::with_capacity(inputs.len());
+        let mut entries_left = Vec::with_capacity(inputs.len());
+        let mut lane_banks = Vec::with_capacity(inputs.len());
+        let mut address_at = Vec::with_capacity(inputs.len());
+        for (l, column) in inputs.iter().enumerate() {
+            let mut by_bank: [Vec<usize>; BANKS] = Default::default();
+            let mut banks = 0u32;
+            let mut at = Vec::with_capacity(column.len());
+            for (p, &k) in column.iter().enumerate() {
+                let a = addresses.binary_search(&k).expect("an input of the group");
+                holders[a] |= 1 << l;
+                by_bank[k as usize % BANKS].push(p);
+                banks |= 1 << (k as usize % BANKS);
+                at.push(a as u32);
+            }
+            entries_in.push(by_bank);
+            entries_left.push(column.len());
+            lane_banks.push(banks);
+            address_at.push(at);
+        }
+        let mut degree = [0usize; BANKS];
+        let mut shared_in: Vec<Vec<usize>> = vec![Vec::new(); BANKS];
+        for (a, (&k, &lanes)) in addresses.iter().zip(&holders).enumerate() {
+            let b = k as usize % BANKS;
+            degree[b] += if shared_first {
+                1
+            } else {
+                lanes.count_ones() as usize
+            };
+            if lanes.count_ones() >= 2 {
+                shared_in[b].push(a);
+            }
+        }
+        Self {
+            inputs,
+            shared_first,
+            addresses,
+            holders,
+            entries_in,
+            entries_left,
+            lane_banks,
+            address_at,
+            degree,
+            shared_in,
+        }
+    }
+
+    /// Lane `l` reads the entry at index `i` of its list for bank `b` in this slot.
+    fn take(
+        &mut self,
+        l: usize,
+        b: usize,
+        i: usize,
+        row: &mut [Option<usize>],
+        reads: &mut SlotReads,
+    ) {
+        let p = self.entries_in[l][b].swap_remove(i);
+        if self.entries_in[l][b].is_empty() {
+            self.lane_banks[l] &= !(1 << b);
+        }
+        let k = self.inputs[l][p];
+        let a = self.address_at[l][p] as usize;
+        self.holders[a] &= !(1 << l);
+        if !self.shared_first || self.holders[a] == 0 {
+            self.degree[b] -= 1;
+        }
+        self.entries_left[l] -= 1;
+        reads.add(k);
+        row[l] = Some(p);
+    }
 }
 
 /// The distinct addresses a slot reads so far and their loads on the banks.
@@ -269,6 +343,8 @@ impl SlotReads {
 struct Matching {
     node_lane: Vec<Option<usize>>,
     lane_node: Vec<Option<usize>>,
+    /// Per lane, the copies it may take (kept between runs for its allocation).
+    nodes_of: Vec<u64>,
 }
 
 impl Matching {
@@ -288,7 +364,9 @@ impl Matching {
             }
         }
         // The copies whose bank each lane has entries in.
-        let mut nodes_of = vec![0u64; banks_of.len()];
+        let mut nodes_of = std::mem::take(&mut self.nodes_of);
+        nodes_of.clear();
+        nodes_of.resize(banks_of.len(), 0);
         for (v, &b) in banks.iter().enumerate() {
             let mut rest = lanes_of[b];
             while rest != 0 {
@@ -296,9 +374,16 @@ impl Matching {
                 rest &= rest - 1;
             }
         }
+        // An augmenting path ends at a free lane: none left, none to find.
+        let mut free = banks_of.iter().filter(|&&m| m != 0).count();
         for (v, &b) in banks.iter().enumerate() {
+            if free == 0 {
+                break;
+            }
             let mut seen = 0u32;
-            self.augment_from_node(v, lanes_of[b], banks, &lanes_of, &mut seen);
+            if self.augment_from_node(v, lanes_of[b], banks, &lanes_of, &mut seen) {
+                free -= 1;
+            }
         }
         for l in 0..banks_of.len() {
             if self.lane_node[l].is_none() {
@@ -306,6 +391,7 @@ impl Matching {
                 self.augment_from_lane(l, &nodes_of, &mut seen);
             }
         }
+        self.nodes_of = nodes_of;
     }
 
     /// An augmenting path from copy `v` (its bank's lanes `lanes`).

@@ -1119,14 +1119,14 @@ mod tests {
         assert_eq!(ell.starts_of(1), &[0, 2, 3]);
         let e = ell.ell_of(1);
         assert_eq!(e.len(), 96);
-        // Group 0, slot 0: column 0 (two entries, two slots: no choice but which) takes
-        // input 0, column 5 input 1 (another bank); slot 1: column 0's input 1. Padding
-        // reads the slot's first address (a broadcast).
-        assert_eq!(e[0], [0, 1.0f32.to_bits()]);
+        // Group 0, slot 0: columns 0 and 5 both read input 1, one address (a broadcast),
+        // so they read it together; slot 1: column 0's input 0. Padding reads the slot's
+        // first address.
+        assert_eq!(e[0], [1, 3.0f32.to_bits()]);
         assert_eq!(e[5], [1, 4.0f32.to_bits()]);
-        assert_eq!(e[32], [1, 3.0f32.to_bits()]);
-        assert_eq!(e[1], [0, 0.0f32.to_bits()]);
-        assert_eq!(e[37], [1, 0.0f32.to_bits()]);
+        assert_eq!(e[32], [0, 1.0f32.to_bits()]);
+        assert_eq!(e[1], [1, 0.0f32.to_bits()]);
+        assert_eq!(e[37], [0, 0.0f32.to_bits()]);
         assert_eq!(e[64], [0, (-2.0f32).to_bits()]);
         assert_eq!(e[65], [0, 0.0f32.to_bits()]);
         assert_eq!((l.wavefronts, l.sectors), (3, 3));
@@ -1204,21 +1204,21 @@ mod tests {
             (8 * 25 + 12, 8 * 96 + 12, p.bytes)
         );
         assert_eq!(one.weight_bytes(), pairs.weight_bytes() - 6 * 96 + 8);
-        // Entry = input | m << 1. Slot 0 of group 0: lane 0 reads input 0 (2), lane 5 input
-        // 1 (3), the other lanes pad (m = 0) at the slot's first address, input 0 (0). Slot
-        // 1: lane 0 reads input 1 (3), the others pad there (1). Group 1: lane 0 reads input
-        // 0 (2), the others pad there (0).
+        // Entry = input | m << 1. Slot 0 of group 0: lanes 0 and 5 read input 1 (3), the
+        // other lanes pad (m = 0) at the slot's first address, input 1 (1). Slot 1: lane 0
+        // reads input 0 (2), the others pad there (0). Group 1: lane 0 reads input 0 (2),
+        // the others pad there (0).
         let e = one.ell_of(1);
         assert_eq!(e.len(), 25);
         assert_eq!(e[0], [half, 1]);
-        assert_eq!(e[1], [2, 0]);
-        assert_eq!(e[2], [3 << 16, 0]);
-        assert_eq!(e[1 + 8], [0x0001_0003, 0x0001_0001]);
+        assert_eq!(e[1], [0x0001_0003, 0x0001_0001]);
+        assert_eq!(e[2], [0x0003_0001, 0x0001_0001]);
+        assert_eq!(e[1 + 8], [2, 0]);
         assert_eq!(e[1 + 16], [2, 0]);
         // Decoded, every entry is the pair form's: the value where stored, +0.0 padding.
         assert_eq!(&one.ell_entries_of(1)[..], pairs.ell_of(1));
         assert_eq!(one.ell_entry(1, 5), Some([1, half]));
-        assert_eq!(one.ell_entry(1, 37), Some([1, 0]));
+        assert_eq!(one.ell_entry(1, 37), Some([0, 0]));
         assert_eq!(one.ell_entry(1, 96), None);
         assert_eq!(one.ell_entry(0, 0), None);
         // The descriptors differ only in the format.
