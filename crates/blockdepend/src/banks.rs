@@ -92,19 +92,24 @@ fn least_wavefronts(inputs: &[&[u32]]) -> usize {
     load.into_iter().max().unwrap_or(0)
 }
 
+/// The wavefronts of each slot of `order` over the lanes' `inputs`.
+pub fn slot_costs<'a>(
+    inputs: &'a [&'a [u32]],
+    order: &'a [Vec<Option<usize>>],
+) -> impl Iterator<Item = usize> + 'a {
+    order.iter().map(|row| {
+        let read: Vec<u32> = row
+            .iter()
+            .enumerate()
+            .filter_map(|(l, p)| p.map(|p| inputs[l][p]))
+            .collect();
+        slot_cost(&read).0
+    })
+}
+
 /// The wavefronts of every slot of `order` over the lanes' `inputs`, summed.
 pub fn order_cost(inputs: &[&[u32]], order: &[Vec<Option<usize>>]) -> usize {
-    order
-        .iter()
-        .map(|row| {
-            let read: Vec<u32> = row
-                .iter()
-                .enumerate()
-                .filter_map(|(l, p)| p.map(|p| inputs[l][p]))
-                .collect();
-            slot_cost(&read).0
-        })
-        .sum()
+    slot_costs(inputs, order).sum()
 }
 
 /// [`slot_order`] by one rule: banks weighed by their entries left (`shared_first` false),
@@ -624,14 +629,6 @@ mod tests {
                 .collect();
             let inputs: Vec<&[u32]> = columns.iter().map(Vec::as_slice).collect();
             let order = slot_order(&inputs, 32);
-            // The least: the group's distinct addresses on its busiest bank.
-            let mut distinct: Vec<u32> = columns.concat();
-            distinct.sort_unstable();
-            distinct.dedup();
-            let mut degree = [0usize; BANKS];
-            for k in distinct {
-                degree[k as usize % BANKS] += 1;
-            }
             for s in 0..32 {
                 let plain: Vec<u32> = columns.iter().map(|c| c[s]).collect();
                 ascending += slot_cost(&plain).0;
@@ -646,7 +643,8 @@ mod tests {
                 taken.sort_unstable();
                 assert_eq!(taken, (0..32).collect::<Vec<_>>(), "lane {l}");
             }
-            bound += degree.into_iter().max().unwrap().max(32);
+            // The least: the group's distinct addresses on its busiest bank.
+            bound += least_wavefronts(&inputs).max(32);
         }
         // Per slot: about 3.4 wavefronts in input order, 1.62 with the greedy order before
         // the matchings, about 1.36 here, at least the busiest bank's share of the distinct
@@ -659,17 +657,7 @@ mod tests {
 
     /// The wavefronts of every slot of `order` over the lanes' `inputs`.
     fn costs(inputs: &[&[u32]], order: &[Vec<Option<usize>>]) -> Vec<usize> {
-        order
-            .iter()
-            .map(|row| {
-                let read: Vec<u32> = row
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(l, p)| p.map(|p| inputs[l][p]))
-                    .collect();
-                slot_cost(&read).0
-            })
-            .collect()
+        slot_costs(inputs, order).collect()
     }
 
     #[test]
@@ -693,6 +681,8 @@ mod tests {
             taken.sort_unstable();
             assert_eq!(taken, (0..column.len()).collect::<Vec<_>>());
         }
+        assert_eq!(least_wavefronts(&[&[0, 32], &[64, 1]]), 3);
+        assert_eq!(least_wavefronts(&[&[0, 1], &[0, 33]]), 2);
         assert_eq!(slot_cost(&[0, 0, 32, 64]), (3, 3));
         assert_eq!(slot_cost(&[5, 5, 7]), (1, 1));
         assert_eq!(slot_cost(&[]), (1, 0));
