@@ -12,7 +12,7 @@
 use std::error::Error;
 use std::time::Instant;
 
-use spdnn_blockdepend::banks::{bank_excess, lane_positions, slot_cost, slot_order};
+use spdnn_blockdepend::banks::{bank_excess, lane_positions, order_cost, slot_cost, slot_order};
 use spdnn_blockdepend::layout::WARP;
 use spdnn_blockdepend::{Chain, FormatChoice, Layout};
 use spdnn_formats::{Csr, SparseMatrix};
@@ -40,14 +40,7 @@ fn per_slot(columns: &Csr, position: &[u32]) -> (f64, f64) {
             let read: Vec<u32> = inputs.iter().filter_map(|i| i.get(s).copied()).collect();
             ascending += slot_cost(&read).0;
         }
-        for row in slot_order(&inputs, longest) {
-            let read: Vec<u32> = row
-                .iter()
-                .enumerate()
-                .filter_map(|(l, p)| p.map(|p| inputs[l][p]))
-                .collect();
-            ordered += slot_cost(&read).0;
-        }
+        ordered += order_cost(&inputs, &slot_order(&inputs, longest));
         slots += longest;
     }
     let slots = slots.max(1) as f64;

@@ -35,15 +35,22 @@ use crate::layout::{BANKS, SECTOR_FLOATS, WARP};
 /// `inputs`: the most distinct addresses in one bank, and the distinct sectors.
 pub fn slot_cost(inputs: &[u32]) -> (usize, usize) {
     let mut distinct = inputs.to_vec();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let mut load = [0usize; BANKS];
-    for &k in &distinct {
-        load[k as usize % BANKS] += 1;
-    }
+    let busiest = busiest_bank(&mut distinct);
     let mut sectors: Vec<u32> = distinct.iter().map(|&k| k / SECTOR_FLOATS as u32).collect();
     sectors.dedup();
-    (load.into_iter().max().unwrap_or(0).max(1), sectors.len())
+    (busiest.max(1), sectors.len())
+}
+
+/// The most distinct addresses of `addresses` that share one bank (0 for none); leaves
+/// them sorted and deduplicated.
+fn busiest_bank(addresses: &mut Vec<u32>) -> usize {
+    addresses.sort_unstable();
+    addresses.dedup();
+    let mut load = [0usize; BANKS];
+    for &k in addresses.iter() {
+        load[k as usize % BANKS] += 1;
+    }
+    load.into_iter().max().unwrap_or(0)
 }
 
 /// Which entry of each column a group reads at each slot: `order[s][lane]` is a position
@@ -82,14 +89,7 @@ const CLOSE_ENOUGH: (usize, usize) = (103, 100);
 
 /// The distinct addresses of a group (`inputs`: its lanes' columns) on its busiest bank.
 fn least_wavefronts(inputs: &[&[u32]]) -> usize {
-    let mut distinct: Vec<u32> = inputs.iter().flat_map(|c| c.iter().copied()).collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let mut load = [0usize; BANKS];
-    for k in distinct {
-        load[k as usize % BANKS] += 1;
-    }
-    load.into_iter().max().unwrap_or(0)
+    busiest_bank(&mut inputs.iter().flat_map(|c| c.iter().copied()).collect())
 }
 
 /// The wavefronts of each slot of `order` over the lanes' `inputs`.
@@ -197,8 +197,7 @@ fn slot_order_with(inputs: &[&[u32]], slots: usize, shared_first: bool) -> Vec<V
             }
         }
         for l in 0..lanes {
-            if row[l].is_some() || group.entries_left[l] == 0 || group.entries_left[l] < slots_left
-            {
+            if row[l].is_some() || group.entries_left[l] < slots_left {
                 continue;
             }
             // No room to wait: the entry that costs the slot least.
@@ -468,14 +467,7 @@ pub fn bank_excess(columns: &Csr, position: impl Fn(u32) -> u32) -> f64 {
             longest = longest.max(inputs.len());
             addresses.extend(inputs.iter().map(|&k| position(k)));
         }
-        addresses.sort_unstable();
-        addresses.dedup();
-        let mut load = [0usize; BANKS];
-        for &p in &addresses {
-            load[p as usize % BANKS] += 1;
-        }
-        let busiest = load.into_iter().max().unwrap_or(0);
-        excess += busiest.saturating_sub(longest);
+        excess += busiest_bank(&mut addresses).saturating_sub(longest);
         slots += longest;
     }
     excess as f64 / slots.max(1) as f64

@@ -479,6 +479,22 @@ pub fn bank_positions(layers: &[Csr], choice: FormatChoice) -> Vec<Option<Vec<u3
     positions
 }
 
+/// `layers` permuted by `positions` ([`Layout::positions`]): layer `l`'s inputs by layer
+/// `l - 1`'s positions, its outputs by its own; in parallel over the layers.
+fn stored<'a>(
+    layers: &'a [Csr],
+    positions: &[Option<Vec<u32>>],
+) -> Result<Vec<Cow<'a, Csr>>, String> {
+    layers
+        .par_iter()
+        .enumerate()
+        .map(|(l, w)| {
+            let inputs = l.checked_sub(1).and_then(|p| positions[p].as_deref());
+            permute(w, inputs, positions[l].as_deref())
+        })
+        .collect()
+}
+
 /// `layer` with its rows (inputs) moved to `inputs[k]` and its columns (outputs) to
 /// `outputs[c]`; borrowed when neither moves.
 fn permute<'a>(
@@ -749,15 +765,7 @@ impl Layout {
     /// Errors when a layer is too large to index (offsets past `u32` per layer).
     pub fn build(chain: &Chain, choice: FormatChoice) -> Result<Self, String> {
         let positions = bank_positions(chain.layers(), choice);
-        let layers: Vec<Cow<Csr>> = chain
-            .layers()
-            .par_iter()
-            .enumerate()
-            .map(|(l, w)| {
-                let inputs = l.checked_sub(1).and_then(|p| positions[p].as_deref());
-                permute(w, inputs, positions[l].as_deref())
-            })
-            .collect::<Result<_, _>>()?;
+        let layers = stored(chain.layers(), &positions)?;
         let first_layer = &layers[0];
         if first_layer.nnz() > u32::MAX as usize {
             return Err("layer 1 has more entries than 32-bit offsets index".into());
@@ -914,14 +922,7 @@ impl Layout {
     /// The layers as this layout stores them: `layers` (the chain's) permuted by
     /// [`Layout::positions`].
     pub fn stored_layers<'a>(&self, layers: &'a [Csr]) -> Result<Vec<Cow<'a, Csr>>, String> {
-        layers
-            .iter()
-            .enumerate()
-            .map(|(l, w)| {
-                let inputs = l.checked_sub(1).and_then(|p| self.positions[p].as_deref());
-                permute(w, inputs, self.positions[l].as_deref())
-            })
-            .collect()
+        stored(layers, &self.positions)
     }
 
     /// The layer descriptors the kernel reads, [`DESC_WORDS`] words per layer.
