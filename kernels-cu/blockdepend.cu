@@ -82,6 +82,12 @@
 #ifndef BD_ITEM_AHEAD
 #error "BD_ITEM_AHEAD must come from Rust (-D)"
 #endif
+#ifndef BD_LANES_THREADS
+#error "BD_LANES_THREADS must come from Rust (-D)"
+#endif
+#ifndef BD_LANE_PITCH
+#error "BD_LANE_PITCH must come from Rust (-D)"
+#endif
 #ifndef BD_STATE_ZERO
 #error "BD_STATE_ZERO must come from Rust (-D)"
 #endif
@@ -1123,6 +1129,295 @@ __device__ __forceinline__ void bd_chain(
         carry_out_count, carry_out_stride, queue, state, out, bias, biases, bias_stride, upper, suffix_start,       \
         tile_max, stride, scratch, exact_items, spread_rows
 
+// ---- Lane rows: a row a lane, for narrow launches without dense layers ----
+//
+// In a tile, a layer's work item puts 32 outputs on a warp's lanes and loops over up to 8
+// rows: with 2 slots an output (the generated networks' layers 2-8) most of its instructions
+// are the rows' addresses, the bias and the stores, and the row check and the live list
+// cost a barrier each layer. Where every row of a launch is narrow (at most
+// plan::LANES_MAX_STRIDE floats) and no layer after the first is dense, bd_chain_lanes gives each
+// warp 32 rows of its own, a row a lane: no block barrier, no live list, the checks in
+// registers. A warp's two buffers hold column c of its row r at c · BD_LANE_PITCH + r
+// (BD_LANE_PITCH = 33): the lanes' reads of one input column fall on 32 banks, and so do
+// the float4 copies of one row's columns at the end.
+//
+// Layer 1: the warp's rows' input nonzeros (contiguous in the CSR) are walked by the warp,
+// a lane every 32nd, BD_SCATTER_BATCH at a time, each added into its row's accumulators with
+// shared-memory atomics (as bd_scatter_*); then each lane converts, biases and clips its own
+// row. Later layers: per group of 32 outputs and slot, lane j holds output j's entry, which
+// every lane takes in turn with two shuffles; each lane sums its own row in slot order from
+// 0, as bd_item does: the same outputs bit for bit. Lanes whose rows finished (or that have
+// none) run along with the warp and write nothing.
+
+// A float to shared memory at a 32-bit shared-window address (bd_lds's store).
+__device__ __forceinline__ void bd_sts(unsigned int address, float v) {
+    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(address), "f"(v) : "memory");
+}
+
+// This lane's row's flags over outputs c < width of a layer, updated with output v of
+// column c.
+__device__ __forceinline__ void bd_lane_flags(float v, unsigned int c, unsigned int width, float upper,
+                                              bool& nonzero, bool& at_bound) {
+    if (c < width) {
+        nonzero |= v != 0.0f;
+        at_bound &= v == upper;
+    }
+}
+
+// Layer 1 for the warp's rows base .. base+n-1 (row r on lane r) into cur (window address of
+// the warp's buffer): zeroed, every input nonzero's entries added into its row's column, then
+// each lane's row converted (integer sums of a scaled layer on binary input), biased, clipped,
+// and checked (nonzero, at_bound over the layer's `width` columns).
+__device__ __forceinline__ void bd_lanes_first_layer(
+    unsigned int cur, unsigned int base, unsigned int n, const unsigned int* __restrict__ x_offsets,
+    const unsigned int* __restrict__ x_cols, const float* __restrict__ x_vals, unsigned int x_binary,
+    const unsigned int* __restrict__ w1_offsets, const uint2* __restrict__ w1_entries, unsigned int w1_ell,
+    unsigned int w1_bits, float w1_base, unsigned int width, float bias, const float* __restrict__ biases,
+    float upper, bool& nonzero, bool& at_bound) {
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int padded = bd_round32(width);
+    for (unsigned int i = lane; i < padded * BD_LANE_PITCH / 4u; i += SPDNN_WARP_SIZE) {
+        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(cur + 16u * i), "r"(0u) : "memory");
+    }
+    __syncwarp();
+    const unsigned int origin = __ldg(x_offsets + base);
+    const unsigned int total = __ldg(x_offsets + base + n) - origin;
+    const unsigned int index_mask = (1u << w1_bits) - 1u;
+    // The row of this lane's last nonzero and where the next row starts (its nonzeros come
+    // in increasing order).
+    unsigned int row = 0;
+    unsigned int row_end = __ldg(x_offsets + base + 1) - origin;
+    for (unsigned int j0 = lane; j0 < total; j0 += BD_SCATTER_BATCH * SPDNN_WARP_SIZE) {
+        unsigned int k[BD_SCATTER_BATCH];
+        unsigned int at[BD_SCATTER_BATCH];
+        float x[BD_SCATTER_BATCH];
+#pragma unroll
+        for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+            const unsigned int j = j0 + u * SPDNN_WARP_SIZE;
+            k[u] = 0u;
+            x[u] = 0.0f;
+            at[u] = cur;
+            if (j < total) {
+                k[u] = __ldg(x_cols + origin + j);
+                x[u] = x_binary ? 1.0f : __ldg(x_vals + origin + j);
+                while (row_end <= j) {
+                    ++row;
+                    row_end = __ldg(x_offsets + base + row + 1) - origin;
+                }
+                at[u] = cur + 4u * row;
+            }
+        }
+        if (w1_bits != 0u) {
+            // Scaled entries: w1_ell (2 or 4) a nonzero, the output in the low bits.
+            uint4 e[BD_SCATTER_BATCH];
+#pragma unroll
+            for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+                e[u] = make_uint4(0u, 0u, 0u, 0u);
+                if (j0 + u * SPDNN_WARP_SIZE < total) {
+                    if (w1_ell == 2u) {
+                        const uint2 q = __ldg(w1_entries + k[u]);
+                        e[u] = make_uint4(q.x, q.y, 0u, 0u);
+                    } else {
+                        e[u] = __ldg(reinterpret_cast<const uint4*>(w1_entries) + k[u]);
+                    }
+                }
+            }
+#pragma unroll
+            for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+                const unsigned int entries[4] = {e[u].x, e[u].y, e[u].z, e[u].w};
+#pragma unroll
+                for (unsigned int v = 0; v < 4; ++v) {
+                    if (v >= w1_ell) {
+                        break;
+                    }
+                    const unsigned int multiple = entries[v] >> w1_bits;
+                    const unsigned int address = at[u] + 4u * BD_LANE_PITCH * (entries[v] & index_mask);
+                    if (x_binary) {
+                        // Padding (and the missing entries) add 0: no branch.
+                        bd_red_shared_add(address, multiple);
+                    } else if (multiple != 0u) {
+                        atomicAdd(reinterpret_cast<float*>(__cvta_shared_to_generic(address)),
+                                  x[u] * ((float)multiple * w1_base));
+                    }
+                }
+            }
+        } else {
+            // (output, weight) pairs: CSR (w1_ell == 0) or w1_ell a nonzero, padding +0.
+#pragma unroll
+            for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+                if (j0 + u * SPDNN_WARP_SIZE < total) {
+                    const unsigned int first_entry = w1_ell > 0u ? k[u] * w1_ell : __ldg(w1_offsets + k[u]);
+                    const unsigned int stop = w1_ell > 0u ? first_entry + w1_ell : __ldg(w1_offsets + k[u] + 1);
+                    for (unsigned int i = first_entry; i < stop; ++i) {
+                        const uint2 entry = __ldg(w1_entries + i);
+                        if (entry.y != 0u) {
+                            const unsigned int address = at[u] + 4u * BD_LANE_PITCH * entry.x;
+                            atomicAdd(reinterpret_cast<float*>(__cvta_shared_to_generic(address)),
+                                      x[u] * __uint_as_float(entry.y));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    __syncwarp();
+    const bool integer_sums = w1_bits != 0u && x_binary;
+    const unsigned int mine = cur + 4u * lane;
+    for (unsigned int c = 0; c < padded; ++c) {
+        const float v = bd_lds(mine + 4u * BD_LANE_PITCH * c);
+        const float b = biases != nullptr ? __ldg(biases + c) : bias;
+        const float sum = integer_sums ? (float)__float_as_int(v) * w1_base : v;
+        const float y = spdnn_clamp_activation(sum + b, upper);
+        bd_sts(mine + 4u * BD_LANE_PITCH * c, y);
+        bd_lane_flags(y, c, width, upper, nonzero, at_bound);
+    }
+}
+
+// Layer l (ELL, any of its forms) from cur to next (window addresses of the warp's buffers),
+// every lane its own row: per group of 32 outputs, 32 sums in registers; per slot, lane j's
+// entry (input, weight) of output j goes to every lane by shuffles. Then the bias, the clip,
+// the store and the checks (over the layer's out_width columns).
+__device__ __forceinline__ void bd_lanes_layer(const BdLayer& layer, unsigned int l, unsigned int cur,
+                                               unsigned int next, const uint2* __restrict__ ell,
+                                               const unsigned int* __restrict__ group_starts, float bias,
+                                               const float* __restrict__ biases, unsigned int bias_stride,
+                                               float upper, bool& nonzero, bool& at_bound) {
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int mine_in = cur + 4u * lane;
+    const unsigned int mine_out = next + 4u * lane;
+    const unsigned int groups = (layer.out_width + 31u) / 32u;
+    for (unsigned int g = 0; g < groups; ++g) {
+        float acc[SPDNN_WARP_SIZE];
+#pragma unroll
+        for (unsigned int j = 0; j < SPDNN_WARP_SIZE; ++j) {
+            acc[j] = 0.0f;
+        }
+        const unsigned int s0 = group_starts[layer.group_table + g];
+        const unsigned int s1 = group_starts[layer.group_table + g + 1];
+        bd_ell_layer<1, 0>(layer, ell, s0, s1, lane, [&](unsigned int k, float wv) {
+            const unsigned int offset = 4u * BD_LANE_PITCH * k;
+#pragma unroll
+            for (unsigned int j = 0; j < SPDNN_WARP_SIZE; ++j) {
+                const unsigned int at = __shfl_sync(SPDNN_FULL_MASK, offset, j);
+                const float w = __shfl_sync(SPDNN_FULL_MASK, wv, j);
+                acc[j] = fmaf(bd_lds(mine_in + at), w, acc[j]);
+            }
+        });
+        const unsigned int c0 = g * 32u;
+        const float lane_bias =
+            bias_stride != 0u ? __ldg(biases + (unsigned long long)l * bias_stride + c0 + lane) : bias;
+#pragma unroll
+        for (unsigned int j = 0; j < SPDNN_WARP_SIZE; ++j) {
+            const float y = spdnn_clamp_activation(acc[j] + __shfl_sync(SPDNN_FULL_MASK, lane_bias, j), upper);
+            bd_sts(mine_out + 4u * BD_LANE_PITCH * (c0 + j), y);
+            bd_lane_flags(y, c0 + j, layer.out_width, upper, nonzero, at_bound);
+        }
+    }
+}
+
+// The persistent loop of a lanes launch: each warp takes 32 rows from the queue at a time
+// and carries them through layers first..end-1 in its own two buffers (2 · stride ·
+// BD_LANE_PITCH floats of dynamic shared memory a warp); rows that finish write their state;
+// the rest go to the next launch's list (one atomicAdd a warp) or get BD_STATE_LIVE and their
+// values.
+__device__ __forceinline__ void bd_chain_lanes_loop(BD_CHAIN_PARAMS) {
+    extern __shared__ float4 bd_dynamic[];
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
+    const unsigned int buffer_bytes = 4u * stride * BD_LANE_PITCH;
+    const unsigned int buffer0 = (unsigned int)__cvta_generic_to_shared(bd_dynamic) + 2u * warp * buffer_bytes;
+    const unsigned int count = first == 0 ? x_rows : *carry_in_count;
+    const BdLayer first_layer = bd_layer_at(desc, 0);
+    const unsigned int out_width = bd_layer_at(desc, end - 1).out_width;
+    for (;;) {
+        unsigned int base = 0;
+        if (lane == 0) {
+            base = atomicAdd(queue, (unsigned int)SPDNN_WARP_SIZE);
+        }
+        base = __shfl_sync(SPDNN_FULL_MASK, base, 0);
+        if (base >= count) {
+            break;
+        }
+        const unsigned int n = min((unsigned int)SPDNN_WARP_SIZE, count - base);
+        unsigned int cur = buffer0;
+        unsigned int next = buffer0 + buffer_bytes;
+        unsigned int id = 0;
+        bool live = lane < n;
+        unsigned int done = first;
+        if (first == 0) {
+            bool nonzero = false;
+            bool at_bound = true;
+            id = base + lane;
+            bd_lanes_first_layer(cur, base, n, x_offsets, x_cols, x_vals, x_binary, w1_offsets, w1_entries,
+                                 first_layer.dense_stride, first_layer.group_table,
+                                 __uint_as_float(desc[BD_DESC_WORDS - 1]), first_layer.out_width, bias,
+                                 bias_stride != 0u ? biases : nullptr, upper, nonzero, at_bound);
+            done = 1;
+            if (live && !bd_keeps(nonzero, at_bound, done, suffix_start)) {
+                state[id] = bd_finished_state(nonzero);
+                live = false;
+            }
+        } else if (live) {
+            id = carry_in_ids[base + lane];
+            const float4* from =
+                reinterpret_cast<const float4*>(carry_in_vals + (unsigned long long)(base + lane) * carry_in_stride);
+            for (unsigned int q = 0; q < carry_in_stride / 4u; ++q) {
+                const float4 v = __ldg(from + q);
+                const unsigned int at = cur + 4u * (BD_LANE_PITCH * 4u * q + lane);
+                bd_sts(at, v.x);
+                bd_sts(at + 4u * BD_LANE_PITCH, v.y);
+                bd_sts(at + 8u * BD_LANE_PITCH, v.z);
+                bd_sts(at + 12u * BD_LANE_PITCH, v.w);
+            }
+        }
+        __syncwarp();
+        for (unsigned int l = done; l < end; ++l) {
+            if (!__any_sync(SPDNN_FULL_MASK, live)) {
+                break;
+            }
+            bool nonzero = false;
+            bool at_bound = true;
+            bd_lanes_layer(bd_layer_at(desc, l), l, cur, next, ell, group_starts, bias, biases, bias_stride, upper,
+                           nonzero, at_bound);
+            __syncwarp();
+            const unsigned int swap = cur;
+            cur = next;
+            next = swap;
+            if (live && !bd_keeps(nonzero, at_bound, l + 1, suffix_start)) {
+                state[id] = bd_finished_state(nonzero);
+                live = false;
+            }
+        }
+        const unsigned int mine = cur + 4u * lane;
+        if (carry_out_stride == 0) {
+            if (live) {
+                float* to = out + (unsigned long long)id * out_width;
+                for (unsigned int c = 0; c < out_width; ++c) {
+                    to[c] = bd_lds(mine + 4u * BD_LANE_PITCH * c);
+                }
+                state[id] = BD_STATE_LIVE;
+            }
+        } else {
+            const unsigned int kept = __ballot_sync(SPDNN_FULL_MASK, live);
+            unsigned int at = 0;
+            if (lane == 0 && kept != 0u) {
+                at = atomicAdd(carry_out_count, (unsigned int)__popc(kept));
+            }
+            at = __shfl_sync(SPDNN_FULL_MASK, at, 0) + __popc(kept & ((1u << lane) - 1u));
+            if (live) {
+                carry_out_ids[at] = id;
+                float4* to = reinterpret_cast<float4*>(carry_out_vals + (unsigned long long)at * carry_out_stride);
+                for (unsigned int q = 0; q < carry_out_stride / 4u; ++q) {
+                    const unsigned int from = mine + 16u * BD_LANE_PITCH * q;
+                    to[q] = make_float4(bd_lds(from), bd_lds(from + 4u * BD_LANE_PITCH),
+                                        bd_lds(from + 8u * BD_LANE_PITCH), bd_lds(from + 12u * BD_LANE_PITCH));
+                }
+            }
+        }
+        __syncwarp();
+    }
+}
+
 // ---- The spread tail: a launch whose few rows are spread over the whole grid ----
 //
 // With few rows a launch's blocks each carry a tile of 1–2 rows through every layer, and each
@@ -1474,6 +1769,15 @@ extern "C" __global__ void __launch_bounds__(BD_THREADS) bd_chain_global(BD_CHAI
     bd_chain<BD_THREADS, BD_PLACE_GLOBAL>(tile, BD_CHAIN_ARGS);
 }
 #endif  // SPDNN_KEEP(bd_chain_global)
+
+#if SPDNN_KEEP(bd_chain_lanes)
+// Launch: grid = the blocks resident on the device (persistent; each warp takes 32 rows from the queue at a time),
+// block BD_LANES_THREADS, dynamic shared (BD_LANES_THREADS / 32) · 2 · stride · BD_LANE_PITCH floats (each warp's
+// two buffers).
+extern "C" __global__ void __launch_bounds__(BD_LANES_THREADS) bd_chain_lanes(BD_CHAIN_PARAMS) {
+    bd_chain_lanes_loop(BD_CHAIN_ARGS);
+}
+#endif  // SPDNN_KEEP(bd_chain_lanes)
 
 #if SPDNN_KEEP(bd_spread_chain)
 // Launch: cooperative, grid = the blocks resident on the device (SMs × occupancy), block BD_THREADS, dynamic shared

@@ -15,9 +15,10 @@ use spdnn_formats::{Csr, SparseMatrix};
 use crate::layout::{FormatChoice, Layout, WARP};
 use crate::plan::{self, Items, Limits, MAX_TILE, Placement, Segment, Spread};
 use crate::{
-    Bias, BlockDependOptions, CHAIN_GLOBAL, CHAIN_SHARED, CHAIN_SHARED_WIDE, CHAIN_SPLIT,
-    CHAIN_SPLIT_WIDE, Chain, Compression, Expansion, Retire, SPREAD_CHAIN, SPREAD_CHAIN_WIDE,
-    SPREAD_SPLIT, SPREAD_SPLIT_WIDE, for_formats, plan_kernels, spread_kernel, tile_kernel,
+    Bias, BlockDependOptions, CHAIN_GLOBAL, CHAIN_LANES, CHAIN_SHARED, CHAIN_SHARED_WIDE,
+    CHAIN_SPLIT, CHAIN_SPLIT_WIDE, Chain, Compression, Expansion, Retire, SPREAD_CHAIN,
+    SPREAD_CHAIN_WIDE, SPREAD_SPLIT, SPREAD_SPLIT_WIDE, for_formats, plan_kernels, spread_kernel,
+    tile_kernel,
 };
 
 /// Stage names of the profiled run: one per launch, in order (a chain cut more often than
@@ -59,14 +60,15 @@ fn invalid(message: impl std::fmt::Display) -> CudaError {
     CudaError::InvalidArgument(format!("blockdepend: {message}"))
 }
 
-/// The fused kernel's nine instances, with their names in the details, in the order the
+/// The fused kernel's ten instances, with their names in the details, in the order the
 /// details list them.
-const INSTANCES: [(&str, &KernelDecl); 9] = [
+const INSTANCES: [(&str, &KernelDecl); 10] = [
     ("shared", &CHAIN_SHARED),
     ("wide", &CHAIN_SHARED_WIDE),
     ("split", &CHAIN_SPLIT),
     ("split wide", &CHAIN_SPLIT_WIDE),
     ("global", &CHAIN_GLOBAL),
+    ("lanes", &CHAIN_LANES),
     ("spread", &SPREAD_CHAIN),
     ("spread wide", &SPREAD_CHAIN_WIDE),
     ("spread split", &SPREAD_SPLIT),
@@ -1002,7 +1004,7 @@ impl<'g> BdRun<'g> {
                     .arg(&barrier);
             }
             let config = match segment.placement {
-                Placement::Shared | Placement::Split => {
+                Placement::Shared | Placement::Split | Placement::Lanes => {
                     kernel.config_shared(grid, segment.shared_floats())?
                 }
                 Placement::Global => kernel.config(grid)?,

@@ -82,6 +82,8 @@ pub const DEFINES: &[Define] = &[
     Define::new("BD_TILE_WAVES", plan::TILE_WAVES as u64),
     Define::new("BD_SCATTER_BATCH", emulate::SCATTER_BATCH as u64),
     Define::new("BD_ITEM_AHEAD", ITEM_AHEAD as u64),
+    Define::new("BD_LANES_THREADS", plan::LANES_THREADS as u64),
+    Define::new("BD_LANE_PITCH", plan::LANE_PITCH as u64),
     Define::new("BD_STATE_ZERO", STATE_ZERO as u64),
     Define::new("BD_STATE_LIVE", STATE_LIVE as u64),
     Define::new("BD_STATE_BOUND", STATE_BOUND as u64),
@@ -177,6 +179,13 @@ pub const CHAIN_SPLIT_WIDE: KernelDecl = KernelDecl::new(
 /// `bd_chain_global`: the same with its tiles in a per-block scratch area of global memory.
 pub const CHAIN_GLOBAL: KernelDecl =
     KernelDecl::new(&BLOCKDEPEND, "bd_chain_global", plan::THREADS as u32);
+/// `bd_chain_lanes`: the persistent kernel a row a lane ([`Placement::Lanes`]): each warp
+/// takes 32 rows from the queue at a time; blocks of [`plan::LANES_THREADS`]; grid = the
+/// blocks resident on the device; dynamic shared: two buffers a warp of stride ×
+/// [`plan::LANE_PITCH`] floats.
+pub const CHAIN_LANES: KernelDecl =
+    KernelDecl::new(&BLOCKDEPEND, "bd_chain_lanes", plan::LANES_THREADS as u32)
+        .with_shared_array(4);
 
 /// `bd_spread_chain`: a launch after the first whose rows are spread over the whole grid,
 /// one layer at a time (a cooperative launch with a grid-wide barrier after each layer; see
@@ -213,6 +222,7 @@ pub const KERNELS: &[KernelDecl] = &[
     CHAIN_SPLIT,
     CHAIN_SPLIT_WIDE,
     CHAIN_GLOBAL,
+    CHAIN_LANES,
     SPREAD_CHAIN,
     SPREAD_CHAIN_WIDE,
     SPREAD_SPLIT,
@@ -224,6 +234,7 @@ pub fn tile_kernel(segment: &Segment) -> &'static KernelDecl {
     let wide = segment.threads == plan::THREADS_WIDE;
     match (segment.placement, wide) {
         (Placement::Global, _) => &CHAIN_GLOBAL,
+        (Placement::Lanes, _) => &CHAIN_LANES,
         (Placement::Shared, true) => &CHAIN_SHARED_WIDE,
         (Placement::Shared, false) => &CHAIN_SHARED,
         (Placement::Split, true) => &CHAIN_SPLIT_WIDE,
@@ -235,7 +246,7 @@ pub fn tile_kernel(segment: &Segment) -> &'static KernelDecl {
 pub fn spread_kernel(segment: &Segment) -> Option<&'static KernelDecl> {
     let wide = segment.threads == plan::THREADS_WIDE;
     match (segment.spread, segment.placement, wide) {
-        (plan::Spread::Tiles, _, _) | (_, Placement::Global, _) => None,
+        (plan::Spread::Tiles, _, _) | (_, Placement::Global | Placement::Lanes, _) => None,
         (plan::Spread::Spread, Placement::Shared, true) => Some(&SPREAD_CHAIN_WIDE),
         (plan::Spread::Spread, Placement::Shared, false) => Some(&SPREAD_CHAIN),
         (plan::Spread::Spread, Placement::Split, true) => Some(&SPREAD_SPLIT_WIDE),

@@ -64,6 +64,35 @@ pub const FIRST_CUT: usize = 4;
 pub const LAST_CUT: usize = 16;
 /// Rows per tile of a global-memory segment unless asked otherwise.
 pub const GLOBAL_TILE: usize = 32;
+/// Threads of a lanes block (`BD_LANES_THREADS`): four warps of 32 rows each.
+pub const LANES_THREADS: usize = 128;
+/// Floats between two columns of a lanes warp's buffer (`BD_LANE_PITCH`): with row `r` of
+/// column `c` at `c · 33 + r`, the 32 lanes' reads of one column and one lane's reads of
+/// consecutive columns fall on 32 different banks.
+pub const LANE_PITCH: usize = WARP + 1;
+/// Widest row (padded to 32) a lanes segment carries: two buffers of 64 columns are 16.5 KiB
+/// a warp, three blocks (12 warps) an SM. Wider rows would leave too few warps to hide the
+/// latency of a lane's own chain of gathers.
+pub const LANES_MAX_STRIDE: usize = 64;
+
+/// Whether layers `first..end` of `layout`, rows of `stride` floats, can run a row a lane
+/// ([`Placement::Lanes`]): rows at most [`LANES_MAX_STRIDE`] wide, no dense layer (each lane
+/// would stream the whole matrix; the items' float4 rows serve dense layers), and a block of
+/// [`LANES_THREADS`] fits shared memory.
+pub fn lanes_fit(
+    layout: &Layout,
+    first: usize,
+    end: usize,
+    stride: usize,
+    limits: &Limits,
+) -> bool {
+    let bytes = 4 * 2 * (LANES_THREADS / WARP) * stride * LANE_PITCH;
+    stride <= LANES_MAX_STRIDE
+        && layout.layers[first..end]
+            .iter()
+            .all(|l| l.format != Format::Dense)
+        && bytes + limits.static_shared <= limits.shared_per_block
+}
 
 /// Where a segment keeps its tiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -76,6 +105,10 @@ pub enum Placement {
     Split,
     /// A per-block scratch area in global memory.
     Global,
+    /// A row a lane (`bd_chain_lanes`): each warp carries 32 rows of its own through the
+    /// segment in two buffers of shared memory, column-major ([`LANE_PITCH`]); for narrow
+    /// rows (at most [`LANES_MAX_STRIDE`] floats) and ELL layers only ([`lanes_fit`]).
+    Lanes,
 }
 
 impl Placement {
@@ -85,6 +118,7 @@ impl Placement {
             Placement::Shared => "shared",
             Placement::Split => "split",
             Placement::Global => "global",
+            Placement::Lanes => "lanes",
         }
     }
 
@@ -94,6 +128,7 @@ impl Placement {
             Placement::Shared => 2,
             Placement::Split => 1,
             Placement::Global => 0,
+            Placement::Lanes => 2,
         }
     }
 }
@@ -112,6 +147,9 @@ pub enum PlacementChoice {
     Split,
     /// Global memory for every segment.
     Global,
+    /// A row a lane for every segment that can ([`lanes_fit`]); the model's choice for the
+    /// others.
+    Lanes,
 }
 
 /// How a segment's layer work items (32 outputs × up to [`ROWS_PER_ITEM`] rows) run: the
@@ -148,7 +186,7 @@ impl Items {
     /// tile lies in shared memory.
     pub fn for_placement(placement: Placement) -> Self {
         match placement {
-            Placement::Shared | Placement::Split => Items::Exact,
+            Placement::Shared | Placement::Split | Placement::Lanes => Items::Exact,
             Placement::Global => Items::Predicated,
         }
     }
@@ -381,14 +419,21 @@ impl Segment {
         }
     }
 
-    /// Floats of one block's tile buffers (two of `tile × stride`).
+    /// Floats of one block's tile buffers (two of `tile × stride`; a lanes block's two a
+    /// warp of [`LANE_PITCH`] floats a column).
     pub fn tile_floats(&self) -> usize {
-        2 * self.tile * self.stride
+        match self.placement {
+            Placement::Lanes => 2 * (self.tile / WARP) * self.stride * LANE_PITCH,
+            _ => 2 * self.tile * self.stride,
+        }
     }
 
     /// Floats of dynamic shared memory a block takes (its buffers in shared memory).
     pub fn shared_floats(&self) -> usize {
-        self.placement.shared_buffers() * self.tile * self.stride
+        match self.placement {
+            Placement::Lanes => self.tile_floats(),
+            _ => self.placement.shared_buffers() * self.tile * self.stride,
+        }
     }
 
     /// Floats of global scratch a block takes (its buffers in global memory).
@@ -406,7 +451,7 @@ impl Segment {
         match self.placement {
             Placement::Shared => self.tile,
             Placement::Split => self.tile / 2,
-            Placement::Global => 0,
+            Placement::Global | Placement::Lanes => 0,
         }
     }
 }
@@ -535,13 +580,23 @@ pub fn plan(
                 limits.shared_per_block.saturating_sub(limits.static_shared),
             )
         };
+        // A row a lane where asked and it fits; by default for launch 1, which carries every
+        // row (later launches carry a few thousand, too few for 32 a warp), unless a tile
+        // size was asked for.
+        let lanes = lanes_fit(layout, first, end, stride, limits)
+            && match choice {
+                PlacementChoice::Lanes => true,
+                PlacementChoice::Auto => first == 0 && tile_rows.is_none(),
+                _ => false,
+            };
         let placement = match choice {
+            _ if lanes => Placement::Lanes,
             PlacementChoice::Shared if shared_tile == 0 => return Err(refuse(2)),
             PlacementChoice::Split if split_tile == 0 => return Err(refuse(1)),
             PlacementChoice::Shared => Placement::Shared,
             PlacementChoice::Split => Placement::Split,
             PlacementChoice::Global => Placement::Global,
-            PlacementChoice::Auto => {
+            PlacementChoice::Auto | PlacementChoice::Lanes => {
                 // Layer 1 scatters each input nonzero's entries with atomics: in global tiles
                 // one L2 atomic (a 32-byte sector) each, which the bytes above leave out, so
                 // global tiles take layer 1 only when no shared or split tile fits.
@@ -575,11 +630,13 @@ pub fn plan(
                 Placement::Shared => shared_tile,
                 Placement::Split => split_tile,
                 Placement::Global => global_tile,
+                Placement::Lanes => LANES_THREADS,
             },
             threads: match placement {
                 Placement::Shared => shared_threads,
                 Placement::Split => split_threads,
                 Placement::Global => THREADS,
+                Placement::Lanes => LANES_THREADS,
             },
             items: Items::for_placement(placement),
             spread: Spread::Tiles,
@@ -589,9 +646,10 @@ pub fn plan(
     Ok(segments)
 }
 
-/// The path a run takes, for reports: the fused chain in shared memory, the same with its
-/// outputs through global memory (split), tiles in global memory, or a mix of them (each
-/// placement named once, in the order of its first launch).
+/// The path a run takes, for reports: the fused chain in shared memory (tiles, or a row a
+/// lane before them), the same with its outputs through global memory (split), tiles in
+/// global memory, or a mix of them (each placement named once, in the order of its first
+/// launch).
 pub fn path(segments: &[Segment]) -> String {
     let mut used: Vec<Placement> = Vec::new();
     for s in segments {
@@ -601,6 +659,9 @@ pub fn path(segments: &[Segment]) -> String {
     }
     match used.as_slice() {
         [Placement::Shared] => "fused chain (tiles in shared memory)".into(),
+        [Placement::Lanes] | [Placement::Lanes, Placement::Shared] => {
+            "fused chain (shared memory: a row a lane, then tiles)".into()
+        }
         [Placement::Split] => "fused chain, outputs through global memory (split tiles)".into(),
         [Placement::Global] => "tiles in global memory".into(),
         _ => format!(
@@ -686,7 +747,9 @@ mod tests {
             (3, 5, 64, 0)
         );
         assert_eq!(s.iter().map(|s| s.stride).collect::<Vec<_>>(), [64, 64, 64]);
-        assert!(s.iter().all(|s| s.placement == Placement::Shared));
+        // Launch 1's narrow ELL rows a row a lane (32 a warp, as many as a tile holds).
+        assert_eq!(s[0].placement, Placement::Lanes);
+        assert!(s[1..].iter().all(|s| s.placement == Placement::Shared));
         assert!(s.iter().all(|s| s.tile == MAX_TILE));
         assert_eq!(
             (s[0].label(), s[1].label()),
@@ -778,6 +841,7 @@ mod tests {
             Placement::Shared => m.shared_bytes.unwrap(),
             Placement::Split => m.split_bytes.unwrap(),
             Placement::Global => m.global_bytes,
+            Placement::Lanes => panic!("a later launch went a row a lane: {:?}", s[1]),
         };
         assert_eq!(chosen, best, "{m:?}");
     }
@@ -820,9 +884,18 @@ mod tests {
         }
         // Narrow rows keep both buffers in shared memory: the round trip costs more than
         // it saves.
+        // (Launch 1 runs a row a lane; launch 2 is placed by the model.)
         let l = layout(&[64, 64, 64, 64]);
-        let s = plan(&l, &H200, &[], PlacementChoice::Auto, None).unwrap();
-        assert_eq!(s[0].placement, Placement::Shared);
+        let auto = plan(&l, &H200, &[1], PlacementChoice::Auto, None).unwrap();
+        assert_eq!(
+            (auto[0].placement, auto[1].placement),
+            (Placement::Lanes, Placement::Shared)
+        );
+        assert_eq!(
+            path(&auto),
+            "fused chain (shared memory: a row a lane, then tiles)"
+        );
+        let s = plan(&l, &H200, &[], PlacementChoice::Shared, None).unwrap();
         assert_eq!(path(&s), "fused chain (tiles in shared memory)");
         let split = plan(&l, &H200, &[1], PlacementChoice::Split, None).unwrap();
         assert!(split.iter().all(|s| s.placement == Placement::Split));
@@ -834,6 +907,41 @@ mod tests {
         mixed.extend(plan(&l, &H200, &[], PlacementChoice::Global, None).unwrap());
         mixed.extend(split);
         assert_eq!(path(&mixed), "mixed: shared, global, split tiles");
+    }
+
+    #[test]
+    fn launch_one_runs_a_row_a_lane_where_its_rows_are_narrow_and_ell() {
+        let l = layout(&[64, 64, 64, 64, 64, 64]);
+        assert!(l.layers[1..].iter().all(|l| l.format != Format::Dense));
+        let s = plan(&l, &H200, &[2, 4], PlacementChoice::Auto, None).unwrap();
+        let places = |s: &[Segment]| s.iter().map(|s| s.placement).collect::<Vec<_>>();
+        let (lanes, shared) = (Placement::Lanes, Placement::Shared);
+        assert_eq!(places(&s), [lanes, shared, shared]);
+        // Two buffers a warp of 64 columns, 33 floats apart; nothing in global memory.
+        assert_eq!((s[0].tile, s[0].threads), (LANES_THREADS, LANES_THREADS));
+        assert_eq!(s[0].shared_floats(), 4 * 2 * 64 * LANE_PITCH);
+        assert_eq!(s[0].scratch_floats(), 0);
+        assert_eq!((s[0].spread_chunk(), s[0].items), (0, Items::Exact));
+        // Asked for: every launch that can; never spread.
+        let mut every = plan(&l, &H200, &[2, 4], PlacementChoice::Lanes, None).unwrap();
+        assert_eq!(places(&every), [lanes; 3]);
+        choose_spread(&mut every, &l, SpreadChoice::Always);
+        assert!(every.iter().all(|s| s.spread == Spread::Tiles));
+        // Not where a tile size was asked for, nor for wide rows, nor dense layers.
+        let sized = plan(&l, &H200, &[], PlacementChoice::Auto, Some(16)).unwrap();
+        assert_eq!(places(&sized), [shared]);
+        let wide = layout(&[128, 128, 128]);
+        let s = plan(&wide, &H200, &[], PlacementChoice::Lanes, None).unwrap();
+        assert_eq!(places(&s), [shared]);
+        let dense = layout_with(&[64, 64, 64], 64);
+        assert_eq!(dense.layers[1].format, Format::Dense);
+        let s = plan(&dense, &H200, &[1], PlacementChoice::Lanes, None).unwrap();
+        assert_eq!(
+            places(&s),
+            [lanes, shared],
+            "layer 1 alone is no dense layer"
+        );
+        assert!(!lanes_fit(&dense, 0, 2, 64, &H200));
     }
 
     #[test]

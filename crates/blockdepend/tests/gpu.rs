@@ -1092,3 +1092,95 @@ fn scaled_ell_layers_agree_with_pairs_and_the_reference() {
         );
     }
 }
+
+/// Whether every launch of `result` (`all`) or its first ran a row a lane (the `launches`
+/// detail: `LAYERS:PLACE×TILE@GRIDxTHREADS`).
+fn lanes_ran(result: &GpuInference, all: bool) -> bool {
+    let launches = result.detail("launches").unwrap_or_default();
+    let mut places = launches
+        .split_whitespace()
+        .map(|l| l.split_once(':').map(|(_, rest)| rest.starts_with("lanes")));
+    if all {
+        places.all(|lanes| lanes == Some(true))
+    } else {
+        places.next().flatten() == Some(true)
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn narrow_networks_run_a_row_a_lane() {
+    // bd_chain_lanes against the reference: random 64- and 48-wide networks (pairs, scaled
+    // where the values allow), launch 1 a row a lane by default; every launch a row a lane
+    // with a cut after every layer (rows carried in and out, the last launch's values);
+    // layer 1 as pairs; rows that leave a warp part full. Then a compressed challenge network
+    // (scaled layers, integer sums on binary input) and the same with input values 1/2, 1,
+    // 3/2 (float sums), against the tiles bit for bit.
+    let gpu = spdnn_gputest::gpu();
+    let rows = sized(1000, 70);
+    for (n, seed) in [(64, 3), (48, 4)] {
+        let network = spdnn_sdgc::generator::random_network(n, 6, 8, seed).unwrap();
+        let p = Problem {
+            layers: network.layers().to_vec(),
+            input: spdnn_sdgc::images::synthetic(rows, n, seed)
+                .unwrap()
+                .features,
+            bias: -0.3,
+            upper: 32.0,
+        };
+        for (name, all, o) in [
+            (
+                "defaults, ell",
+                false,
+                options(|o| o.format = FormatChoice::Ell),
+            ),
+            (
+                "lanes, cut after every layer",
+                true,
+                options(|o| {
+                    o.format = FormatChoice::Ell;
+                    o.placement = PlacementChoice::Lanes;
+                    o.cuts = Some((1..6).collect());
+                }),
+            ),
+            (
+                "lanes, pairs",
+                true,
+                options(|o| {
+                    o.format = FormatChoice::EllPairs;
+                    o.placement = PlacementChoice::Lanes;
+                    o.cuts = Some(vec![3]);
+                }),
+            ),
+        ] {
+            let case = format!("{n} wide, {name}");
+            let result = run_with(o)(&gpu, &p).unwrap_or_else(|e| panic!("{case}: {e}"));
+            assert!(lanes_ran(&result, all), "{case}: {:?}", result.details);
+            compare(&p, &result, Tolerance::Relative(1e-4))
+                .unwrap_or_else(|e| panic!("{case}: {e}"));
+        }
+    }
+    let p = spdnn_gputest::challenge_problem(1024, 24, rows, 5);
+    let mut halves = p.clone();
+    let t: Vec<(u32, u32, f32)> = halves
+        .input
+        .triplets()
+        .enumerate()
+        .map(|(i, (r, c, _))| (r, c, (1 + i % 3) as f32 / 2.0))
+        .collect();
+    halves.input = Csr::from_triplets(p.input.nrows(), p.input.ncols(), &t).unwrap();
+    for (name, problem) in [("binary", &p), ("halves", &halves)] {
+        let lanes = run_with(BlockDependOptions::default())(&gpu, problem).unwrap();
+        assert!(lanes_ran(&lanes, false), "{name}: {:?}", lanes.details);
+        compare(problem, &lanes, Tolerance::Relative(1e-4))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let tiles =
+            run_with(options(|o| o.placement = PlacementChoice::Shared))(&gpu, problem).unwrap();
+        assert!(!lanes_ran(&tiles, false), "{name}: {:?}", tiles.details);
+        assert_eq!(lanes.categories, tiles.categories, "{name}");
+        assert_eq!(
+            lanes.output, tiles.output,
+            "{name}: lanes against tiles, bit for bit"
+        );
+    }
+}

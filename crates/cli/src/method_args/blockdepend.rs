@@ -28,8 +28,10 @@ pub struct BlockDependArgs {
     /// and increasing, or `none` for one launch [default: 4,8,16].
     #[arg(long, value_name = "L,L,…", value_parser = cuts, allow_hyphen_values = true)]
     pub bd_cuts: Option<Cuts>,
-    /// Where tiles live: `auto` (per launch, by the model), `shared`, `split` (inputs in
-    /// shared memory, outputs through global memory) or `global` [default: auto].
+    /// Where tiles live: `auto` (per launch, by the model; launch 1 a row a lane where its
+    /// rows are narrow and its layers ELL), `shared`, `split` (inputs in shared memory,
+    /// outputs through global memory), `global`, or `lanes` (a row a lane in every launch
+    /// that can) [default: auto].
     #[arg(long, value_enum, value_name = "WHERE")]
     pub bd_placement: Option<PlacementArg>,
     /// How the layers after the first are stored: `auto` (per layer, by the model), `dense`,
@@ -94,6 +96,9 @@ pub enum PlacementArg {
     Split,
     /// Global memory.
     Global,
+    /// A row a lane in every launch whose rows are narrow and whose layers are ELL (launch 1
+    /// only by default); the model's choice for the others.
+    Lanes,
 }
 
 /// How layers are stored.
@@ -168,6 +173,7 @@ impl GroupArgs for BlockDependArgs {
                     PlacementArg::Shared => PlacementChoice::Shared,
                     PlacementArg::Split => PlacementChoice::Split,
                     PlacementArg::Global => PlacementChoice::Global,
+                    PlacementArg::Lanes => PlacementChoice::Lanes,
                 };
             }
             if let Some(format) = self.bd_format {
