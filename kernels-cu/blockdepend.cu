@@ -88,6 +88,12 @@
 #ifndef BD_LANE_PITCH
 #error "BD_LANE_PITCH must come from Rust (-D)"
 #endif
+#ifndef BD_LANES_GROUPS
+#error "BD_LANES_GROUPS must come from Rust (-D)"
+#endif
+#ifndef BD_LANES_BLOCKS
+#error "BD_LANES_BLOCKS must come from Rust (-D)"
+#endif
 #ifndef BD_STATE_ZERO
 #error "BD_STATE_ZERO must come from Rust (-D)"
 #endif
@@ -1135,19 +1141,21 @@ __device__ __forceinline__ void bd_chain(
 // rows: with 2 slots an output (the generated networks' layers 2-8) most of its instructions
 // are the rows' addresses, the bias and the stores, and the row check and the live list
 // cost a barrier each layer. Where every row of a launch is narrow (at most
-// plan::LANES_MAX_STRIDE floats) and no layer after the first is dense, bd_chain_lanes gives each
-// warp 32 rows of its own, a row a lane: no block barrier, no live list, the checks in
-// registers. A warp's two buffers hold column c of its row r at c · BD_LANE_PITCH + r
-// (BD_LANE_PITCH = 33): the lanes' reads of one input column fall on 32 banks, and so do
-// the float4 copies of one row's columns at the end.
+// BD_LANES_GROUPS groups of 32 floats) and no layer after the first is dense,
+// bd_chain_lanes gives each warp 32 rows of its own, a row a lane: no block barrier, no live
+// list, the checks in registers. A warp's buffer holds column c of its row r at
+// c · BD_LANE_PITCH + r (a pitch of 33: the lanes' reads of one column fall on 32 banks, and
+// so do one lane's reads of consecutive columns).
 //
 // Layer 1: the warp's rows' input nonzeros (contiguous in the CSR) are walked by the warp,
 // a lane every 32nd, BD_SCATTER_BATCH at a time, each added into its row's accumulators with
 // shared-memory atomics (as bd_scatter_*); then each lane converts, biases and clips its own
 // row. Later layers: per group of 32 outputs and slot, lane j holds output j's entry, which
-// every lane takes in turn with two shuffles; each lane sums its own row in slot order from
-// 0, as bd_item does: the same outputs bit for bit. Lanes whose rows finished (or that have
-// none) run along with the warp and write nothing.
+// every lane takes in turn with two shuffles; each lane sums its own row in registers in
+// slot order from 0, as bd_item does (the same outputs bit for bit), and writes the layer's
+// outputs over its inputs once every group is summed: a lane reads and writes only its own
+// row, so one buffer does. Lanes whose rows finished (or that have none) run along with the
+// warp and write nothing outside it.
 
 // A float to shared memory at a 32-bit shared-window address (bd_lds's store).
 __device__ __forceinline__ void bd_sts(unsigned int address, float v) {
@@ -1164,105 +1172,150 @@ __device__ __forceinline__ void bd_lane_flags(float v, unsigned int c, unsigned 
     }
 }
 
-// Layer 1 for the warp's rows base .. base+n-1 (row r on lane r) into cur (window address of
-// the warp's buffer): zeroed, every input nonzero's entries added into its row's column, then
-// each lane's row converted (integer sums of a scaled layer on binary input), biased, clipped,
-// and checked (nonzero, at_bound over the layer's `width` columns).
-__device__ __forceinline__ void bd_lanes_first_layer(
-    unsigned int cur, unsigned int base, unsigned int n, const unsigned int* __restrict__ x_offsets,
-    const unsigned int* __restrict__ x_cols, const float* __restrict__ x_vals, unsigned int x_binary,
-    const unsigned int* __restrict__ w1_offsets, const uint2* __restrict__ w1_entries, unsigned int w1_ell,
-    unsigned int w1_bits, float w1_base, unsigned int width, float bias, const float* __restrict__ biases,
-    float upper, bool& nonzero, bool& at_bound) {
-    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
-    const unsigned int padded = bd_round32(width);
-    for (unsigned int i = lane; i < padded * BD_LANE_PITCH / 4u; i += SPDNN_WARP_SIZE) {
-        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(cur + 16u * i), "r"(0u) : "memory");
+// The row holding the warp's nonzero j (row_end: where the row after `row` starts; starts:
+// the warp's 33 row starts), walking forward: a lane's nonzeros come in increasing order.
+__device__ __forceinline__ unsigned int bd_lanes_walk(const unsigned int* starts, unsigned int& row,
+                                                      unsigned int& row_end, unsigned int j) {
+    while (row_end <= j) {
+        ++row;
+        row_end = starts[row + 1];
     }
-    __syncwarp();
-    const unsigned int origin = __ldg(x_offsets + base);
-    const unsigned int total = __ldg(x_offsets + base + n) - origin;
+    return row;
+}
+
+// Layer 1's scatter of the warp's nonzeros 0..total-1 (columns cols, values vals) for scaled
+// entries, V (2 or 4) a nonzero, into the warp's buffer at window address buffer: binary
+// inputs add whole multiples as integers (bd_first_layer converts them), others
+// x · float(m) · w1_base as floats.
+template <unsigned int V, bool BINARY>
+__device__ __forceinline__ void bd_lanes_scatter_scaled(unsigned int buffer, const unsigned int* starts,
+                                                        unsigned int total, const unsigned int* __restrict__ cols,
+                                                        const float* __restrict__ vals,
+                                                        const uint2* __restrict__ w1_entries, unsigned int w1_bits,
+                                                        float w1_base) {
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int index_mask = (1u << w1_bits) - 1u;
-    // The row of this lane's last nonzero and where the next row starts (its nonzeros come
-    // in increasing order).
     unsigned int row = 0;
-    unsigned int row_end = __ldg(x_offsets + base + 1) - origin;
+    unsigned int row_end = starts[1];
     for (unsigned int j0 = lane; j0 < total; j0 += BD_SCATTER_BATCH * SPDNN_WARP_SIZE) {
+        // Every load of the batch is issued before any is used; a nonzero past the end reads
+        // the last one again and adds nothing.
+        unsigned int j[BD_SCATTER_BATCH];
         unsigned int k[BD_SCATTER_BATCH];
-        unsigned int at[BD_SCATTER_BATCH];
         float x[BD_SCATTER_BATCH];
 #pragma unroll
         for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
-            const unsigned int j = j0 + u * SPDNN_WARP_SIZE;
-            k[u] = 0u;
-            x[u] = 0.0f;
-            at[u] = cur;
-            if (j < total) {
-                k[u] = __ldg(x_cols + origin + j);
-                x[u] = x_binary ? 1.0f : __ldg(x_vals + origin + j);
-                while (row_end <= j) {
-                    ++row;
-                    row_end = __ldg(x_offsets + base + row + 1) - origin;
-                }
-                at[u] = cur + 4u * row;
+            j[u] = min(j0 + u * SPDNN_WARP_SIZE, total - 1u);
+            k[u] = __ldg(cols + j[u]);
+            x[u] = BINARY ? 1.0f : __ldg(vals + j[u]);
+        }
+        unsigned int at[BD_SCATTER_BATCH];
+#pragma unroll
+        for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+            at[u] = buffer + 4u * bd_lanes_walk(starts, row, row_end, j[u]);
+        }
+        unsigned int e[BD_SCATTER_BATCH][V];
+#pragma unroll
+        for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+            const bool real = j0 + u * SPDNN_WARP_SIZE < total;
+            if (V == 2) {
+                const uint2 q = __ldg(w1_entries + k[u]);
+                e[u][0] = real ? q.x : 0u;
+                e[u][V - 1] = real ? q.y : 0u;
+            } else {
+                const uint4 q = __ldg(reinterpret_cast<const uint4*>(w1_entries) + k[u]);
+                e[u][0] = real ? q.x : 0u;
+                e[u][1 % V] = real ? q.y : 0u;
+                e[u][2 % V] = real ? q.z : 0u;
+                e[u][V - 1] = real ? q.w : 0u;
             }
         }
-        if (w1_bits != 0u) {
-            // Scaled entries: w1_ell (2 or 4) a nonzero, the output in the low bits.
-            uint4 e[BD_SCATTER_BATCH];
 #pragma unroll
-            for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
-                e[u] = make_uint4(0u, 0u, 0u, 0u);
-                if (j0 + u * SPDNN_WARP_SIZE < total) {
-                    if (w1_ell == 2u) {
-                        const uint2 q = __ldg(w1_entries + k[u]);
-                        e[u] = make_uint4(q.x, q.y, 0u, 0u);
-                    } else {
-                        e[u] = __ldg(reinterpret_cast<const uint4*>(w1_entries) + k[u]);
-                    }
-                }
-            }
+        for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
 #pragma unroll
-            for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
-                const unsigned int entries[4] = {e[u].x, e[u].y, e[u].z, e[u].w};
-#pragma unroll
-                for (unsigned int v = 0; v < 4; ++v) {
-                    if (v >= w1_ell) {
-                        break;
-                    }
-                    const unsigned int multiple = entries[v] >> w1_bits;
-                    const unsigned int address = at[u] + 4u * BD_LANE_PITCH * (entries[v] & index_mask);
-                    if (x_binary) {
-                        // Padding (and the missing entries) add 0: no branch.
-                        bd_red_shared_add(address, multiple);
-                    } else if (multiple != 0u) {
-                        atomicAdd(reinterpret_cast<float*>(__cvta_shared_to_generic(address)),
-                                  x[u] * ((float)multiple * w1_base));
-                    }
-                }
-            }
-        } else {
-            // (output, weight) pairs: CSR (w1_ell == 0) or w1_ell a nonzero, padding +0.
-#pragma unroll
-            for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
-                if (j0 + u * SPDNN_WARP_SIZE < total) {
-                    const unsigned int first_entry = w1_ell > 0u ? k[u] * w1_ell : __ldg(w1_offsets + k[u]);
-                    const unsigned int stop = w1_ell > 0u ? first_entry + w1_ell : __ldg(w1_offsets + k[u] + 1);
-                    for (unsigned int i = first_entry; i < stop; ++i) {
-                        const uint2 entry = __ldg(w1_entries + i);
-                        if (entry.y != 0u) {
-                            const unsigned int address = at[u] + 4u * BD_LANE_PITCH * entry.x;
-                            atomicAdd(reinterpret_cast<float*>(__cvta_shared_to_generic(address)),
-                                      x[u] * __uint_as_float(entry.y));
-                        }
-                    }
+            for (unsigned int v = 0; v < V; ++v) {
+                const unsigned int multiple = e[u][v] >> w1_bits;
+                const unsigned int address = at[u] + 4u * BD_LANE_PITCH * (e[u][v] & index_mask);
+                if (BINARY) {
+                    // Padding (and a nonzero past the end, all zero entries) adds 0.
+                    bd_red_shared_add(address, multiple);
+                } else if (multiple != 0u) {
+                    atomicAdd(reinterpret_cast<float*>(__cvta_shared_to_generic(address)),
+                              x[u] * ((float)multiple * w1_base));
                 }
             }
         }
     }
+}
+
+// Layer 1's scatter for (output, weight) pairs: CSR (w1_ell == 0) or w1_ell a nonzero
+// (padding weighs +0 and is skipped); x · w added as floats.
+__device__ __forceinline__ void bd_lanes_scatter_pairs(unsigned int buffer, const unsigned int* starts,
+                                                       unsigned int total, const unsigned int* __restrict__ cols,
+                                                       const float* __restrict__ vals, unsigned int x_binary,
+                                                       const unsigned int* __restrict__ w1_offsets,
+                                                       const uint2* __restrict__ w1_entries, unsigned int w1_ell) {
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    unsigned int row = 0;
+    unsigned int row_end = starts[1];
+    for (unsigned int j = lane; j < total; j += SPDNN_WARP_SIZE) {
+        const unsigned int k = __ldg(cols + j);
+        const float x = x_binary ? 1.0f : __ldg(vals + j);
+        const unsigned int at = buffer + 4u * bd_lanes_walk(starts, row, row_end, j);
+        const unsigned int first_entry = w1_ell > 0u ? k * w1_ell : __ldg(w1_offsets + k);
+        const unsigned int stop = w1_ell > 0u ? first_entry + w1_ell : __ldg(w1_offsets + k + 1);
+        for (unsigned int i = first_entry; i < stop; ++i) {
+            const uint2 entry = __ldg(w1_entries + i);
+            if (entry.y != 0u) {
+                atomicAdd(reinterpret_cast<float*>(__cvta_shared_to_generic(at + 4u * BD_LANE_PITCH * entry.x)),
+                          x * __uint_as_float(entry.y));
+            }
+        }
+    }
+}
+
+// Layer 1 for the warp's rows base .. base+n-1 (row r on lane r) into its buffer (window
+// address buffer; starts: the warp's 33 words for its rows' starts): zeroed, every input
+// nonzero's entries added into its row's column, then each lane's row converted (integer
+// sums of a scaled layer on binary input), biased, clipped, and checked (nonzero, at_bound
+// over the layer's `width` columns).
+__device__ __forceinline__ void bd_lanes_first_layer(
+    unsigned int buffer, unsigned int* starts, unsigned int base, unsigned int n,
+    const unsigned int* __restrict__ x_offsets, const unsigned int* __restrict__ x_cols,
+    const float* __restrict__ x_vals, unsigned int x_binary, const unsigned int* __restrict__ w1_offsets,
+    const uint2* __restrict__ w1_entries, unsigned int w1_ell, unsigned int w1_bits, float w1_base,
+    unsigned int width, float bias, const float* __restrict__ biases, float upper, bool& nonzero,
+    bool& at_bound) {
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int padded = bd_round32(width);
+    for (unsigned int i = lane; i < padded * BD_LANE_PITCH / 4u; i += SPDNN_WARP_SIZE) {
+        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(buffer + 16u * i), "r"(0u) : "memory");
+    }
+    const unsigned int origin = __ldg(x_offsets + base);
+    starts[lane] = __ldg(x_offsets + base + min(lane, n)) - origin;
+    if (lane == 0) {
+        starts[SPDNN_WARP_SIZE] = __ldg(x_offsets + base + n) - origin;
+    }
+    __syncwarp();
+    const unsigned int total = starts[SPDNN_WARP_SIZE];
+    const unsigned int* cols = x_cols + origin;
+    const float* vals = x_vals + origin;
+    if (w1_bits != 0u) {
+        if (w1_ell == 2u && x_binary) {
+            bd_lanes_scatter_scaled<2, true>(buffer, starts, total, cols, vals, w1_entries, w1_bits, w1_base);
+        } else if (w1_ell == 2u) {
+            bd_lanes_scatter_scaled<2, false>(buffer, starts, total, cols, vals, w1_entries, w1_bits, w1_base);
+        } else if (x_binary) {
+            bd_lanes_scatter_scaled<4, true>(buffer, starts, total, cols, vals, w1_entries, w1_bits, w1_base);
+        } else {
+            bd_lanes_scatter_scaled<4, false>(buffer, starts, total, cols, vals, w1_entries, w1_bits, w1_base);
+        }
+    } else {
+        bd_lanes_scatter_pairs(buffer, starts, total, cols, vals, x_binary, w1_offsets, w1_entries, w1_ell);
+    }
     __syncwarp();
     const bool integer_sums = w1_bits != 0u && x_binary;
-    const unsigned int mine = cur + 4u * lane;
+    const unsigned int mine = buffer + 4u * lane;
     for (unsigned int c = 0; c < padded; ++c) {
         const float v = bd_lds(mine + 4u * BD_LANE_PITCH * c);
         const float b = biases != nullptr ? __ldg(biases + c) : bias;
@@ -1273,59 +1326,69 @@ __device__ __forceinline__ void bd_lanes_first_layer(
     }
 }
 
-// Layer l (ELL, any of its forms) from cur to next (window addresses of the warp's buffers),
-// every lane its own row: per group of 32 outputs, 32 sums in registers; per slot, lane j's
-// entry (input, weight) of output j goes to every lane by shuffles. Then the bias, the clip,
-// the store and the checks (over the layer's out_width columns).
-__device__ __forceinline__ void bd_lanes_layer(const BdLayer& layer, unsigned int l, unsigned int cur,
-                                               unsigned int next, const uint2* __restrict__ ell,
+// Layer l (ELL, any of its forms) over this lane's row (window address `mine`: its column 0
+// in the warp's buffer), at most BD_LANES_GROUPS groups of 32 outputs: the sums of every
+// group in registers (per slot, lane j's entry (input, weight) of output j goes to every lane
+// by shuffles), then the bias, the clip, the outputs written over the inputs, and the checks
+// (over the layer's out_width columns).
+__device__ __forceinline__ void bd_lanes_layer(const BdLayer& layer, unsigned int l, unsigned int mine,
+                                               const uint2* __restrict__ ell,
                                                const unsigned int* __restrict__ group_starts, float bias,
                                                const float* __restrict__ biases, unsigned int bias_stride,
                                                float upper, bool& nonzero, bool& at_bound) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
-    const unsigned int mine_in = cur + 4u * lane;
-    const unsigned int mine_out = next + 4u * lane;
     const unsigned int groups = (layer.out_width + 31u) / 32u;
-    for (unsigned int g = 0; g < groups; ++g) {
-        float acc[SPDNN_WARP_SIZE];
+    float acc[BD_LANES_GROUPS][SPDNN_WARP_SIZE];
+#pragma unroll
+    for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
 #pragma unroll
         for (unsigned int j = 0; j < SPDNN_WARP_SIZE; ++j) {
-            acc[j] = 0.0f;
+            acc[g][j] = 0.0f;
         }
-        const unsigned int s0 = group_starts[layer.group_table + g];
-        const unsigned int s1 = group_starts[layer.group_table + g + 1];
-        bd_ell_layer<1, 0>(layer, ell, s0, s1, lane, [&](unsigned int k, float wv) {
-            const unsigned int offset = 4u * BD_LANE_PITCH * k;
+        if (g < groups) {
+            const unsigned int s0 = group_starts[layer.group_table + g];
+            const unsigned int s1 = group_starts[layer.group_table + g + 1];
+            bd_ell_layer<1, 0>(layer, ell, s0, s1, lane, [&](unsigned int k, float wv) {
+                const unsigned int offset = 4u * BD_LANE_PITCH * k;
+#pragma unroll
+                for (unsigned int j = 0; j < SPDNN_WARP_SIZE; ++j) {
+                    const unsigned int at = __shfl_sync(SPDNN_FULL_MASK, offset, j);
+                    const float w = __shfl_sync(SPDNN_FULL_MASK, wv, j);
+                    acc[g][j] = fmaf(bd_lds(mine + at), w, acc[g][j]);
+                }
+            });
+        }
+    }
+#pragma unroll
+    for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
+        if (g < groups) {
+            const unsigned int c0 = g * 32u;
+            const float lane_bias =
+                bias_stride != 0u ? __ldg(biases + (unsigned long long)l * bias_stride + c0 + lane) : bias;
 #pragma unroll
             for (unsigned int j = 0; j < SPDNN_WARP_SIZE; ++j) {
-                const unsigned int at = __shfl_sync(SPDNN_FULL_MASK, offset, j);
-                const float w = __shfl_sync(SPDNN_FULL_MASK, wv, j);
-                acc[j] = fmaf(bd_lds(mine_in + at), w, acc[j]);
+                const float y =
+                    spdnn_clamp_activation(acc[g][j] + __shfl_sync(SPDNN_FULL_MASK, lane_bias, j), upper);
+                bd_sts(mine + 4u * BD_LANE_PITCH * (c0 + j), y);
+                bd_lane_flags(y, c0 + j, layer.out_width, upper, nonzero, at_bound);
             }
-        });
-        const unsigned int c0 = g * 32u;
-        const float lane_bias =
-            bias_stride != 0u ? __ldg(biases + (unsigned long long)l * bias_stride + c0 + lane) : bias;
-#pragma unroll
-        for (unsigned int j = 0; j < SPDNN_WARP_SIZE; ++j) {
-            const float y = spdnn_clamp_activation(acc[j] + __shfl_sync(SPDNN_FULL_MASK, lane_bias, j), upper);
-            bd_sts(mine_out + 4u * BD_LANE_PITCH * (c0 + j), y);
-            bd_lane_flags(y, c0 + j, layer.out_width, upper, nonzero, at_bound);
         }
     }
 }
 
 // The persistent loop of a lanes launch: each warp takes 32 rows from the queue at a time
-// and carries them through layers first..end-1 in its own two buffers (2 · stride ·
-// BD_LANE_PITCH floats of dynamic shared memory a warp); rows that finish write their state;
-// the rest go to the next launch's list (one atomicAdd a warp) or get BD_STATE_LIVE and their
-// values.
-__device__ __forceinline__ void bd_chain_lanes_loop(BD_CHAIN_PARAMS) {
+// and carries them through layers first..end-1 in its own buffer (stride · BD_LANE_PITCH
+// floats of dynamic shared memory a warp; starts: 33 words a warp); rows that finish write
+// their state; the rest go to the next launch's list (one atomicAdd a warp) or get
+// BD_STATE_LIVE and their values.
+__device__ __forceinline__ void bd_chain_lanes_loop(unsigned int (*lane_starts)[SPDNN_WARP_SIZE + 1],
+                                                    BD_CHAIN_PARAMS) {
     extern __shared__ float4 bd_dynamic[];
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
-    const unsigned int buffer_bytes = 4u * stride * BD_LANE_PITCH;
-    const unsigned int buffer0 = (unsigned int)__cvta_generic_to_shared(bd_dynamic) + 2u * warp * buffer_bytes;
+    const unsigned int buffer =
+        (unsigned int)__cvta_generic_to_shared(bd_dynamic) + 4u * warp * stride * BD_LANE_PITCH;
+    const unsigned int mine = buffer + 4u * lane;
     const unsigned int count = first == 0 ? x_rows : *carry_in_count;
     const BdLayer first_layer = bd_layer_at(desc, 0);
     const unsigned int out_width = bd_layer_at(desc, end - 1).out_width;
@@ -1339,8 +1402,6 @@ __device__ __forceinline__ void bd_chain_lanes_loop(BD_CHAIN_PARAMS) {
             break;
         }
         const unsigned int n = min((unsigned int)SPDNN_WARP_SIZE, count - base);
-        unsigned int cur = buffer0;
-        unsigned int next = buffer0 + buffer_bytes;
         unsigned int id = 0;
         bool live = lane < n;
         unsigned int done = first;
@@ -1348,8 +1409,8 @@ __device__ __forceinline__ void bd_chain_lanes_loop(BD_CHAIN_PARAMS) {
             bool nonzero = false;
             bool at_bound = true;
             id = base + lane;
-            bd_lanes_first_layer(cur, base, n, x_offsets, x_cols, x_vals, x_binary, w1_offsets, w1_entries,
-                                 first_layer.dense_stride, first_layer.group_table,
+            bd_lanes_first_layer(buffer, lane_starts[warp], base, n, x_offsets, x_cols, x_vals, x_binary,
+                                 w1_offsets, w1_entries, first_layer.dense_stride, first_layer.group_table,
                                  __uint_as_float(desc[BD_DESC_WORDS - 1]), first_layer.out_width, bias,
                                  bias_stride != 0u ? biases : nullptr, upper, nonzero, at_bound);
             done = 1;
@@ -1363,32 +1424,26 @@ __device__ __forceinline__ void bd_chain_lanes_loop(BD_CHAIN_PARAMS) {
                 reinterpret_cast<const float4*>(carry_in_vals + (unsigned long long)(base + lane) * carry_in_stride);
             for (unsigned int q = 0; q < carry_in_stride / 4u; ++q) {
                 const float4 v = __ldg(from + q);
-                const unsigned int at = cur + 4u * (BD_LANE_PITCH * 4u * q + lane);
+                const unsigned int at = mine + 16u * BD_LANE_PITCH * q;
                 bd_sts(at, v.x);
                 bd_sts(at + 4u * BD_LANE_PITCH, v.y);
                 bd_sts(at + 8u * BD_LANE_PITCH, v.z);
                 bd_sts(at + 12u * BD_LANE_PITCH, v.w);
             }
         }
-        __syncwarp();
         for (unsigned int l = done; l < end; ++l) {
             if (!__any_sync(SPDNN_FULL_MASK, live)) {
                 break;
             }
             bool nonzero = false;
             bool at_bound = true;
-            bd_lanes_layer(bd_layer_at(desc, l), l, cur, next, ell, group_starts, bias, biases, bias_stride, upper,
+            bd_lanes_layer(bd_layer_at(desc, l), l, mine, ell, group_starts, bias, biases, bias_stride, upper,
                            nonzero, at_bound);
-            __syncwarp();
-            const unsigned int swap = cur;
-            cur = next;
-            next = swap;
             if (live && !bd_keeps(nonzero, at_bound, l + 1, suffix_start)) {
                 state[id] = bd_finished_state(nonzero);
                 live = false;
             }
         }
-        const unsigned int mine = cur + 4u * lane;
         if (carry_out_stride == 0) {
             if (live) {
                 float* to = out + (unsigned long long)id * out_width;
@@ -1414,6 +1469,7 @@ __device__ __forceinline__ void bd_chain_lanes_loop(BD_CHAIN_PARAMS) {
                 }
             }
         }
+        // The next rows' layer 1 zeroes the whole buffer.
         __syncwarp();
     }
 }
@@ -1771,11 +1827,12 @@ extern "C" __global__ void __launch_bounds__(BD_THREADS) bd_chain_global(BD_CHAI
 #endif  // SPDNN_KEEP(bd_chain_global)
 
 #if SPDNN_KEEP(bd_chain_lanes)
-// Launch: grid = the blocks resident on the device (persistent; each warp takes 32 rows from the queue at a time),
-// block BD_LANES_THREADS, dynamic shared (BD_LANES_THREADS / 32) · 2 · stride · BD_LANE_PITCH floats (each warp's
-// two buffers).
-extern "C" __global__ void __launch_bounds__(BD_LANES_THREADS) bd_chain_lanes(BD_CHAIN_PARAMS) {
-    bd_chain_lanes_loop(BD_CHAIN_ARGS);
+// Launch: grid = the blocks resident on the device (BD_LANES_BLOCKS an SM; persistent, each warp takes 32 rows from
+// the queue at a time), block BD_LANES_THREADS, dynamic shared (BD_LANES_THREADS / 32) · stride · BD_LANE_PITCH floats
+// (each warp's buffer).
+extern "C" __global__ void __launch_bounds__(BD_LANES_THREADS, BD_LANES_BLOCKS) bd_chain_lanes(BD_CHAIN_PARAMS) {
+    __shared__ unsigned int lane_starts[BD_LANES_THREADS / SPDNN_WARP_SIZE][SPDNN_WARP_SIZE + 1];
+    bd_chain_lanes_loop(lane_starts, BD_CHAIN_ARGS);
 }
 #endif  // SPDNN_KEEP(bd_chain_lanes)
 

@@ -84,6 +84,11 @@ pub const DEFINES: &[Define] = &[
     Define::new("BD_ITEM_AHEAD", ITEM_AHEAD as u64),
     Define::new("BD_LANES_THREADS", plan::LANES_THREADS as u64),
     Define::new("BD_LANE_PITCH", plan::LANE_PITCH as u64),
+    Define::new(
+        "BD_LANES_GROUPS",
+        (plan::LANES_MAX_STRIDE / layout::WARP) as u64,
+    ),
+    Define::new("BD_LANES_BLOCKS", plan::LANES_BLOCKS as u64),
     Define::new("BD_STATE_ZERO", STATE_ZERO as u64),
     Define::new("BD_STATE_LIVE", STATE_LIVE as u64),
     Define::new("BD_STATE_BOUND", STATE_BOUND as u64),
@@ -180,9 +185,9 @@ pub const CHAIN_SPLIT_WIDE: KernelDecl = KernelDecl::new(
 pub const CHAIN_GLOBAL: KernelDecl =
     KernelDecl::new(&BLOCKDEPEND, "bd_chain_global", plan::THREADS as u32);
 /// `bd_chain_lanes`: the persistent kernel a row a lane ([`Placement::Lanes`]): each warp
-/// takes 32 rows from the queue at a time; blocks of [`plan::LANES_THREADS`]; grid = the
-/// blocks resident on the device; dynamic shared: two buffers a warp of stride ×
-/// [`plan::LANE_PITCH`] floats.
+/// takes 32 rows from the queue at a time; blocks of [`plan::LANES_THREADS`], compiled for
+/// [`plan::LANES_BLOCKS`] an SM; grid = the blocks resident on the device; dynamic shared: a
+/// buffer a warp of stride × [`plan::LANE_PITCH`] floats.
 pub const CHAIN_LANES: KernelDecl =
     KernelDecl::new(&BLOCKDEPEND, "bd_chain_lanes", plan::LANES_THREADS as u32)
         .with_shared_array(4);

@@ -70,10 +70,16 @@ pub const LANES_THREADS: usize = 128;
 /// column `c` at `c · 33 + r`, the 32 lanes' reads of one column and one lane's reads of
 /// consecutive columns fall on 32 different banks.
 pub const LANE_PITCH: usize = WARP + 1;
-/// Widest row (padded to 32) a lanes segment carries: two buffers of 64 columns are 16.5 KiB
-/// a warp, three blocks (12 warps) an SM. Wider rows would leave too few warps to hide the
-/// latency of a lane's own chain of gathers.
+/// Widest row (padded to 32) a lanes segment carries (`BD_LANES_GROUPS` groups of 32): a lane
+/// keeps a layer's sums in registers until every group is summed, then writes them over its
+/// inputs (one buffer of 8.25 KiB a warp at 64 columns).
 pub const LANES_MAX_STRIDE: usize = 64;
+/// Blocks of [`LANES_THREADS`] a lanes kernel is compiled to fit on an SM (`BD_LANES_BLOCKS`,
+/// its `__launch_bounds__`: at most 102 registers a thread): 20 warps, 2640 on 132 SMs, so
+/// that the official 1024's 60000 rows (1875 warps of 32) run in one round. With two buffers
+/// a warp and 12 warps an SM (d511c4d) they took two rounds, the second a sixth full, and
+/// launch 1 took 0.165-0.184 ms against the tiles' 0.116 (one H100, 2026-11-28, call 1).
+pub const LANES_BLOCKS: usize = 5;
 
 /// Whether layers `first..end` of `layout`, rows of `stride` floats, can run a row a lane
 /// ([`Placement::Lanes`]): rows at most [`LANES_MAX_STRIDE`] wide, no dense layer (each lane
@@ -86,7 +92,7 @@ pub fn lanes_fit(
     stride: usize,
     limits: &Limits,
 ) -> bool {
-    let bytes = 4 * 2 * (LANES_THREADS / WARP) * stride * LANE_PITCH;
+    let bytes = 4 * (LANES_THREADS / WARP) * stride * LANE_PITCH;
     stride <= LANES_MAX_STRIDE
         && layout.layers[first..end]
             .iter()
@@ -106,7 +112,7 @@ pub enum Placement {
     /// A per-block scratch area in global memory.
     Global,
     /// A row a lane (`bd_chain_lanes`): each warp carries 32 rows of its own through the
-    /// segment in two buffers of shared memory, column-major ([`LANE_PITCH`]); for narrow
+    /// segment in a buffer of shared memory, column-major ([`LANE_PITCH`]); for narrow
     /// rows (at most [`LANES_MAX_STRIDE`] floats) and ELL layers only ([`lanes_fit`]).
     Lanes,
 }
@@ -128,7 +134,7 @@ impl Placement {
             Placement::Shared => 2,
             Placement::Split => 1,
             Placement::Global => 0,
-            Placement::Lanes => 2,
+            Placement::Lanes => 1,
         }
     }
 }
@@ -419,11 +425,11 @@ impl Segment {
         }
     }
 
-    /// Floats of one block's tile buffers (two of `tile × stride`; a lanes block's two a
+    /// Floats of one block's tile buffers (two of `tile × stride`; a lanes block's one a
     /// warp of [`LANE_PITCH`] floats a column).
     pub fn tile_floats(&self) -> usize {
         match self.placement {
-            Placement::Lanes => 2 * (self.tile / WARP) * self.stride * LANE_PITCH,
+            Placement::Lanes => (self.tile / WARP) * self.stride * LANE_PITCH,
             _ => 2 * self.tile * self.stride,
         }
     }
@@ -917,9 +923,9 @@ mod tests {
         let places = |s: &[Segment]| s.iter().map(|s| s.placement).collect::<Vec<_>>();
         let (lanes, shared) = (Placement::Lanes, Placement::Shared);
         assert_eq!(places(&s), [lanes, shared, shared]);
-        // Two buffers a warp of 64 columns, 33 floats apart; nothing in global memory.
+        // A buffer a warp of 64 columns, 33 floats apart; nothing in global memory.
         assert_eq!((s[0].tile, s[0].threads), (LANES_THREADS, LANES_THREADS));
-        assert_eq!(s[0].shared_floats(), 4 * 2 * 64 * LANE_PITCH);
+        assert_eq!(s[0].shared_floats(), 4 * 64 * LANE_PITCH);
         assert_eq!(s[0].scratch_floats(), 0);
         assert_eq!((s[0].spread_chunk(), s[0].items), (0, Items::Exact));
         // Asked for: every launch that can; never spread.
