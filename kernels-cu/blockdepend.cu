@@ -1162,13 +1162,14 @@ __device__ __forceinline__ void bd_sts(unsigned int address, float v) {
     asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(address), "f"(v) : "memory");
 }
 
-// This lane's row's flags over outputs c < width of a layer, updated with output v of
-// column c.
-__device__ __forceinline__ void bd_lane_flags(float v, unsigned int c, unsigned int width, float upper,
-                                              bool& nonzero, bool& at_bound) {
+// This lane's row's outputs c < width of a layer, for its checks: their largest and least
+// (clipped outputs lie in [0, upper]: some output is nonzero iff the largest is > 0, all are
+// at the bound iff the least is; two instructions an output where the flags took five).
+__device__ __forceinline__ void bd_lane_range(float v, unsigned int c, unsigned int width, float& largest,
+                                              float& least) {
     if (c < width) {
-        nonzero |= v != 0.0f;
-        at_bound &= v == upper;
+        largest = fmaxf(largest, v);
+        least = fminf(least, v);
     }
 }
 
@@ -1195,24 +1196,35 @@ __device__ __forceinline__ void bd_lanes_scatter_scaled(unsigned int buffer, con
                                                         float w1_base) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int index_mask = (1u << w1_bits) - 1u;
+    constexpr unsigned int step = BD_SCATTER_BATCH * SPDNN_WARP_SIZE;
     unsigned int row = 0;
     unsigned int row_end = starts[1];
-    for (unsigned int j0 = lane; j0 < total; j0 += BD_SCATTER_BATCH * SPDNN_WARP_SIZE) {
-        // Every load of the batch is issued before any is used; a nonzero past the end reads
-        // the last one again and adds nothing.
-        unsigned int j[BD_SCATTER_BATCH];
+    // A batch's columns (and values) are loaded a batch ahead: the input streams from DRAM,
+    // and each warp's chain of batches waited on one round trip each (one H100, 2026-11-28,
+    // call 2). A nonzero past the end reads the last one again and adds nothing.
+    unsigned int k_ahead[BD_SCATTER_BATCH];
+    float x_ahead[BD_SCATTER_BATCH];
+#pragma unroll
+    for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+        const unsigned int j = min(lane + u * SPDNN_WARP_SIZE, total - 1u);
+        k_ahead[u] = __ldg(cols + j);
+        x_ahead[u] = BINARY ? 1.0f : __ldg(vals + j);
+    }
+    for (unsigned int j0 = lane; j0 < total; j0 += step) {
         unsigned int k[BD_SCATTER_BATCH];
         float x[BD_SCATTER_BATCH];
 #pragma unroll
         for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
-            j[u] = min(j0 + u * SPDNN_WARP_SIZE, total - 1u);
-            k[u] = __ldg(cols + j[u]);
-            x[u] = BINARY ? 1.0f : __ldg(vals + j[u]);
+            const unsigned int j = min(j0 + step + u * SPDNN_WARP_SIZE, total - 1u);
+            k[u] = k_ahead[u];
+            x[u] = x_ahead[u];
+            k_ahead[u] = __ldg(cols + j);
+            x_ahead[u] = BINARY ? 1.0f : __ldg(vals + j);
         }
         unsigned int at[BD_SCATTER_BATCH];
 #pragma unroll
         for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
-            at[u] = buffer + 4u * bd_lanes_walk(starts, row, row_end, j[u]);
+            at[u] = buffer + 4u * bd_lanes_walk(starts, row, row_end, min(j0 + u * SPDNN_WARP_SIZE, total - 1u));
         }
         unsigned int e[BD_SCATTER_BATCH][V];
 #pragma unroll
@@ -1277,15 +1289,15 @@ __device__ __forceinline__ void bd_lanes_scatter_pairs(unsigned int buffer, cons
 // Layer 1 for the warp's rows base .. base+n-1 (row r on lane r) into its buffer (window
 // address buffer; starts: the warp's 33 words for its rows' starts): zeroed, every input
 // nonzero's entries added into its row's column, then each lane's row converted (integer
-// sums of a scaled layer on binary input), biased, clipped, and checked (nonzero, at_bound
-// over the layer's `width` columns).
+// sums of a scaled layer on binary input), biased and clipped; largest and least: its
+// outputs' range over the layer's `width` columns (bd_lane_range).
 __device__ __forceinline__ void bd_lanes_first_layer(
     unsigned int buffer, unsigned int* starts, unsigned int base, unsigned int n,
     const unsigned int* __restrict__ x_offsets, const unsigned int* __restrict__ x_cols,
     const float* __restrict__ x_vals, unsigned int x_binary, const unsigned int* __restrict__ w1_offsets,
     const uint2* __restrict__ w1_entries, unsigned int w1_ell, unsigned int w1_bits, float w1_base,
-    unsigned int width, float bias, const float* __restrict__ biases, float upper, bool& nonzero,
-    bool& at_bound) {
+    unsigned int width, float bias, const float* __restrict__ biases, float upper, float& largest,
+    float& least) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int padded = bd_round32(width);
     for (unsigned int i = lane; i < padded * BD_LANE_PITCH / 4u; i += SPDNN_WARP_SIZE) {
@@ -1322,22 +1334,28 @@ __device__ __forceinline__ void bd_lanes_first_layer(
         const float sum = integer_sums ? (float)__float_as_int(v) * w1_base : v;
         const float y = spdnn_clamp_activation(sum + b, upper);
         bd_sts(mine + 4u * BD_LANE_PITCH * c, y);
-        bd_lane_flags(y, c, width, upper, nonzero, at_bound);
+        bd_lane_range(y, c, width, largest, least);
     }
 }
 
 // Layer l (ELL, any of its forms) over this lane's row (window address `mine`: its column 0
 // in the warp's buffer), at most BD_LANES_GROUPS groups of 32 outputs: the sums of every
 // group in registers (per slot, lane j's entry (input, weight) of output j goes to every lane
-// by shuffles), then the bias, the clip, the outputs written over the inputs, and the checks
-// (over the layer's out_width columns).
+// by shuffles), then the bias, the clip, the outputs written over the inputs, and their range
+// over the layer's out_width columns (bd_lane_range).
 __device__ __forceinline__ void bd_lanes_layer(const BdLayer& layer, unsigned int l, unsigned int mine,
                                                const uint2* __restrict__ ell,
                                                const unsigned int* __restrict__ group_starts, float bias,
                                                const float* __restrict__ biases, unsigned int bias_stride,
-                                               float upper, bool& nonzero, bool& at_bound) {
+                                               float upper, float& largest, float& least) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int groups = (layer.out_width + 31u) / 32u;
+    // The groups' slot ranges, loaded before any group's entries.
+    unsigned int slot_starts[BD_LANES_GROUPS + 1];
+#pragma unroll
+    for (unsigned int g = 0; g <= BD_LANES_GROUPS; ++g) {
+        slot_starts[g] = g <= groups ? __ldg(group_starts + layer.group_table + g) : 0u;
+    }
     float acc[BD_LANES_GROUPS][SPDNN_WARP_SIZE];
 #pragma unroll
     for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
@@ -1346,9 +1364,7 @@ __device__ __forceinline__ void bd_lanes_layer(const BdLayer& layer, unsigned in
             acc[g][j] = 0.0f;
         }
         if (g < groups) {
-            const unsigned int s0 = group_starts[layer.group_table + g];
-            const unsigned int s1 = group_starts[layer.group_table + g + 1];
-            bd_ell_layer<1, 0>(layer, ell, s0, s1, lane, [&](unsigned int k, float wv) {
+            bd_ell_layer<2, 0>(layer, ell, slot_starts[g], slot_starts[g + 1], lane, [&](unsigned int k, float wv) {
                 const unsigned int offset = 4u * BD_LANE_PITCH * k;
 #pragma unroll
                 for (unsigned int j = 0; j < SPDNN_WARP_SIZE; ++j) {
@@ -1363,14 +1379,16 @@ __device__ __forceinline__ void bd_lanes_layer(const BdLayer& layer, unsigned in
     for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
         if (g < groups) {
             const unsigned int c0 = g * 32u;
+            // One scalar bias needs no shuffle (the challenge's networks); per-neuron biases
+            // are loaded a lane an output and shuffled.
             const float lane_bias =
                 bias_stride != 0u ? __ldg(biases + (unsigned long long)l * bias_stride + c0 + lane) : bias;
 #pragma unroll
             for (unsigned int j = 0; j < SPDNN_WARP_SIZE; ++j) {
-                const float y =
-                    spdnn_clamp_activation(acc[g][j] + __shfl_sync(SPDNN_FULL_MASK, lane_bias, j), upper);
+                const float b = bias_stride != 0u ? __shfl_sync(SPDNN_FULL_MASK, lane_bias, j) : bias;
+                const float y = spdnn_clamp_activation(acc[g][j] + b, upper);
                 bd_sts(mine + 4u * BD_LANE_PITCH * (c0 + j), y);
-                bd_lane_flags(y, c0 + j, layer.out_width, upper, nonzero, at_bound);
+                bd_lane_range(y, c0 + j, layer.out_width, largest, least);
             }
         }
     }
@@ -1406,16 +1424,16 @@ __device__ __forceinline__ void bd_chain_lanes_loop(unsigned int (*lane_starts)[
         bool live = lane < n;
         unsigned int done = first;
         if (first == 0) {
-            bool nonzero = false;
-            bool at_bound = true;
+            float largest = 0.0f;
+            float least = upper;
             id = base + lane;
             bd_lanes_first_layer(buffer, lane_starts[warp], base, n, x_offsets, x_cols, x_vals, x_binary,
                                  w1_offsets, w1_entries, first_layer.dense_stride, first_layer.group_table,
                                  __uint_as_float(desc[BD_DESC_WORDS - 1]), first_layer.out_width, bias,
-                                 bias_stride != 0u ? biases : nullptr, upper, nonzero, at_bound);
+                                 bias_stride != 0u ? biases : nullptr, upper, largest, least);
             done = 1;
-            if (live && !bd_keeps(nonzero, at_bound, done, suffix_start)) {
-                state[id] = bd_finished_state(nonzero);
+            if (live && !bd_keeps(largest > 0.0f, least == upper, done, suffix_start)) {
+                state[id] = bd_finished_state(largest > 0.0f);
                 live = false;
             }
         } else if (live) {
@@ -1435,12 +1453,12 @@ __device__ __forceinline__ void bd_chain_lanes_loop(unsigned int (*lane_starts)[
             if (!__any_sync(SPDNN_FULL_MASK, live)) {
                 break;
             }
-            bool nonzero = false;
-            bool at_bound = true;
+            float largest = 0.0f;
+            float least = upper;
             bd_lanes_layer(bd_layer_at(desc, l), l, mine, ell, group_starts, bias, biases, bias_stride, upper,
-                           nonzero, at_bound);
-            if (live && !bd_keeps(nonzero, at_bound, l + 1, suffix_start)) {
-                state[id] = bd_finished_state(nonzero);
+                           largest, least);
+            if (live && !bd_keeps(largest > 0.0f, least == upper, l + 1, suffix_start)) {
+                state[id] = bd_finished_state(largest > 0.0f);
                 live = false;
             }
         }
