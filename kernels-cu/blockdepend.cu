@@ -581,24 +581,13 @@ __device__ __forceinline__ void bd_for_items(const BdLayer& layer, unsigned int 
 // 64-input layer waits on 4 L2 round trips instead of 8 (the official 1024's tail launches,
 // tiles of 1-3 rows: launches 3 and 4 0.051 -> 0.037 and 0.033 -> 0.026 ms, one H100,
 // 2026-11-27j call 1; the set's shared instance 66 -> 78 registers, still three blocks an SM).
-// bd_dense_range over every input (rounded up to a float4).
-template <unsigned int R, bool PREDICATED>
-__device__ __forceinline__ void bd_dense_range(float (&acc)[R], const unsigned int (&at)[R], unsigned int rows,
-                                               const float* cur, const float* __restrict__ w, unsigned long long ws,
-                                               unsigned int k_begin, unsigned int k_end);
 template <unsigned int R, bool PREDICATED>
 __device__ __forceinline__ void bd_dense_sums(float (&acc)[R], const unsigned int (&at)[R], unsigned int rows,
                                               const float* cur, const float* __restrict__ w, const BdLayer& layer) {
-    bd_dense_range<R, PREDICATED>(acc, at, rows, cur, w, layer.dense_stride, 0u, (layer.in_width + 3u) & ~3u);
-}
-
-// bd_dense_sums over inputs k_begin .. k_end - 1 (multiples of 4) only.
-template <unsigned int R, bool PREDICATED>
-__device__ __forceinline__ void bd_dense_range(float (&acc)[R], const unsigned int (&at)[R], unsigned int rows,
-                                               const float* cur, const float* __restrict__ w, unsigned long long ws,
-                                               unsigned int k_begin, unsigned int k_end) {
+    const unsigned long long ws = layer.dense_stride;
+    const unsigned int inputs = (layer.in_width + 3u) & ~3u;
 #pragma unroll 4
-    for (unsigned int k = k_begin; k < k_end; k += 4) {
+    for (unsigned int k = 0; k < inputs; k += 4) {
         const float w0 = __ldg(w + k * ws);
         const float w1 = __ldg(w + (k + 1) * ws);
         const float w2 = __ldg(w + (k + 2) * ws);
@@ -847,61 +836,6 @@ __device__ __forceinline__ void bd_item_rows(unsigned int rows, const BdLayer& l
     }
 }
 
-// A dense layer over a tile of at most BD_ROWS live rows whose items (one a group of 32
-// outputs) would leave most warps idle (the official 1024's launches after layer 8: tiles of
-// 1-6 rows, 64 x 64 layers, 2 of 8 warps busy, each waiting on four L2 round trips for its
-// column's weights): the inputs are cut into `parts` ranges of whole float4s, one warp a
-// (group, part), every weight load of a 16-input range in flight at once; the partial sums go
-// to `partials` (parts · BD_ROWS · padded floats of shared memory past the tile's rows), then
-// each output adds its parts in order, its bias, and clips. Each part sums in input order;
-// the parts' sum is a different order from bd_item's: the same within rounding, and bit for
-// bit where the sums are exact.
-template <unsigned int THREADS>
-__device__ __forceinline__ void bd_dense_split(const BdLayer& layer, unsigned int l, const float* cur, float* next,
-                                               unsigned int stride, unsigned int live, const BdTile& tile,
-                                               const float* __restrict__ dense, float* partials, float bias,
-                                               const float* __restrict__ biases, unsigned int bias_stride,
-                                               float upper) {
-    constexpr unsigned int warps = THREADS / SPDNN_WARP_SIZE;
-    const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
-    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
-    const unsigned int groups = (layer.out_width + 31u) / 32u;
-    const unsigned int padded = groups * 32u;
-    const unsigned int parts = warps / groups;
-    const unsigned int quads = (layer.in_width + 3u) / 4u;
-    const unsigned int per_part = (quads + parts - 1u) / parts;
-    if (warp < groups * parts) {
-        const unsigned int g = warp % groups;
-        const unsigned int part = warp / groups;
-        unsigned int at[BD_ROWS];
-        float acc[BD_ROWS];
-#pragma unroll
-        for (unsigned int r = 0; r < BD_ROWS; ++r) {
-            at[r] = tile.live[min(r, live - 1u)] * stride;
-            acc[r] = 0.0f;
-        }
-        bd_dense_range<BD_ROWS, true>(acc, at, live, cur, dense + layer.offset + g * 32u + lane, layer.dense_stride,
-                                      4u * min(quads, part * per_part), 4u * min(quads, (part + 1u) * per_part));
-#pragma unroll
-        for (unsigned int r = 0; r < BD_ROWS; ++r) {
-            if (r < live) {
-                partials[(part * BD_ROWS + r) * padded + g * 32u + lane] = acc[r];
-            }
-        }
-    }
-    __syncthreads();
-    for (unsigned int i = threadIdx.x; i < live * padded; i += THREADS) {
-        const unsigned int r = i / padded;
-        const unsigned int c = i - r * padded;
-        float sum = partials[r * padded + c];
-        for (unsigned int part = 1; part < parts; ++part) {
-            sum += partials[(part * BD_ROWS + r) * padded + c];
-        }
-        const float b = bias_stride != 0u ? __ldg(biases + (unsigned long long)l * bias_stride + c) : bias;
-        next[tile.live[r] * stride + c] = spdnn_clamp_activation(sum + b, upper);
-    }
-}
-
 // Layer l (after the first) in exact items: the work items of bd_layer (32 outputs, up to
 // BD_ROWS live rows, one per warp at a time), each run by the instance of its row count.
 template <unsigned int THREADS>
@@ -910,15 +844,8 @@ __device__ __forceinline__ void bd_layer_exact(const BdLayer& layer, unsigned in
                                                const float* __restrict__ dense, const uint2* __restrict__ ell,
                                                const unsigned int* __restrict__ group_starts, float bias,
                                                const float* __restrict__ biases, unsigned int bias_stride,
-                                               float upper, float* partials) {
+                                               float upper) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
-    constexpr unsigned int warps = THREADS / SPDNN_WARP_SIZE;
-    if (BD_RUNS(BD_FORMAT_DENSE) && layer.format == BD_FORMAT_DENSE && partials != nullptr && live <= BD_ROWS &&
-        2u * ((layer.out_width + 31u) / 32u) <= warps) {
-        bd_dense_split<THREADS>(layer, l, cur, next, stride, live, tile, dense, partials, bias, biases, bias_stride,
-                                upper);
-        return;
-    }
     bd_for_items<THREADS>(layer, live, [&](unsigned int g, unsigned int first_row, unsigned int rows) {
         bd_item_rows<BD_ROWS>(rows, layer, l, g, g * 32u + lane, first_row, cur, next, stride, tile, dense, ell,
                               group_starts, bias, biases, bias_stride, upper);
@@ -1121,15 +1048,6 @@ __device__ __forceinline__ void bd_chain(
         (unsigned int)min((unsigned long long)tile_max, max(1ull, (count + spread - 1) / spread));
     const BdLayer first_layer = bd_layer_at(desc, 0);
     const unsigned int out_width = bd_layer_at(desc, end - 1).out_width;
-    // Room for bd_dense_split's partial sums past the tile's rows in the second buffer (a
-    // warp's BD_ROWS rows of stride floats each): narrow tiles in shared memory of modules that
-    // run dense layers, where the launch's tiles leave that many rows free (the wide instance
-    // took 8 bytes of spills with it).
-    constexpr unsigned int warps = THREADS / SPDNN_WARP_SIZE;
-    float* const partials = PLACE == BD_PLACE_SHARED && THREADS == BD_THREADS && BD_RUNS(BD_FORMAT_DENSE) &&
-                                    rows_per_tile + warps * BD_ROWS <= tile_max
-                                ? buffer1 + (tile_max - warps * BD_ROWS) * stride
-                                : nullptr;
 
     for (;;) {
         if (threadIdx.x == 0) {
@@ -1175,7 +1093,7 @@ __device__ __forceinline__ void bd_chain(
             // items), and the exact instances took bd_chain_global from 64 to 128 registers.
             if (PLACE != BD_PLACE_GLOBAL && exact_items != 0u) {
                 bd_layer_exact<THREADS>(layer, l, cur, next, stride, live, tile, dense, ell, group_starts,
-                                              bias, biases, bias_stride, upper, partials);
+                                              bias, biases, bias_stride, upper);
             } else {
                 bd_layer<THREADS>(layer, l, cur, next, stride, live, tile, dense, ell, group_starts, bias, biases,
                                   bias_stride, upper);
