@@ -15,6 +15,9 @@
 //! after each layer: twice the rows a tile where rows are wide (an uncompressed 16384-wide
 //! row is 64 KB a buffer). [`Placement::Global`]: both buffers in scratch (the "cut in
 //! global memory"), the only choice when not one row fits shared memory.
+//! [`Placement::Lanes`]: no tile but 32 rows a warp, a row a lane (`bd_chain_lanes`), for
+//! launch 1 where its rows are at most [`LANES_MAX_STRIDE`] floats and its layers ELL
+//! ([`lanes_fit`]); outside the model's bytes.
 //!
 //! **The model** (docs/blockdepend.md), per row and layer, the bytes moved through L2:
 //! shared: the layer's weights over the tile's rows (each tile reads the whole layer);

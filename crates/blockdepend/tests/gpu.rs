@@ -927,6 +927,21 @@ fn scaled_agrees_with_pairs(
     count(&scaled)
 }
 
+/// `p` with its input's values 1/2, 1 and 3/2 in turn (the same nonzeros): not binary, and
+/// small dyadic sums, exact in any order.
+fn in_halves(p: &Problem) -> Problem {
+    let t: Vec<(u32, u32, f32)> = p
+        .input
+        .triplets()
+        .enumerate()
+        .map(|(i, (r, c, _))| (r, c, (1 + i % 3) as f32 / 2.0))
+        .collect();
+    Problem {
+        input: Csr::from_triplets(p.input.nrows(), p.input.ncols(), &t).unwrap(),
+        ..p.clone()
+    }
+}
+
 /// Whether the run's layer 1 was read from scaled entries (`formats` in its details).
 fn first_layer_scaled(r: &GpuInference) -> bool {
     r.detail("formats")
@@ -982,15 +997,7 @@ fn scaled_ell_layers_agree_with_pairs_and_the_reference() {
     // Layer 1 scaled on input that is not binary (values 1/2, 1 and 3/2: the float sums
     // stay exact): x·float(m)·b added as floats, against the pairs bit for bit; the binary
     // runs above summed whole multiples as integers.
-    let mut halves = p.clone();
-    let (rows, cols) = (halves.input.nrows(), halves.input.ncols());
-    let t: Vec<(u32, u32, f32)> = halves
-        .input
-        .triplets()
-        .enumerate()
-        .map(|(i, (r, c, _))| (r, c, (1 + i % 3) as f32 / 2.0))
-        .collect();
-    halves.input = Csr::from_triplets(rows, cols, &t).unwrap();
+    let halves = in_halves(&p);
     for problem in [&p, &halves] {
         let run = run_variant(BlockDependOptions::default())(&gpu, problem).unwrap();
         assert!(first_layer_scaled(&run), "{:?}", run.detail("formats"));
@@ -1161,14 +1168,7 @@ fn narrow_networks_run_a_row_a_lane() {
         }
     }
     let p = spdnn_gputest::challenge_problem(1024, 24, rows, 5);
-    let mut halves = p.clone();
-    let t: Vec<(u32, u32, f32)> = halves
-        .input
-        .triplets()
-        .enumerate()
-        .map(|(i, (r, c, _))| (r, c, (1 + i % 3) as f32 / 2.0))
-        .collect();
-    halves.input = Csr::from_triplets(p.input.nrows(), p.input.ncols(), &t).unwrap();
+    let halves = in_halves(&p);
     for (name, problem) in [("binary", &p), ("halves", &halves)] {
         let lanes = run_with(BlockDependOptions::default())(&gpu, problem).unwrap();
         assert!(lanes_ran(&lanes, false), "{name}: {:?}", lanes.details);
