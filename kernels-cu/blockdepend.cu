@@ -289,24 +289,34 @@ __device__ __forceinline__ void bd_red_shared_add(unsigned int address, unsigned
     asm volatile("red.shared.add.u32 [%0], %1;\n" ::"r"(address), "r"(v) : "memory");
 }
 
-// A thread's place in the tile's rows during layer 1: the row of its last nonzero and where
-// the next row starts (tile.starts[row + 1], kept in a register: most nonzeros stay in the
-// row, and then the walk reads no shared memory; reading it at every nonzero was the most
-// stalled instruction of the official 1024's launch 1).
+// A thread's place in its rows during layer 1 (a tile's, or a lanes warp's): the row of its
+// last nonzero and where the next row starts (starts[row + 1], kept in a register: most
+// nonzeros stay in the row, and then the walk reads no shared memory; reading it at every
+// nonzero was the most stalled instruction of the official 1024's launch 1).
 struct BdRowWalk {
     unsigned int row;
     unsigned int end;
 };
 
-// The tile row holding the tile's nonzero `position`, walking forward from walk.row (a
-// thread's nonzeros come in increasing order, so its row persists across batches and
-// chunks). starts[n] = total > position: the walk stops at a row of the tile.
-__device__ __forceinline__ unsigned int bd_walk_to(const BdTile& tile, BdRowWalk& walk, unsigned int position) {
+// The row holding nonzero `position` of rows whose nonzeros start at starts[0], starts[1],
+// ..., walking forward from walk.row (a thread's nonzeros come in increasing order, so its
+// row persists across batches and chunks). starts[n] = total > position: the walk stops at
+// one of the n rows.
+__device__ __forceinline__ unsigned int bd_walk_to(const unsigned int* starts, BdRowWalk& walk,
+                                                   unsigned int position) {
     while (walk.end <= position) {
         ++walk.row;
-        walk.end = tile.starts[walk.row + 1];
+        walk.end = starts[walk.row + 1];
     }
     return walk.row;
+}
+
+// Layer 1's output from its accumulator v (with integer_sums, the bits of an integer sum of
+// whole multiples of w1_base, converted once; else the float sum) and its bias b: the tiles'
+// and the lanes' layer 1 round the same way.
+__device__ __forceinline__ float bd_first_output(float v, bool integer_sums, float w1_base, float b, float upper) {
+    const float sum = integer_sums ? (float)__float_as_int(v) * w1_base : v;
+    return spdnn_clamp_activation(sum + b, upper);
 }
 
 // Layer 1's scatter of staged nonzeros c0 .. c0+m-1 for scaled entries: every W1 weight is
@@ -344,7 +354,7 @@ __device__ __forceinline__ void bd_scatter_scaled(float* cur, unsigned int strid
                 if (!BINARY) {
                     x[u] = __uint_as_float(vals[j]);
                 }
-                at[u] = bd_walk_to(tile, walk, c0 + j) * stride;
+                at[u] = bd_walk_to(tile.starts, walk, c0 + j) * stride;
                 if (V == 2) {
                     const uint2 q = __ldg(w1_entries + k);
                     e[u][0] = q.x;
@@ -400,7 +410,7 @@ __device__ __forceinline__ void bd_scatter_pairs(float* cur, unsigned int stride
             if (j < m) {
                 k[u] = cols[j];
                 x[u] = x_binary ? 1.0f : __uint_as_float(vals[j]);
-                r[u] = bd_walk_to(tile, walk, c0 + j);
+                r[u] = bd_walk_to(tile.starts, walk, c0 + j);
             }
         }
         if (w1_ell > 0) {
@@ -535,8 +545,7 @@ __device__ __forceinline__ void bd_first_layer(float* cur, unsigned int* stage, 
 #pragma unroll
         for (unsigned int t = 0; t < 4; ++t) {
             const float b = biases != nullptr ? __ldg(biases + 4u * q + t) : bias;
-            const float sum = integer_sums ? (float)__float_as_int(v[t]) * w1_base : v[t];
-            v[t] = spdnn_clamp_activation(sum + b, upper);
+            v[t] = bd_first_output(v[t], integer_sums, w1_base, b, upper);
         }
         *at = make_float4(v[0], v[1], v[2], v[3]);
     });
@@ -1173,17 +1182,6 @@ __device__ __forceinline__ void bd_lane_range(float v, unsigned int c, unsigned 
     }
 }
 
-// The row holding the warp's nonzero j (row_end: where the row after `row` starts; starts:
-// the warp's 33 row starts), walking forward: a lane's nonzeros come in increasing order.
-__device__ __forceinline__ unsigned int bd_lanes_walk(const unsigned int* starts, unsigned int& row,
-                                                      unsigned int& row_end, unsigned int j) {
-    while (row_end <= j) {
-        ++row;
-        row_end = starts[row + 1];
-    }
-    return row;
-}
-
 // Layer 1's scatter of the warp's nonzeros 0..total-1 (columns cols, values vals) for scaled
 // entries, V (2 or 4) a nonzero, into the warp's buffer at window address buffer: binary
 // inputs add whole multiples as integers (bd_first_layer converts them), others
@@ -1197,8 +1195,7 @@ __device__ __forceinline__ void bd_lanes_scatter_scaled(unsigned int buffer, con
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int index_mask = (1u << w1_bits) - 1u;
     constexpr unsigned int step = BD_SCATTER_BATCH * SPDNN_WARP_SIZE;
-    unsigned int row = 0;
-    unsigned int row_end = starts[1];
+    BdRowWalk walk{0u, starts[1]};
     // A batch's columns (and values) are loaded a batch ahead: the input streams from DRAM,
     // and each warp's chain of batches waited on one round trip each (one H100, 2026-11-28,
     // call 2). A nonzero past the end reads the last one again and adds nothing.
@@ -1224,7 +1221,7 @@ __device__ __forceinline__ void bd_lanes_scatter_scaled(unsigned int buffer, con
         unsigned int at[BD_SCATTER_BATCH];
 #pragma unroll
         for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
-            at[u] = buffer + 4u * bd_lanes_walk(starts, row, row_end, min(j0 + u * SPDNN_WARP_SIZE, total - 1u));
+            at[u] = buffer + 4u * bd_walk_to(starts, walk, min(j0 + u * SPDNN_WARP_SIZE, total - 1u));
         }
         unsigned int e[BD_SCATTER_BATCH][V];
 #pragma unroll
@@ -1268,12 +1265,11 @@ __device__ __forceinline__ void bd_lanes_scatter_pairs(unsigned int buffer, cons
                                                        const unsigned int* __restrict__ w1_offsets,
                                                        const uint2* __restrict__ w1_entries, unsigned int w1_ell) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
-    unsigned int row = 0;
-    unsigned int row_end = starts[1];
+    BdRowWalk walk{0u, starts[1]};
     for (unsigned int j = lane; j < total; j += SPDNN_WARP_SIZE) {
         const unsigned int k = __ldg(cols + j);
         const float x = x_binary ? 1.0f : __ldg(vals + j);
-        const unsigned int at = buffer + 4u * bd_lanes_walk(starts, row, row_end, j);
+        const unsigned int at = buffer + 4u * bd_walk_to(starts, walk, j);
         const unsigned int first_entry = w1_ell > 0u ? k * w1_ell : __ldg(w1_offsets + k);
         const unsigned int stop = w1_ell > 0u ? first_entry + w1_ell : __ldg(w1_offsets + k + 1);
         for (unsigned int i = first_entry; i < stop; ++i) {
@@ -1331,8 +1327,7 @@ __device__ __forceinline__ void bd_lanes_first_layer(
     for (unsigned int c = 0; c < padded; ++c) {
         const float v = bd_lds(mine + 4u * BD_LANE_PITCH * c);
         const float b = biases != nullptr ? __ldg(biases + c) : bias;
-        const float sum = integer_sums ? (float)__float_as_int(v) * w1_base : v;
-        const float y = spdnn_clamp_activation(sum + b, upper);
+        const float y = bd_first_output(v, integer_sums, w1_base, b, upper);
         bd_sts(mine + 4u * BD_LANE_PITCH * c, y);
         bd_lane_range(y, c, width, largest, least);
     }
