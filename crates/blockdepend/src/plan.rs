@@ -95,12 +95,18 @@ pub fn lanes_fit(
     stride: usize,
     limits: &Limits,
 ) -> bool {
-    let bytes = 4 * (LANES_THREADS / WARP) * stride * LANE_PITCH;
+    let bytes = 4 * lanes_block_floats(stride);
     stride <= LANES_MAX_STRIDE
         && layout.layers[first..end]
             .iter()
             .all(|l| l.format != Format::Dense)
         && bytes + limits.static_shared <= limits.shared_per_block
+}
+
+/// Floats of a lanes block's shared memory for rows of `stride` floats: a buffer a warp,
+/// [`LANE_PITCH`] floats a column.
+pub fn lanes_block_floats(stride: usize) -> usize {
+    (LANES_THREADS / WARP) * stride * LANE_PITCH
 }
 
 /// Where a segment keeps its tiles.
@@ -432,7 +438,7 @@ impl Segment {
     /// warp of [`LANE_PITCH`] floats a column).
     pub fn tile_floats(&self) -> usize {
         match self.placement {
-            Placement::Lanes => (self.tile / WARP) * self.stride * LANE_PITCH,
+            Placement::Lanes => lanes_block_floats(self.stride),
             _ => 2 * self.tile * self.stride,
         }
     }
