@@ -123,8 +123,9 @@ struct BdLayer {
 // took 78 with all three ELL forms compiled in, 64 with one (NVRTC 13.0, sm_90).
 #define BD_RUNS(f) (((BD_FORMATS) >> (f)) & 1u)
 
-__device__ __forceinline__ BdLayer bd_layer_at(const unsigned int* __restrict__ desc, unsigned int l) {
-    const unsigned int* d = desc + (unsigned long long)l * BD_DESC_WORDS;
+// A layer's descriptor from its BD_DESC_WORDS words d (in global memory, or staged in a tile's
+// shared memory: bd_stage_layer).
+__device__ __forceinline__ BdLayer bd_layer_from(const unsigned int* __restrict__ d) {
     BdLayer layer;
     layer.format = d[0];
     layer.in_width = d[1];
@@ -133,6 +134,10 @@ __device__ __forceinline__ BdLayer bd_layer_at(const unsigned int* __restrict__ 
     layer.offset = (unsigned long long)d[4] | ((unsigned long long)d[5] << 32);
     layer.group_table = d[6];
     return layer;
+}
+
+__device__ __forceinline__ BdLayer bd_layer_at(const unsigned int* __restrict__ desc, unsigned int l) {
+    return bd_layer_from(desc + (unsigned long long)l * BD_DESC_WORDS);
 }
 
 // One ELL entry as the (input, weight) it multiplies with: a stored pair as it is; a scaled
@@ -166,6 +171,13 @@ __device__ __forceinline__ const E* bd_ell_first(const BdLayer& layer, const uin
 
 // The tile's bookkeeping: the batch row of each slot, the live slots in order, the input
 // rows' starts (layer 1), per live position whether the row stays, and three words.
+// A layer's data staged in a tile's shared memory (bd_stage_layer): shared-window byte
+// addresses of its dense weights and of its biases, 0 where they are read from global memory.
+struct BdStage {
+    unsigned int weights;
+    unsigned int biases;
+};
+
 struct BdTile {
     unsigned int ids[BD_MAX_TILE];
     unsigned int live[BD_MAX_TILE];
@@ -174,6 +186,8 @@ struct BdTile {
     unsigned int live_count;
     unsigned int base;
     unsigned int append;
+    // Where layer l's stage lies, at l % 2 (carried launches in shared tiles: bd_stage_layer).
+    BdStage stages[2];
 };
 
 __device__ __forceinline__ unsigned int bd_round32(unsigned int n) {
@@ -257,6 +271,62 @@ __device__ __forceinline__ void bd_stage_wait() {
         asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
     }
 #endif
+}
+
+// Where bd_stage_layer puts n words copied from src: at word `used` or just past it, at src's
+// offset past a 16-byte boundary (slot starts on one), so that bd_stage_words copies 16 bytes
+// at a time.
+__device__ __forceinline__ unsigned int bd_stage_place(unsigned int used, const void* src) {
+    return used + ((bd_words_past16(src) - used) & 3u);
+}
+
+// Where a slot holds the descriptor it stages: at desc's offset past a 16-byte boundary (every
+// layer's is the same, BD_DESC_WORDS words apart).
+__device__ __forceinline__ unsigned int* bd_staged_desc(unsigned int* slot, const unsigned int* desc) {
+    return slot + bd_words_past16(desc);
+}
+
+// Issues (cp.async, one group) the copies of layer m's stage into slot (capacity words, on a
+// 16-byte boundary): the descriptor of layer m + 1 first (when m + 1 < end), layer m's
+// per-neuron biases (bias_stride words, the padding's zeros included) and its dense weights
+// (⌈in/4⌉·4 rows of dense_stride floats) where they fit; `where` (thread 0 writes it) says
+// where they will be once waited for (bd_stage_wait, then a block barrier). The tail launches' tiles hold a few rows
+// and leave most of their buffers free, and each layer waited on its descriptor, its weights
+// (four L2 round trips at 64 inputs) and its biases one after another: ~5000 cycles a layer
+// of which ~700 were the sums (the official 1024's launch 4, 2026-11-28b call 1).
+template <unsigned int THREADS>
+__device__ __forceinline__ void bd_stage_layer(unsigned int* slot, unsigned int capacity, const BdLayer& layer,
+                                               unsigned int m, unsigned int end, const unsigned int* __restrict__ desc,
+                                               const float* __restrict__ dense, const float* __restrict__ biases,
+                                               unsigned int bias_stride, BdStage& where) {
+    BdStage stage = {0u, 0u};
+    if (m + 1u < end) {
+        bd_stage_words<THREADS, true>(bd_staged_desc(slot, desc),
+                                      desc + (unsigned long long)(m + 1u) * BD_DESC_WORDS, BD_DESC_WORDS);
+    }
+    unsigned int used = bd_stage_place(0u, desc) + BD_DESC_WORDS;
+    if (bias_stride != 0u) {
+        const unsigned int* from = reinterpret_cast<const unsigned int*>(biases + (unsigned long long)m * bias_stride);
+        used = bd_stage_place(used, from);
+        if (used + bias_stride <= capacity) {
+            bd_stage_words<THREADS, true>(slot + used, from, bias_stride);
+            stage.biases = (unsigned int)__cvta_generic_to_shared(slot + used);
+            used += bias_stride;
+        }
+    }
+    if (BD_RUNS(BD_FORMAT_DENSE) && layer.format == BD_FORMAT_DENSE) {
+        const unsigned int* from = reinterpret_cast<const unsigned int*>(dense + layer.offset);
+        const unsigned int words = ((layer.in_width + 3u) & ~3u) * layer.dense_stride;
+        used = bd_stage_place(used, from);
+        if (used + words <= capacity) {
+            bd_stage_words<THREADS, true>(slot + used, from, words);
+            stage.weights = (unsigned int)__cvta_generic_to_shared(slot + used);
+        }
+    }
+    bd_stage_commit<true>();
+    if (threadIdx.x == 0) {
+        where = stage;
+    }
 }
 
 // Runs f(r, q) for float4 q of rows r < n, quads float4s a row, each thread taking every
@@ -768,6 +838,31 @@ __device__ __forceinline__ float bd_lds(unsigned int address) {
     return v;
 }
 
+// bd_dense_sums<R, false> with the weights staged in shared memory (bd_stage_layer): w, the
+// shared-window byte address of this lane's column's first weight; step, the bytes between
+// inputs. The same products in the same order: the same sums bit for bit.
+template <unsigned int R>
+__device__ __forceinline__ void bd_dense_sums_staged(float (&acc)[R], const unsigned int (&at)[R], const float* cur,
+                                                     unsigned int w, unsigned int step, unsigned int in_width) {
+    const unsigned int inputs = (in_width + 3u) & ~3u;
+#pragma unroll 4
+    for (unsigned int k = 0; k < inputs; k += 4) {
+        const unsigned int wk = w + k * step;
+        const float w0 = bd_lds(wk);
+        const float w1 = bd_lds(wk + step);
+        const float w2 = bd_lds(wk + 2u * step);
+        const float w3 = bd_lds(wk + 3u * step);
+#pragma unroll
+        for (unsigned int r = 0; r < R; ++r) {
+            const float4 y = *reinterpret_cast<const float4*>(cur + at[r] + k);
+            acc[r] = fmaf(y.x, w0, acc[r]);
+            acc[r] = fmaf(y.y, w1, acc[r]);
+            acc[r] = fmaf(y.z, w2, acc[r]);
+            acc[r] = fmaf(y.w, w3, acc[r]);
+        }
+    }
+}
+
 // One work item of an exact layer: 32 outputs (group g, lane's column c) of exactly R live
 // rows (live positions first_row .. first_row + R - 1), R known at compile time, so no
 // instruction is issued for a row the item does not have (the predicated items issue all
@@ -781,7 +876,7 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
                                         const BdTile& tile, const float* __restrict__ dense,
                                         const uint2* __restrict__ ell, const unsigned int* __restrict__ group_starts,
                                         float bias, const float* __restrict__ biases, unsigned int bias_stride,
-                                        float upper) {
+                                        float upper, const BdStage& stage) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     float acc[R];
 #pragma unroll
@@ -794,7 +889,11 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
         for (unsigned int r = 0; r < R; ++r) {
             at[r] = tile.live[first_row + r] * stride;
         }
-        bd_dense_sums<R, false>(acc, at, R, cur, dense + layer.offset + c, layer);
+        if (stage.weights != 0u) {
+            bd_dense_sums_staged<R>(acc, at, cur, stage.weights + c * 4u, layer.dense_stride * 4u, layer.in_width);
+        } else {
+            bd_dense_sums<R, false>(acc, at, R, cur, dense + layer.offset + c, layer);
+        }
     } else {
         const unsigned int s0 = group_starts[layer.group_table + g];
         const unsigned int s1 = group_starts[layer.group_table + g + 1];
@@ -819,7 +918,9 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
     }
     // As in bd_layer: the bias after the sums; the rows' offsets read again (not live
     // across the sums).
-    const float b = bias_stride != 0u ? __ldg(biases + (unsigned long long)l * bias_stride + c) : bias;
+    const float b = stage.biases != 0u   ? bd_lds(stage.biases + c * 4u)
+                    : bias_stride != 0u ? __ldg(biases + (unsigned long long)l * bias_stride + c)
+                                        : bias;
 #pragma unroll
     for (unsigned int r = 0; r < R; ++r) {
         next[tile.live[first_row + r] * stride + c] = spdnn_clamp_activation(acc[r] + b, upper);
@@ -835,13 +936,13 @@ __device__ __forceinline__ void bd_item_rows(unsigned int rows, const BdLayer& l
                                              const uint2* __restrict__ ell,
                                              const unsigned int* __restrict__ group_starts, float bias,
                                              const float* __restrict__ biases, unsigned int bias_stride,
-                                             float upper) {
+                                             float upper, const BdStage& stage) {
     if (rows == R) {
         bd_item<R>(layer, l, g, c, first_row, cur, next, stride, tile, dense, ell, group_starts, bias, biases,
-                   bias_stride, upper);
+                   bias_stride, upper, stage);
     } else if constexpr (R > 1) {
         bd_item_rows<R - 1>(rows, layer, l, g, c, first_row, cur, next, stride, tile, dense, ell, group_starts,
-                            bias, biases, bias_stride, upper);
+                            bias, biases, bias_stride, upper, stage);
     }
 }
 
@@ -853,11 +954,12 @@ __device__ __forceinline__ void bd_layer_exact(const BdLayer& layer, unsigned in
                                                const float* __restrict__ dense, const uint2* __restrict__ ell,
                                                const unsigned int* __restrict__ group_starts, float bias,
                                                const float* __restrict__ biases, unsigned int bias_stride,
-                                               float upper) {
+                                               float upper, bool staged) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     bd_for_items<THREADS>(layer, live, [&](unsigned int g, unsigned int first_row, unsigned int rows) {
+        const BdStage stage = staged ? tile.stages[l % 2u] : BdStage{0u, 0u};
         bd_item_rows<BD_ROWS>(rows, layer, l, g, g * 32u + lane, first_row, cur, next, stride, tile, dense, ell,
-                              group_starts, bias, biases, bias_stride, upper);
+                              group_starts, bias, biases, bias_stride, upper, stage);
     });
 }
 
@@ -1057,6 +1159,16 @@ __device__ __forceinline__ void bd_chain(
         (unsigned int)min((unsigned long long)tile_max, max(1ull, (count + spread - 1) / spread));
     const BdLayer first_layer = bd_layer_at(desc, 0);
     const unsigned int out_width = bd_layer_at(desc, end - 1).out_width;
+    // Carried launches in shared tiles stage each layer one ahead (bd_stage_layer) in the rows
+    // their tiles leave free: slot s (layer l's is l % 2) past rows_per_tile rows of buffer s.
+    // Only the narrow instance of modules that run dense layers: the wide one took 8 bytes of
+    // spills with it, and the others' layers have no dense weights to stage.
+    constexpr bool can_stage = PLACE == BD_PLACE_SHARED && THREADS == BD_THREADS && BD_RUNS(BD_FORMAT_DENSE);
+    const unsigned int slot_capacity = (tile_max - rows_per_tile) * stride;
+    const bool staged = can_stage && first != 0u && slot_capacity >= BD_DESC_WORDS + 3u;
+    const auto slot = [&](unsigned int l) {
+        return reinterpret_cast<unsigned int*>((l % 2u == 0u ? buffer0 : buffer1) + rows_per_tile * stride);
+    };
 
     for (;;) {
         if (threadIdx.x == 0) {
@@ -1079,6 +1191,11 @@ __device__ __forceinline__ void bd_chain(
                 bias_stride != 0u ? biases : nullptr, upper, tile);
             done = 1;
         } else {
+            // The tile's first layer, staged while its rows load.
+            if (staged) {
+                bd_stage_layer<THREADS>(slot(first), slot_capacity, bd_layer_at(desc, first), first, end, desc,
+                                        dense, biases, bias_stride, tile.stages[first % 2u]);
+            }
             bd_load_carried<THREADS>(cur, stride, base, n, carry_in_ids, carry_in_vals, carry_in_stride, tile);
             done = first;
         }
@@ -1097,17 +1214,31 @@ __device__ __forceinline__ void bd_chain(
             if (live == 0) {
                 break;
             }
-            const BdLayer layer = bd_layer_at(desc, l);
+            if (staged) {
+                // Layer l's stage (and layer l + 1's descriptor) in.
+                bd_stage_wait<true, 0>();
+                __syncthreads();
+            }
+            // A staged layer's descriptor came with the layer before (the tile's first: from
+            // global memory).
+            const BdLayer layer =
+                staged && l != done ? bd_layer_from(bd_staged_desc(slot(l - 1u), desc)) : bd_layer_at(desc, l);
             // Tiles in global memory keep the predicated items: their tiles hold 32 rows (full
             // items), and the exact instances took bd_chain_global from 64 to 128 registers.
             if (PLACE != BD_PLACE_GLOBAL && exact_items != 0u) {
                 bd_layer_exact<THREADS>(layer, l, cur, next, stride, live, tile, dense, ell, group_starts,
-                                              bias, biases, bias_stride, upper);
+                                              bias, biases, bias_stride, upper, staged);
             } else {
                 bd_layer<THREADS>(layer, l, cur, next, stride, live, tile, dense, ell, group_starts, bias, biases,
                                   bias_stride, upper);
             }
             __syncthreads();
+            if (staged && l + 1u < end) {
+                // Layer l + 1's stage, into the slot layer l - 1's held, while layer l's rows
+                // are checked.
+                bd_stage_layer<THREADS>(slot(l + 1u), slot_capacity, bd_layer_from(bd_staged_desc(slot(l), desc)), l + 1u,
+                                        end, desc, dense, biases, bias_stride, tile.stages[(l + 1u) % 2u]);
+            }
             if (PLACE == BD_PLACE_SPLIT) {
                 bd_copy_back<THREADS>(cur, next, stride, bd_round32(layer.out_width), tile);
                 __syncthreads();
@@ -1117,6 +1248,10 @@ __device__ __forceinline__ void bd_chain(
                 next = swap;
             }
             bd_retire<THREADS>(tile, cur, stride, layer.out_width, l + 1, suffix_start, upper, state);
+        }
+        // No copy may still be landing in a slot when the next tile stages into it.
+        if (staged) {
+            bd_stage_wait<true, 0>();
         }
         bd_finish_tile<THREADS>(tile, cur, stride, carry_out_ids, carry_out_vals, carry_out_count, carry_out_stride,
                                 state, out, out_width);
@@ -1720,7 +1855,7 @@ __device__ __forceinline__ void bd_spread(BdTile& tile, BD_CHAIN_PARAMS, float* 
                 const unsigned int first_row = (i / width) * BD_SPREAD_ITEM_ROWS;
                 bd_item_rows<BD_SPREAD_ITEM_ROWS>(min(BD_SPREAD_ITEM_ROWS, n - first_row), layer, l, g, g * 32u + lane,
                                       first_row, cur, next, stride, tile, dense, ell, group_starts, bias, biases,
-                                      bias_stride, upper);
+                                      bias_stride, upper, BdStage{0u, 0u});
             }
             __syncthreads();
             // The slice of each output row to global memory, and its flags.
