@@ -273,60 +273,110 @@ __device__ __forceinline__ void bd_stage_wait() {
 #endif
 }
 
-// Where bd_stage_layer puts n words copied from src: at word `used` or just past it, at src's
-// offset past a 16-byte boundary (slot starts on one), so that bd_stage_words copies 16 bytes
-// at a time.
-__device__ __forceinline__ unsigned int bd_stage_place(unsigned int used, const void* src) {
-    return used + ((bd_words_past16(src) - used) & 3u);
+// Whether tail layers are staged with bulk copies (sm_90 and later: one thread issues a
+// layer's copies, an mbarrier counts their bytes).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define BD_HAS_BULK 1
+#else
+#define BD_HAS_BULK 0
+#endif
+
+// The mbarrier at shared-window address bar, for one arrival a phase (bd_stage_layer's).
+__device__ __forceinline__ void bd_bar_init(unsigned int bar) {
+#if BD_HAS_BULK
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
+#endif
 }
 
-// Where a slot holds the descriptor it stages: at desc's offset past a 16-byte boundary (every
-// layer's is the same, BD_DESC_WORDS words apart).
-__device__ __forceinline__ unsigned int* bd_staged_desc(unsigned int* slot, const unsigned int* desc) {
-    return slot + bd_words_past16(desc);
+// Waits until bar's phase of the given parity has completed (every byte it expected landed).
+__device__ __forceinline__ void bd_bar_wait(unsigned int bar, unsigned int parity) {
+#if BD_HAS_BULK
+    unsigned int complete;
+    do {
+        asm volatile(
+            "{\n"
+            ".reg .pred complete;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 complete, [%1], %2;\n"
+            "selp.u32 %0, 1, 0, complete;\n"
+            "}\n"
+            : "=r"(complete)
+            : "r"(bar), "r"(parity)
+            : "memory");
+    } while (complete == 0u);
+#endif
 }
 
-// Issues (cp.async, one group) the copies of layer m's stage into slot (capacity words, on a
-// 16-byte boundary): the descriptor of layer m + 1 first (when m + 1 < end), layer m's
-// per-neuron biases (bias_stride words, the padding's zeros included) and its dense weights
-// (⌈in/4⌉·4 rows of dense_stride floats) where they fit; `where` (thread 0 writes it) says
-// where they will be once waited for (bd_stage_wait, then a block barrier). The tail launches' tiles hold a few rows
-// and leave most of their buffers free, and each layer waited on its descriptor, its weights
-// (four L2 round trips at 64 inputs) and its biases one after another: ~5000 cycles a layer
-// of which ~700 were the sums (the official 1024's launch 4, 2026-11-28b call 1).
-template <unsigned int THREADS>
+// Whether a bulk copy may read from p (16-byte aligned).
+__device__ __forceinline__ bool bd_bulk_aligned(const void* p) {
+    return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0ull;
+}
+
+// A stage slot's words: the mbarrier that counts its copies' bytes (8 bytes, then 8 unused),
+// the descriptor of the layer after its own, then its layer's biases and weights.
+#define BD_SLOT_DESC 4u
+#define BD_SLOT_DATA (BD_SLOT_DESC + BD_DESC_WORDS)
+
+// Thread 0 issues the bulk copies of layer m's stage into slot (capacity words, on a 16-byte
+// boundary), counted by the slot's mbarrier (bar, its shared-window address): the descriptor
+// of layer m + 1 at word BD_SLOT_DESC (when m + 1 < end; desc is 16-byte aligned, the caller
+// checked), layer m's per-neuron biases
+// (bias_stride words, the padding's zeros included) and its dense weights (⌈in/4⌉·4 rows of
+// dense_stride floats) where they fit and are aligned; `where` says where they will be once
+// bar's phase completes. The tail launches' tiles hold a few rows and leave most of their
+// buffers free, and each tail layer waited on its descriptor, its weights (four L2 round trips
+// at 64 inputs) and its biases one after another (2026-11-28b call 1). With cp.async (every
+// thread a few 16-byte copies) issuing a 64 x 64 layer's stage took a 1-row tile's thread 0
+// ~1100 cycles and the staged tail was no faster (calls 2-4); one thread's bulk copies are a
+// few instructions.
 __device__ __forceinline__ void bd_stage_layer(unsigned int* slot, unsigned int capacity, const BdLayer& layer,
                                                unsigned int m, unsigned int end, const unsigned int* __restrict__ desc,
                                                const float* __restrict__ dense, const float* __restrict__ biases,
-                                               unsigned int bias_stride, BdStage& where) {
+                                               unsigned int bias_stride, unsigned int bar, BdStage& where) {
+#if BD_HAS_BULK
+    const unsigned int base = (unsigned int)__cvta_generic_to_shared(slot);
     BdStage stage = {0u, 0u};
-    if (m + 1u < end) {
-        bd_stage_words<THREADS, true>(bd_staged_desc(slot, desc),
-                                      desc + (unsigned long long)(m + 1u) * BD_DESC_WORDS, BD_DESC_WORDS);
+    unsigned int bytes = 0u;
+    unsigned int used = BD_SLOT_DATA;
+    const bool has_next = m + 1u < end;
+    const float* bias_from = biases + (unsigned long long)m * bias_stride;
+    if (bias_stride != 0u && used + bias_stride <= capacity && bd_bulk_aligned(bias_from)) {
+        stage.biases = base + 4u * used;
+        used += bias_stride;
+        bytes += 4u * bias_stride;
     }
-    unsigned int used = bd_stage_place(0u, desc) + BD_DESC_WORDS;
-    if (bias_stride != 0u) {
-        const unsigned int* from = reinterpret_cast<const unsigned int*>(biases + (unsigned long long)m * bias_stride);
-        used = bd_stage_place(used, from);
-        if (used + bias_stride <= capacity) {
-            bd_stage_words<THREADS, true>(slot + used, from, bias_stride);
-            stage.biases = (unsigned int)__cvta_generic_to_shared(slot + used);
-            used += bias_stride;
-        }
+    const float* weights_from = dense + layer.offset;
+    const unsigned int weight_words = ((layer.in_width + 3u) & ~3u) * layer.dense_stride;
+    if (BD_RUNS(BD_FORMAT_DENSE) && layer.format == BD_FORMAT_DENSE && used + weight_words <= capacity &&
+        bd_bulk_aligned(weights_from) && weight_words % 4u == 0u) {
+        stage.weights = base + 4u * used;
+        bytes += 4u * weight_words;
     }
-    if (BD_RUNS(BD_FORMAT_DENSE) && layer.format == BD_FORMAT_DENSE) {
-        const unsigned int* from = reinterpret_cast<const unsigned int*>(dense + layer.offset);
-        const unsigned int words = ((layer.in_width + 3u) & ~3u) * layer.dense_stride;
-        used = bd_stage_place(used, from);
-        if (used + words <= capacity) {
-            bd_stage_words<THREADS, true>(slot + used, from, words);
-            stage.weights = (unsigned int)__cvta_generic_to_shared(slot + used);
-        }
+    if (has_next) {
+        bytes += 4u * BD_DESC_WORDS;
     }
-    bd_stage_commit<true>();
-    if (threadIdx.x == 0) {
-        where = stage;
+    if (threadIdx.x != 0) {
+        return;
     }
+    // The slot's last reads (generic proxy) come before these writes (async proxy).
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+    const auto copy = [&](unsigned int to, const void* from, unsigned int n) {
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                         to),
+                     "l"(from), "r"(n), "r"(bar)
+                     : "memory");
+    };
+    if (has_next) {
+        copy(base + 4u * BD_SLOT_DESC, desc + (unsigned long long)(m + 1u) * BD_DESC_WORDS, 4u * BD_DESC_WORDS);
+    }
+    if (stage.biases != 0u) {
+        copy(stage.biases, bias_from, 4u * bias_stride);
+    }
+    if (stage.weights != 0u) {
+        copy(stage.weights, weights_from, 4u * weight_words);
+    }
+    where = stage;
+#endif
 }
 
 // Runs f(r, q) for float4 q of rows r < n, quads float4s a row, each thread taking every
@@ -1163,11 +1213,19 @@ __device__ __forceinline__ void bd_chain(
     // their tiles leave free: slot s (layer l's is l % 2) past rows_per_tile rows of buffer s.
     // Only the narrow instance of modules that run dense layers: the wide one took 8 bytes of
     // spills with it, and the others' layers have no dense weights to stage.
-    constexpr bool can_stage = PLACE == BD_PLACE_SHARED && THREADS == BD_THREADS && BD_RUNS(BD_FORMAT_DENSE);
+    constexpr bool can_stage =
+        BD_HAS_BULK && PLACE == BD_PLACE_SHARED && THREADS == BD_THREADS && BD_RUNS(BD_FORMAT_DENSE);
     const unsigned int slot_capacity = (tile_max - rows_per_tile) * stride;
-    const bool staged = can_stage && first != 0u && slot_capacity >= BD_DESC_WORDS + 3u;
+    const bool staged = can_stage && first != 0u && slot_capacity >= BD_SLOT_DATA && bd_bulk_aligned(desc);
     const auto slot = [&](unsigned int l) {
         return reinterpret_cast<unsigned int*>((l % 2u == 0u ? buffer0 : buffer1) + rows_per_tile * stride);
+    };
+    const auto bar = [&](unsigned int l) { return (unsigned int)__cvta_generic_to_shared(slot(l)); };
+    // Each tile sets its two mbarriers up again, so layer l's stage is phase (l - first) / 2
+    // of slot l % 2's. Every stage issued is waited for: at its layer, or where the tile's rows
+    // ran out.
+    const auto stage_wait = [&](unsigned int l) {
+        bd_bar_wait(bar(l), ((l - first) >> 1) & 1u);
     };
 
     for (;;) {
@@ -1193,8 +1251,13 @@ __device__ __forceinline__ void bd_chain(
         } else {
             // The tile's first layer, staged while its rows load.
             if (staged) {
-                bd_stage_layer<THREADS>(slot(first), slot_capacity, bd_layer_at(desc, first), first, end, desc,
-                                        dense, biases, bias_stride, tile.stages[first % 2u]);
+                if (threadIdx.x == 0) {
+                    bd_bar_init(bar(0));
+                    bd_bar_init(bar(1));
+                    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                }
+                bd_stage_layer(slot(first), slot_capacity, bd_layer_at(desc, first), first, end, desc, dense, biases,
+                               bias_stride, bar(first), tile.stages[first % 2u]);
             }
             bd_load_carried<THREADS>(cur, stride, base, n, carry_in_ids, carry_in_vals, carry_in_stride, tile);
             done = first;
@@ -1212,17 +1275,21 @@ __device__ __forceinline__ void bd_chain(
         for (unsigned int l = done; l < end; ++l) {
             const unsigned int live = tile.live_count;
             if (live == 0) {
+                if (staged) {
+                    // Layer l's stage is in flight: nothing may land in its slot after the
+                    // next tile stages there.
+                    stage_wait(l);
+                }
                 break;
             }
             if (staged) {
                 // Layer l's stage (and layer l + 1's descriptor) in.
-                bd_stage_wait<true, 0>();
-                __syncthreads();
+                stage_wait(l);
             }
             // A staged layer's descriptor came with the layer before (the tile's first: from
             // global memory).
             const BdLayer layer =
-                staged && l != done ? bd_layer_from(bd_staged_desc(slot(l - 1u), desc)) : bd_layer_at(desc, l);
+                staged && l != done ? bd_layer_from(slot(l - 1u) + BD_SLOT_DESC) : bd_layer_at(desc, l);
             // Tiles in global memory keep the predicated items: their tiles hold 32 rows (full
             // items), and the exact instances took bd_chain_global from 64 to 128 registers.
             if (PLACE != BD_PLACE_GLOBAL && exact_items != 0u) {
@@ -1236,8 +1303,8 @@ __device__ __forceinline__ void bd_chain(
             if (staged && l + 1u < end) {
                 // Layer l + 1's stage, into the slot layer l - 1's held, while layer l's rows
                 // are checked.
-                bd_stage_layer<THREADS>(slot(l + 1u), slot_capacity, bd_layer_from(bd_staged_desc(slot(l), desc)), l + 1u,
-                                        end, desc, dense, biases, bias_stride, tile.stages[(l + 1u) % 2u]);
+                bd_stage_layer(slot(l + 1u), slot_capacity, bd_layer_from(slot(l) + BD_SLOT_DESC), l + 1u, end, desc, dense, biases,
+                               bias_stride, bar(l + 1u), tile.stages[(l + 1u) % 2u]);
             }
             if (PLACE == BD_PLACE_SPLIT) {
                 bd_copy_back<THREADS>(cur, next, stride, bd_round32(layer.out_width), tile);
@@ -1249,10 +1316,7 @@ __device__ __forceinline__ void bd_chain(
             }
             bd_retire<THREADS>(tile, cur, stride, layer.out_width, l + 1, suffix_start, upper, state);
         }
-        // No copy may still be landing in a slot when the next tile stages into it.
-        if (staged) {
-            bd_stage_wait<true, 0>();
-        }
+
         bd_finish_tile<THREADS>(tile, cur, stride, carry_out_ids, carry_out_vals, carry_out_count, carry_out_stride,
                                 state, out, out_width);
     }
