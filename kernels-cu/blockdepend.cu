@@ -1209,14 +1209,18 @@ __device__ __forceinline__ void bd_chain(
         (unsigned int)min((unsigned long long)tile_max, max(1ull, (count + spread - 1) / spread));
     const BdLayer first_layer = bd_layer_at(desc, 0);
     const unsigned int out_width = bd_layer_at(desc, end - 1).out_width;
-    // Carried launches in shared tiles stage each layer one ahead (bd_stage_layer) in the rows
-    // their tiles leave free: slot s (layer l's is l % 2) past rows_per_tile rows of buffer s.
-    // Only the narrow instance of modules that run dense layers: the wide one took 8 bytes of
-    // spills with it, and the others' layers have no dense weights to stage.
+    // Carried launches in shared tiles of at most BD_ROWS rows (one row group: a layer is a
+    // chain of round trips) stage each layer one ahead (bd_stage_layer) in the rows their
+    // tiles leave free: slot s (layer l's is l % 2) past rows_per_tile rows of buffer s. Only
+    // the narrow instance of modules that run dense layers: the wide one took 8 bytes of
+    // spills with it, and the others' layers have no dense weights to stage. The official
+    // 1024's launch 2 (31-row tiles, four items a warp that overlap their loads) was ~3 us
+    // slower staged (2026-11-28b call 5), launch 4 (1-row tiles) ~4 us faster.
     constexpr bool can_stage =
         BD_HAS_BULK && PLACE == BD_PLACE_SHARED && THREADS == BD_THREADS && BD_RUNS(BD_FORMAT_DENSE);
     const unsigned int slot_capacity = (tile_max - rows_per_tile) * stride;
-    const bool staged = can_stage && first != 0u && slot_capacity >= BD_SLOT_DATA && bd_bulk_aligned(desc);
+    const bool staged = can_stage && first != 0u && rows_per_tile <= BD_ROWS && slot_capacity >= BD_SLOT_DATA &&
+                        bd_bulk_aligned(desc);
     const auto slot = [&](unsigned int l) {
         return reinterpret_cast<unsigned int*>((l % 2u == 0u ? buffer0 : buffer1) + rows_per_tile * stride);
     };
