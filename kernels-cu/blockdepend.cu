@@ -123,9 +123,8 @@ struct BdLayer {
 // took 78 with all three ELL forms compiled in, 64 with one (NVRTC 13.0, sm_90).
 #define BD_RUNS(f) (((BD_FORMATS) >> (f)) & 1u)
 
-// A layer's descriptor from its BD_DESC_WORDS words d (in global memory, or staged in a tile's
-// shared memory: bd_stage_layer).
-__device__ __forceinline__ BdLayer bd_layer_from(const unsigned int* __restrict__ d) {
+__device__ __forceinline__ BdLayer bd_layer_at(const unsigned int* __restrict__ desc, unsigned int l) {
+    const unsigned int* d = desc + (unsigned long long)l * BD_DESC_WORDS;
     BdLayer layer;
     layer.format = d[0];
     layer.in_width = d[1];
@@ -134,10 +133,6 @@ __device__ __forceinline__ BdLayer bd_layer_from(const unsigned int* __restrict_
     layer.offset = (unsigned long long)d[4] | ((unsigned long long)d[5] << 32);
     layer.group_table = d[6];
     return layer;
-}
-
-__device__ __forceinline__ BdLayer bd_layer_at(const unsigned int* __restrict__ desc, unsigned int l) {
-    return bd_layer_from(desc + (unsigned long long)l * BD_DESC_WORDS);
 }
 
 // One ELL entry as the (input, weight) it multiplies with: a stored pair as it is; a scaled
@@ -171,13 +166,6 @@ __device__ __forceinline__ const E* bd_ell_first(const BdLayer& layer, const uin
 
 // The tile's bookkeeping: the batch row of each slot, the live slots in order, the input
 // rows' starts (layer 1), per live position whether the row stays, and three words.
-// A layer's data staged in a tile's shared memory (bd_stage_layer): shared-window byte
-// addresses of its dense weights and of its biases, 0 where they are read from global memory.
-struct BdStage {
-    unsigned int weights;
-    unsigned int biases;
-};
-
 struct BdTile {
     unsigned int ids[BD_MAX_TILE];
     unsigned int live[BD_MAX_TILE];
@@ -186,8 +174,6 @@ struct BdTile {
     unsigned int live_count;
     unsigned int base;
     unsigned int append;
-    // Where layer l's stage lies, at l % 2 (carried launches in shared tiles: bd_stage_layer).
-    BdStage stages[2];
 };
 
 __device__ __forceinline__ unsigned int bd_round32(unsigned int n) {
@@ -270,112 +256,6 @@ __device__ __forceinline__ void bd_stage_wait() {
     if (ASYNC) {
         asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
     }
-#endif
-}
-
-// Whether tail layers are staged with bulk copies (sm_90 and later: one thread issues a
-// layer's copies, an mbarrier counts their bytes).
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define BD_HAS_BULK 1
-#else
-#define BD_HAS_BULK 0
-#endif
-
-// The mbarrier at shared-window address bar, for one arrival a phase (bd_stage_layer's).
-__device__ __forceinline__ void bd_bar_init(unsigned int bar) {
-#if BD_HAS_BULK
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
-#endif
-}
-
-// Waits until bar's phase of the given parity has completed (every byte it expected landed).
-__device__ __forceinline__ void bd_bar_wait(unsigned int bar, unsigned int parity) {
-#if BD_HAS_BULK
-    unsigned int complete;
-    do {
-        asm volatile(
-            "{\n"
-            ".reg .pred complete;\n"
-            "mbarrier.try_wait.parity.shared::cta.b64 complete, [%1], %2;\n"
-            "selp.u32 %0, 1, 0, complete;\n"
-            "}\n"
-            : "=r"(complete)
-            : "r"(bar), "r"(parity)
-            : "memory");
-    } while (complete == 0u);
-#endif
-}
-
-// Whether a bulk copy may read from p (16-byte aligned).
-__device__ __forceinline__ bool bd_bulk_aligned(const void* p) {
-    return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0ull;
-}
-
-// A stage slot's words: the mbarrier that counts its copies' bytes (8 bytes, then 8 unused),
-// the descriptor of the layer after its own, then its layer's biases and weights.
-#define BD_SLOT_DESC 4u
-#define BD_SLOT_DATA (BD_SLOT_DESC + BD_DESC_WORDS)
-
-// Thread 0 issues the bulk copies of layer m's stage into slot (capacity words, on a 16-byte
-// boundary), counted by the slot's mbarrier (bar, its shared-window address): the descriptor
-// of layer m + 1 at word BD_SLOT_DESC (when m + 1 < end; desc is 16-byte aligned, the caller
-// checked), layer m's per-neuron biases
-// (bias_stride words, the padding's zeros included) and its dense weights (⌈in/4⌉·4 rows of
-// dense_stride floats) where they fit and are aligned; `where` says where they will be once
-// bar's phase completes. The tail launches' tiles hold a few rows and leave most of their
-// buffers free, and each tail layer waited on its descriptor, its weights (four L2 round trips
-// at 64 inputs) and its biases one after another (2026-11-28b call 1). With cp.async (every
-// thread a few 16-byte copies) issuing a 64 x 64 layer's stage took a 1-row tile's thread 0
-// ~1100 cycles and the staged tail was no faster (calls 2-4); one thread's bulk copies are a
-// few instructions.
-__device__ __forceinline__ void bd_stage_layer(unsigned int* slot, unsigned int capacity, const BdLayer& layer,
-                                               unsigned int m, unsigned int end, const unsigned int* __restrict__ desc,
-                                               const float* __restrict__ dense, const float* __restrict__ biases,
-                                               unsigned int bias_stride, unsigned int bar, BdStage& where) {
-#if BD_HAS_BULK
-    const unsigned int base = (unsigned int)__cvta_generic_to_shared(slot);
-    BdStage stage = {0u, 0u};
-    unsigned int bytes = 0u;
-    unsigned int used = BD_SLOT_DATA;
-    const bool has_next = m + 1u < end;
-    const float* bias_from = biases + (unsigned long long)m * bias_stride;
-    if (bias_stride != 0u && used + bias_stride <= capacity && bd_bulk_aligned(bias_from)) {
-        stage.biases = base + 4u * used;
-        used += bias_stride;
-        bytes += 4u * bias_stride;
-    }
-    const float* weights_from = dense + layer.offset;
-    const unsigned int weight_words = ((layer.in_width + 3u) & ~3u) * layer.dense_stride;
-    if (BD_RUNS(BD_FORMAT_DENSE) && layer.format == BD_FORMAT_DENSE && used + weight_words <= capacity &&
-        bd_bulk_aligned(weights_from) && weight_words % 4u == 0u) {
-        stage.weights = base + 4u * used;
-        bytes += 4u * weight_words;
-    }
-    if (has_next) {
-        bytes += 4u * BD_DESC_WORDS;
-    }
-    if (threadIdx.x != 0) {
-        return;
-    }
-    // The slot's last reads (generic proxy) come before these writes (async proxy).
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-    const auto copy = [&](unsigned int to, const void* from, unsigned int n) {
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                         to),
-                     "l"(from), "r"(n), "r"(bar)
-                     : "memory");
-    };
-    if (has_next) {
-        copy(base + 4u * BD_SLOT_DESC, desc + (unsigned long long)(m + 1u) * BD_DESC_WORDS, 4u * BD_DESC_WORDS);
-    }
-    if (stage.biases != 0u) {
-        copy(stage.biases, bias_from, 4u * bias_stride);
-    }
-    if (stage.weights != 0u) {
-        copy(stage.weights, weights_from, 4u * weight_words);
-    }
-    where = stage;
 #endif
 }
 
@@ -888,31 +768,6 @@ __device__ __forceinline__ float bd_lds(unsigned int address) {
     return v;
 }
 
-// bd_dense_sums<R, false> with the weights staged in shared memory (bd_stage_layer): w, the
-// shared-window byte address of this lane's column's first weight; step, the bytes between
-// inputs. The same products in the same order: the same sums bit for bit.
-template <unsigned int R>
-__device__ __forceinline__ void bd_dense_sums_staged(float (&acc)[R], const unsigned int (&at)[R], const float* cur,
-                                                     unsigned int w, unsigned int step, unsigned int in_width) {
-    const unsigned int inputs = (in_width + 3u) & ~3u;
-#pragma unroll 4
-    for (unsigned int k = 0; k < inputs; k += 4) {
-        const unsigned int wk = w + k * step;
-        const float w0 = bd_lds(wk);
-        const float w1 = bd_lds(wk + step);
-        const float w2 = bd_lds(wk + 2u * step);
-        const float w3 = bd_lds(wk + 3u * step);
-#pragma unroll
-        for (unsigned int r = 0; r < R; ++r) {
-            const float4 y = *reinterpret_cast<const float4*>(cur + at[r] + k);
-            acc[r] = fmaf(y.x, w0, acc[r]);
-            acc[r] = fmaf(y.y, w1, acc[r]);
-            acc[r] = fmaf(y.z, w2, acc[r]);
-            acc[r] = fmaf(y.w, w3, acc[r]);
-        }
-    }
-}
-
 // One work item of an exact layer: 32 outputs (group g, lane's column c) of exactly R live
 // rows (live positions first_row .. first_row + R - 1), R known at compile time, so no
 // instruction is issued for a row the item does not have (the predicated items issue all
@@ -926,7 +781,7 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
                                         const BdTile& tile, const float* __restrict__ dense,
                                         const uint2* __restrict__ ell, const unsigned int* __restrict__ group_starts,
                                         float bias, const float* __restrict__ biases, unsigned int bias_stride,
-                                        float upper, const BdStage& stage) {
+                                        float upper) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     float acc[R];
 #pragma unroll
@@ -939,11 +794,7 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
         for (unsigned int r = 0; r < R; ++r) {
             at[r] = tile.live[first_row + r] * stride;
         }
-        if (stage.weights != 0u) {
-            bd_dense_sums_staged<R>(acc, at, cur, stage.weights + c * 4u, layer.dense_stride * 4u, layer.in_width);
-        } else {
-            bd_dense_sums<R, false>(acc, at, R, cur, dense + layer.offset + c, layer);
-        }
+        bd_dense_sums<R, false>(acc, at, R, cur, dense + layer.offset + c, layer);
     } else {
         const unsigned int s0 = group_starts[layer.group_table + g];
         const unsigned int s1 = group_starts[layer.group_table + g + 1];
@@ -968,9 +819,7 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
     }
     // As in bd_layer: the bias after the sums; the rows' offsets read again (not live
     // across the sums).
-    const float b = stage.biases != 0u   ? bd_lds(stage.biases + c * 4u)
-                    : bias_stride != 0u ? __ldg(biases + (unsigned long long)l * bias_stride + c)
-                                        : bias;
+    const float b = bias_stride != 0u ? __ldg(biases + (unsigned long long)l * bias_stride + c) : bias;
 #pragma unroll
     for (unsigned int r = 0; r < R; ++r) {
         next[tile.live[first_row + r] * stride + c] = spdnn_clamp_activation(acc[r] + b, upper);
@@ -986,13 +835,13 @@ __device__ __forceinline__ void bd_item_rows(unsigned int rows, const BdLayer& l
                                              const uint2* __restrict__ ell,
                                              const unsigned int* __restrict__ group_starts, float bias,
                                              const float* __restrict__ biases, unsigned int bias_stride,
-                                             float upper, const BdStage& stage) {
+                                             float upper) {
     if (rows == R) {
         bd_item<R>(layer, l, g, c, first_row, cur, next, stride, tile, dense, ell, group_starts, bias, biases,
-                   bias_stride, upper, stage);
+                   bias_stride, upper);
     } else if constexpr (R > 1) {
         bd_item_rows<R - 1>(rows, layer, l, g, c, first_row, cur, next, stride, tile, dense, ell, group_starts,
-                            bias, biases, bias_stride, upper, stage);
+                            bias, biases, bias_stride, upper);
     }
 }
 
@@ -1004,12 +853,11 @@ __device__ __forceinline__ void bd_layer_exact(const BdLayer& layer, unsigned in
                                                const float* __restrict__ dense, const uint2* __restrict__ ell,
                                                const unsigned int* __restrict__ group_starts, float bias,
                                                const float* __restrict__ biases, unsigned int bias_stride,
-                                               float upper, bool staged) {
+                                               float upper) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     bd_for_items<THREADS>(layer, live, [&](unsigned int g, unsigned int first_row, unsigned int rows) {
-        const BdStage stage = staged ? tile.stages[l % 2u] : BdStage{0u, 0u};
         bd_item_rows<BD_ROWS>(rows, layer, l, g, g * 32u + lane, first_row, cur, next, stride, tile, dense, ell,
-                              group_starts, bias, biases, bias_stride, upper, stage);
+                              group_starts, bias, biases, bias_stride, upper);
     });
 }
 
@@ -1209,28 +1057,6 @@ __device__ __forceinline__ void bd_chain(
         (unsigned int)min((unsigned long long)tile_max, max(1ull, (count + spread - 1) / spread));
     const BdLayer first_layer = bd_layer_at(desc, 0);
     const unsigned int out_width = bd_layer_at(desc, end - 1).out_width;
-    // Carried launches in shared tiles of at most BD_ROWS rows (one row group: a layer is a
-    // chain of round trips) stage each layer one ahead (bd_stage_layer) in the rows their
-    // tiles leave free: slot s (layer l's is l % 2) past rows_per_tile rows of buffer s. Only
-    // the narrow instance of modules that run dense layers: the wide one took 8 bytes of
-    // spills with it, and the others' layers have no dense weights to stage. The official
-    // 1024's launch 2 (31-row tiles, four items a warp that overlap their loads) was ~3 us
-    // slower staged (2026-11-28b call 5), launch 4 (1-row tiles) ~4 us faster.
-    constexpr bool can_stage =
-        BD_HAS_BULK && PLACE == BD_PLACE_SHARED && THREADS == BD_THREADS && BD_RUNS(BD_FORMAT_DENSE);
-    const unsigned int slot_capacity = (tile_max - rows_per_tile) * stride;
-    const bool staged = can_stage && first != 0u && rows_per_tile <= BD_ROWS && slot_capacity >= BD_SLOT_DATA &&
-                        bd_bulk_aligned(desc);
-    const auto slot = [&](unsigned int l) {
-        return reinterpret_cast<unsigned int*>((l % 2u == 0u ? buffer0 : buffer1) + rows_per_tile * stride);
-    };
-    const auto bar = [&](unsigned int l) { return (unsigned int)__cvta_generic_to_shared(slot(l)); };
-    // Each tile sets its two mbarriers up again, so layer l's stage is phase (l - first) / 2
-    // of slot l % 2's. Every stage issued is waited for: at its layer, or where the tile's rows
-    // ran out.
-    const auto stage_wait = [&](unsigned int l) {
-        bd_bar_wait(bar(l), ((l - first) >> 1) & 1u);
-    };
 
     for (;;) {
         if (threadIdx.x == 0) {
@@ -1253,16 +1079,6 @@ __device__ __forceinline__ void bd_chain(
                 bias_stride != 0u ? biases : nullptr, upper, tile);
             done = 1;
         } else {
-            // The tile's first layer, staged while its rows load.
-            if (staged) {
-                if (threadIdx.x == 0) {
-                    bd_bar_init(bar(0));
-                    bd_bar_init(bar(1));
-                    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-                }
-                bd_stage_layer(slot(first), slot_capacity, bd_layer_at(desc, first), first, end, desc, dense, biases,
-                               bias_stride, bar(first), tile.stages[first % 2u]);
-            }
             bd_load_carried<THREADS>(cur, stride, base, n, carry_in_ids, carry_in_vals, carry_in_stride, tile);
             done = first;
         }
@@ -1279,37 +1095,19 @@ __device__ __forceinline__ void bd_chain(
         for (unsigned int l = done; l < end; ++l) {
             const unsigned int live = tile.live_count;
             if (live == 0) {
-                if (staged) {
-                    // Layer l's stage is in flight: nothing may land in its slot after the
-                    // next tile stages there.
-                    stage_wait(l);
-                }
                 break;
             }
-            if (staged) {
-                // Layer l's stage (and layer l + 1's descriptor) in.
-                stage_wait(l);
-            }
-            // A staged layer's descriptor came with the layer before (the tile's first: from
-            // global memory).
-            const BdLayer layer =
-                staged && l != done ? bd_layer_from(slot(l - 1u) + BD_SLOT_DESC) : bd_layer_at(desc, l);
+            const BdLayer layer = bd_layer_at(desc, l);
             // Tiles in global memory keep the predicated items: their tiles hold 32 rows (full
             // items), and the exact instances took bd_chain_global from 64 to 128 registers.
             if (PLACE != BD_PLACE_GLOBAL && exact_items != 0u) {
                 bd_layer_exact<THREADS>(layer, l, cur, next, stride, live, tile, dense, ell, group_starts,
-                                              bias, biases, bias_stride, upper, staged);
+                                              bias, biases, bias_stride, upper);
             } else {
                 bd_layer<THREADS>(layer, l, cur, next, stride, live, tile, dense, ell, group_starts, bias, biases,
                                   bias_stride, upper);
             }
             __syncthreads();
-            if (staged && l + 1u < end) {
-                // Layer l + 1's stage, into the slot layer l - 1's held, while layer l's rows
-                // are checked.
-                bd_stage_layer(slot(l + 1u), slot_capacity, bd_layer_from(slot(l) + BD_SLOT_DESC), l + 1u, end, desc, dense, biases,
-                               bias_stride, bar(l + 1u), tile.stages[(l + 1u) % 2u]);
-            }
             if (PLACE == BD_PLACE_SPLIT) {
                 bd_copy_back<THREADS>(cur, next, stride, bd_round32(layer.out_width), tile);
                 __syncthreads();
@@ -1320,7 +1118,6 @@ __device__ __forceinline__ void bd_chain(
             }
             bd_retire<THREADS>(tile, cur, stride, layer.out_width, l + 1, suffix_start, upper, state);
         }
-
         bd_finish_tile<THREADS>(tile, cur, stride, carry_out_ids, carry_out_vals, carry_out_count, carry_out_stride,
                                 state, out, out_width);
     }
@@ -1923,7 +1720,7 @@ __device__ __forceinline__ void bd_spread(BdTile& tile, BD_CHAIN_PARAMS, float* 
                 const unsigned int first_row = (i / width) * BD_SPREAD_ITEM_ROWS;
                 bd_item_rows<BD_SPREAD_ITEM_ROWS>(min(BD_SPREAD_ITEM_ROWS, n - first_row), layer, l, g, g * 32u + lane,
                                       first_row, cur, next, stride, tile, dense, ell, group_starts, bias, biases,
-                                      bias_stride, upper, BdStage{0u, 0u});
+                                      bias_stride, upper);
             }
             __syncthreads();
             // The slice of each output row to global memory, and its flags.
