@@ -1184,8 +1184,8 @@ __device__ __forceinline__ void bd_lane_range(float v, unsigned int c, unsigned 
 
 // Layer 1's scatter of the warp's nonzeros 0..total-1 (columns cols, values vals) for scaled
 // entries, V (2 or 4) a nonzero, into the warp's buffer at window address buffer: binary
-// inputs add whole multiples as integers (bd_first_layer converts them), others
-// x · float(m) · w1_base as floats.
+// inputs add whole multiples as integers (bd_lanes_first_layer converts them, through
+// bd_first_output as the tiles do), others x · float(m) · w1_base as floats.
 template <unsigned int V, bool BINARY>
 __device__ __forceinline__ void bd_lanes_scatter_scaled(unsigned int buffer, const unsigned int* starts,
                                                         unsigned int total, const unsigned int* __restrict__ cols,
