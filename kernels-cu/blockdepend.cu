@@ -94,6 +94,18 @@
 #ifndef BD_LANES_BLOCKS
 #error "BD_LANES_BLOCKS must come from Rust (-D)"
 #endif
+#ifndef BD_WARPS_THREADS
+#error "BD_WARPS_THREADS must come from Rust (-D)"
+#endif
+#ifndef BD_WARPS_ROWS
+#error "BD_WARPS_ROWS must come from Rust (-D)"
+#endif
+#ifndef BD_WARPS_GROUPS
+#error "BD_WARPS_GROUPS must come from Rust (-D)"
+#endif
+#ifndef BD_WARPS_SLOTS
+#error "BD_WARPS_SLOTS must come from Rust (-D)"
+#endif
 #ifndef BD_STATE_ZERO
 #error "BD_STATE_ZERO must come from Rust (-D)"
 #endif
@@ -1487,6 +1499,329 @@ __device__ __forceinline__ void bd_chain_lanes_loop(unsigned int (*lane_starts)[
     }
 }
 
+// ---- Warp rows: a row a warp, for carried launches of narrow dense layers ----
+//
+// After layer 8 the official 1024's rows are 64 floats and its layers 64 x 64 dense: a tile
+// of 1-6 rows kept two of its eight warps busy, and each layer waited on its descriptor, its
+// weights (four L2 round trips) and its biases one after another, then on the row check's
+// two barriers: ~6000 cycles a layer however few the rows (docs/blockdepend.md, "The tail
+// layers' round trips"). bd_chain_warps gives each warp rows of its own (BD_WARPS_ROWS at
+// most, tile position warp + j · warps), a lane computing the outputs lane + 32 g of each,
+// and stages the layers' weights in shared memory two layers ahead with one thread's bulk
+// copies: slot m % BD_WARPS_SLOTS holds layer m's dense weights (⌈in/4⌉·4 rows of
+// dense_stride floats) after the descriptor of layer m + 1, counted by the slot's mbarrier.
+// A layer costs one block barrier (which also says whether any row is left) and the sums; a
+// warp checks its own rows with two ballots and writes their outputs over their inputs once
+// its lanes have read them. The sums are bd_dense_sums' (inputs from 0 in steps of four, one
+// fused multiply-add each, then the bias and the clip): the tiles' outputs bit for bit.
+
+// Whether bulk copies (cp.async.bulk, counted by an mbarrier) exist: sm_90 and later. The host
+// places no launch on bd_chain_warps elsewhere (plan::Limits::bulk_copies).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define BD_HAS_BULK 1
+#else
+#define BD_HAS_BULK 0
+#endif
+
+// Words of a stage slot before its weights: the descriptor of the layer after its own.
+#define BD_WARPS_HEADER BD_DESC_WORDS
+
+// Shared bookkeeping of bd_chain_warps: the slots' mbarriers and the tile's first row.
+struct BdWarpTile {
+    unsigned long long bars[BD_WARPS_SLOTS];
+    unsigned int base;
+};
+
+// Thread 0 issues layer m's stage (its descriptor d) into slot (slot_words words at shared
+// address to) with bar counting the bytes: the descriptor of layer m + 1 when m + 1 < end,
+// then the weights. The host places a launch here only when every layer is dense and fits a
+// slot (plan::warps_fit); anything else traps rather than computing from a partial stage.
+__device__ __forceinline__ void bd_warps_stage(unsigned int to, unsigned int slot_words, unsigned int bar,
+                                               const BdLayer& d, unsigned int m, unsigned int end,
+                                               const unsigned int* __restrict__ desc,
+                                               const float* __restrict__ dense) {
+#if BD_HAS_BULK
+    const unsigned int weight_words = ((d.in_width + 3u) & ~3u) * d.dense_stride;
+    const float* weights = dense + d.offset;
+    if (d.format != BD_FORMAT_DENSE || BD_WARPS_HEADER + weight_words > slot_words ||
+        (reinterpret_cast<unsigned long long>(weights) & 15ull) != 0ull) {
+        __trap();
+    }
+    const bool has_next = m + 1u < end;
+    const unsigned int bytes = 4u * weight_words + (has_next ? 4u * BD_WARPS_HEADER : 0u);
+    // The slot's last reads (generic proxy, before the caller's barrier) come before these
+    // writes (async proxy).
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+    if (has_next) {
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(to),
+            "l"(desc + (unsigned long long)(m + 1u) * BD_DESC_WORDS), "r"(4u * BD_WARPS_HEADER), "r"(bar)
+            : "memory");
+    }
+    if (weight_words != 0u) {
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                to + 4u * BD_WARPS_HEADER),
+            "l"(weights), "r"(4u * weight_words), "r"(bar)
+            : "memory");
+    }
+#else
+    __trap();
+#endif
+}
+
+// Waits until the phase of parity `parity` of the mbarrier at shared address bar completed.
+__device__ __forceinline__ void bd_warps_wait(unsigned int bar, unsigned int parity) {
+#if BD_HAS_BULK
+    unsigned int complete;
+    do {
+        asm volatile(
+            "{\n"
+            ".reg .pred complete;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 complete, [%1], %2;\n"
+            "selp.u32 %0, 1, 0, complete;\n"
+            "}\n"
+            : "=r"(complete)
+            : "r"(bar), "r"(parity)
+            : "memory");
+    } while (complete == 0u);
+#endif
+}
+
+// The descriptor words a slot's header holds, as bd_layer_at reads them from global memory.
+__device__ __forceinline__ BdLayer bd_warps_header(const unsigned int* header) {
+    BdLayer layer;
+    layer.format = header[0];
+    layer.in_width = header[1];
+    layer.out_width = header[2];
+    layer.dense_stride = header[3];
+    layer.offset = (unsigned long long)header[4] | ((unsigned long long)header[5] << 32);
+    layer.group_table = header[6];
+    return layer;
+}
+
+// Layer l (descriptor d, weights w in shared memory) for the warp's live rows (bit j of
+// live: the row at rows + (warp + j · warps) · stride), then the retirement rule; rows that
+// finish write their state and leave `live`.
+__device__ __forceinline__ void bd_warps_layer(const BdLayer& d, unsigned int l, const float* w, float* rows,
+                                               unsigned int stride, unsigned int& live, const unsigned int (&ids)[BD_WARPS_ROWS],
+                                               float bias, const float* __restrict__ biases, unsigned int bias_stride,
+                                               float upper, unsigned int suffix_start, unsigned char* __restrict__ state) {
+    constexpr unsigned int warps = BD_WARPS_THREADS / SPDNN_WARP_SIZE;
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
+    const unsigned int groups = (d.out_width + 31u) / 32u;
+    const unsigned int inputs = (d.in_width + 3u) & ~3u;
+    const unsigned int ws = d.dense_stride;
+    float b[BD_WARPS_GROUPS];
+#pragma unroll
+    for (unsigned int g = 0; g < BD_WARPS_GROUPS; ++g) {
+        b[g] = bias;
+        if (bias_stride != 0u && g < groups) {
+            b[g] = __ldg(biases + (unsigned long long)l * bias_stride + g * 32u + lane);
+        }
+    }
+    float acc[BD_WARPS_ROWS][BD_WARPS_GROUPS];
+#pragma unroll
+    for (unsigned int j = 0; j < BD_WARPS_ROWS; ++j) {
+#pragma unroll
+        for (unsigned int g = 0; g < BD_WARPS_GROUPS; ++g) {
+            acc[j][g] = 0.0f;
+        }
+    }
+#pragma unroll 2
+    for (unsigned int k = 0; k < inputs; k += 4) {
+        float wk[4][BD_WARPS_GROUPS];
+#pragma unroll
+        for (unsigned int i = 0; i < 4; ++i) {
+#pragma unroll
+            for (unsigned int g = 0; g < BD_WARPS_GROUPS; ++g) {
+                wk[i][g] = g < groups ? w[(k + i) * ws + g * 32u + lane] : 0.0f;
+            }
+        }
+#pragma unroll
+        for (unsigned int j = 0; j < BD_WARPS_ROWS; ++j) {
+            if ((live >> j) & 1u) {
+                const float4 y = *reinterpret_cast<const float4*>(rows + (warp + j * warps) * stride + k);
+#pragma unroll
+                for (unsigned int g = 0; g < BD_WARPS_GROUPS; ++g) {
+                    if (g < groups) {
+                        acc[j][g] = fmaf(y.x, wk[0][g], acc[j][g]);
+                        acc[j][g] = fmaf(y.y, wk[1][g], acc[j][g]);
+                        acc[j][g] = fmaf(y.z, wk[2][g], acc[j][g]);
+                        acc[j][g] = fmaf(y.w, wk[3][g], acc[j][g]);
+                    }
+                }
+            }
+        }
+    }
+    // Every lane has read the rows' inputs: the outputs may overwrite them.
+    __syncwarp();
+#pragma unroll
+    for (unsigned int j = 0; j < BD_WARPS_ROWS; ++j) {
+        if ((live >> j) & 1u) {
+            float* row = rows + (warp + j * warps) * stride;
+            bool nonzero = false;
+            bool at_bound = true;
+#pragma unroll
+            for (unsigned int g = 0; g < BD_WARPS_GROUPS; ++g) {
+                const unsigned int c = g * 32u + lane;
+                if (g < groups) {
+                    const float v = spdnn_clamp_activation(acc[j][g] + b[g], upper);
+                    row[c] = v;
+                    if (c < d.out_width) {
+                        nonzero |= v != 0.0f;
+                        at_bound &= v == upper;
+                    }
+                }
+            }
+            const bool row_nonzero = __any_sync(SPDNN_FULL_MASK, nonzero);
+            const bool row_at_bound = __all_sync(SPDNN_FULL_MASK, at_bound);
+            if (!bd_keeps(row_nonzero, row_at_bound, l + 1u, suffix_start)) {
+                if (lane == 0) {
+                    state[ids[j]] = bd_finished_state(row_nonzero);
+                }
+                live &= ~(1u << j);
+            }
+        }
+    }
+}
+
+// The persistent loop of bd_chain_warps (a launch after the first; every layer dense, rows of
+// stride floats, tile_max <= BD_WARPS_THREADS / 32 · BD_WARPS_ROWS): tiles of rows from the
+// queue, each carried in from the previous launch; after the last layer the rows still live
+// go to the next launch's list or get BD_STATE_LIVE and their values.
+__device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_PARAMS) {
+    extern __shared__ float4 bd_dynamic[];
+    constexpr unsigned int warps = BD_WARPS_THREADS / SPDNN_WARP_SIZE;
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
+    const unsigned int slot_words = BD_WARPS_HEADER + stride * stride;
+    unsigned int* slots = reinterpret_cast<unsigned int*>(bd_dynamic);
+    float* rows = reinterpret_cast<float*>(slots + BD_WARPS_SLOTS * slot_words);
+    const unsigned int slots_at = (unsigned int)__cvta_generic_to_shared(slots);
+    const unsigned int bars_at = (unsigned int)__cvta_generic_to_shared(tile.bars);
+    if (threadIdx.x < BD_WARPS_SLOTS) {
+#if BD_HAS_BULK
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bars_at + 8u * threadIdx.x) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+    }
+    const unsigned int count = *carry_in_count;
+    const unsigned long long spread = (unsigned long long)gridDim.x * BD_TILE_WAVES;
+    const unsigned int rows_per_tile =
+        (unsigned int)min((unsigned long long)tile_max, max(1ull, (count + spread - 1) / spread));
+    // The phase parity each slot's next stage completes: the same in every thread, which all
+    // wait on every stage issued.
+    unsigned int parity = 0;
+    const auto slot_of = [&](unsigned int m) { return m % BD_WARPS_SLOTS; };
+    const auto wait = [&](unsigned int m) {
+        const unsigned int s = slot_of(m);
+        bd_warps_wait(bars_at + 8u * s, (parity >> s) & 1u);
+        parity ^= 1u << s;
+    };
+    const auto stage = [&](const BdLayer& d, unsigned int m) {
+        const unsigned int s = slot_of(m);
+        bd_warps_stage(slots_at + 4u * s * slot_words, slot_words, bars_at + 8u * s, d, m, end, desc, dense);
+    };
+    for (;;) {
+        if (threadIdx.x == 0) {
+            tile.base = atomicAdd(queue, rows_per_tile);
+        }
+        __syncthreads();
+        const unsigned int base = tile.base;
+        if (base >= count) {
+            break;
+        }
+        const unsigned int n = min(rows_per_tile, count - base);
+        // The first two layers' stages; the second needs the first's header (layer first + 1).
+        BdLayer layer = bd_layer_at(desc, first);
+        if (threadIdx.x == 0) {
+            stage(layer, first);
+            if (first + 1u < end) {
+                bd_warps_wait(bars_at + 8u * slot_of(first), (parity >> slot_of(first)) & 1u);
+                stage(bd_warps_header(slots + slot_of(first) * slot_words), first + 1u);
+            }
+        }
+        unsigned int issued_end = min(end, first + 2u);
+        // The warp's rows, carried in.
+        unsigned int live = 0;
+        unsigned int ids[BD_WARPS_ROWS];
+#pragma unroll
+        for (unsigned int j = 0; j < BD_WARPS_ROWS; ++j) {
+            const unsigned int p = warp + j * warps;
+            ids[j] = 0;
+            if (p < n) {
+                live |= 1u << j;
+                ids[j] = carry_in_ids[base + p];
+                const float4* from =
+                    reinterpret_cast<const float4*>(carry_in_vals + (unsigned long long)(base + p) * carry_in_stride);
+                float4* to = reinterpret_cast<float4*>(rows + p * stride);
+                for (unsigned int q = lane; q < carry_in_stride / 4u; q += SPDNN_WARP_SIZE) {
+                    to[q] = __ldg(from + q);
+                }
+            }
+        }
+        __syncwarp();
+        unsigned int l = first;
+        for (; l < end; ++l) {
+            // Every warp is past layer l - 1 (its slot may be refilled), and some row is left.
+            if (__syncthreads_or(live != 0u) == 0) {
+                break;
+            }
+            if (threadIdx.x == 0 && l + 2u < end) {
+                const unsigned int s = slot_of(l + 1u);
+                bd_warps_wait(bars_at + 8u * s, (parity >> s) & 1u);
+                stage(bd_warps_header(slots + s * slot_words), l + 2u);
+            }
+            issued_end = max(issued_end, min(end, l + 3u));
+            wait(l);
+            const unsigned int* slot = slots + slot_of(l) * slot_words;
+            const BdLayer next = l + 1u < end ? bd_warps_header(slot) : layer;
+            if (live != 0u) {
+                bd_warps_layer(layer, l, reinterpret_cast<const float*>(slot + BD_WARPS_HEADER), rows, stride, live,
+                               ids, bias, biases, bias_stride, upper, suffix_start, state);
+            }
+            layer = next;
+        }
+        // Stages issued past where the tile stopped land before the next tile's.
+        for (unsigned int m = l; m < issued_end; ++m) {
+            wait(m);
+        }
+        const unsigned int out_width = layer.out_width;
+#pragma unroll
+        for (unsigned int j = 0; j < BD_WARPS_ROWS; ++j) {
+            if (((live >> j) & 1u) == 0u) {
+                continue;
+            }
+            const float* row = rows + (warp + j * warps) * stride;
+            if (carry_out_stride == 0) {
+                float* to = out + (unsigned long long)ids[j] * out_width;
+                for (unsigned int c = lane; c < out_width; c += SPDNN_WARP_SIZE) {
+                    to[c] = row[c];
+                }
+                if (lane == 0) {
+                    state[ids[j]] = BD_STATE_LIVE;
+                }
+            } else {
+                unsigned int at = 0;
+                if (lane == 0) {
+                    at = atomicAdd(carry_out_count, 1u);
+                    carry_out_ids[at] = ids[j];
+                }
+                at = __shfl_sync(SPDNN_FULL_MASK, at, 0);
+                float4* to = reinterpret_cast<float4*>(carry_out_vals + (unsigned long long)at * carry_out_stride);
+                for (unsigned int q = lane; q < carry_out_stride / 4u; q += SPDNN_WARP_SIZE) {
+                    to[q] = reinterpret_cast<const float4*>(row)[q];
+                }
+            }
+        }
+        // The next tile's rows and tile.base wait for every warp.
+        __syncthreads();
+    }
+}
+
 // ---- The spread tail: a launch whose few rows are spread over the whole grid ----
 //
 // With few rows a launch's blocks each carry a tile of 1–2 rows through every layer, and each
@@ -1848,6 +2183,16 @@ extern "C" __global__ void __launch_bounds__(BD_LANES_THREADS, BD_LANES_BLOCKS) 
     bd_chain_lanes_loop(lane_starts, BD_CHAIN_ARGS);
 }
 #endif  // SPDNN_KEEP(bd_chain_lanes)
+
+#if SPDNN_KEEP(bd_chain_warps)
+// Launch: grid = one block an SM (persistent, tiles from the queue), block BD_WARPS_THREADS, dynamic shared
+// BD_WARPS_SLOTS · (BD_WARPS_HEADER + stride · stride) words (the stage slots) + tile_max · stride floats (a row a
+// buffer).
+extern "C" __global__ void __launch_bounds__(BD_WARPS_THREADS, 1) bd_chain_warps(BD_CHAIN_PARAMS) {
+    __shared__ BdWarpTile tile;
+    bd_chain_warps_loop(tile, BD_CHAIN_ARGS);
+}
+#endif  // SPDNN_KEEP(bd_chain_warps)
 
 #if SPDNN_KEEP(bd_spread_chain)
 // Launch: cooperative, grid = the blocks resident on the device (SMs × occupancy), block BD_THREADS, dynamic shared

@@ -16,9 +16,9 @@ use crate::layout::{FormatChoice, Layout, WARP};
 use crate::plan::{self, Items, Limits, MAX_TILE, Placement, Segment, Spread};
 use crate::{
     Bias, BlockDependOptions, CHAIN_GLOBAL, CHAIN_LANES, CHAIN_SHARED, CHAIN_SHARED_WIDE,
-    CHAIN_SPLIT, CHAIN_SPLIT_WIDE, Chain, Compression, Expansion, Retire, SPREAD_CHAIN,
-    SPREAD_CHAIN_WIDE, SPREAD_SPLIT, SPREAD_SPLIT_WIDE, for_formats, plan_kernels, spread_kernel,
-    tile_kernel,
+    CHAIN_SPLIT, CHAIN_SPLIT_WIDE, CHAIN_WARPS, Chain, Compression, Expansion, Retire,
+    SPREAD_CHAIN, SPREAD_CHAIN_WIDE, SPREAD_SPLIT, SPREAD_SPLIT_WIDE, for_formats, plan_kernels,
+    spread_kernel, tile_kernel,
 };
 
 /// Stage names of the profiled run: one per launch, in order (a chain cut more often than
@@ -60,15 +60,16 @@ fn invalid(message: impl std::fmt::Display) -> CudaError {
     CudaError::InvalidArgument(format!("blockdepend: {message}"))
 }
 
-/// The fused kernel's ten instances, with their names in the details, in the order the
+/// The fused kernel's eleven instances, with their names in the details, in the order the
 /// details list them.
-const INSTANCES: [(&str, &KernelDecl); 10] = [
+const INSTANCES: [(&str, &KernelDecl); 11] = [
     ("shared", &CHAIN_SHARED),
     ("wide", &CHAIN_SHARED_WIDE),
     ("split", &CHAIN_SPLIT),
     ("split wide", &CHAIN_SPLIT_WIDE),
     ("global", &CHAIN_GLOBAL),
     ("lanes", &CHAIN_LANES),
+    ("warps", &CHAIN_WARPS),
     ("spread", &SPREAD_CHAIN),
     ("spread wide", &SPREAD_CHAIN_WIDE),
     ("spread split", &SPREAD_SPLIT),
@@ -354,7 +355,10 @@ pub(crate) fn size_launches(
     let mut launches = Vec::with_capacity(segments.len());
     let mut scratch_floats = 0usize;
     for mut segment in segments {
-        let blocks = per_sm(&segment, false)?;
+        let mut blocks = per_sm(&segment, false)?;
+        if segment.placement == Placement::Warps {
+            blocks = blocks.min(plan::WARPS_BLOCKS_PER_SM);
+        }
         if blocks == 0 {
             return Err(invalid(format!(
                 "no block of layers {} fits an SM ({} bytes of dynamic shared memory)",
@@ -547,8 +551,8 @@ impl Preparation {
         let formats = options.kernel_formats.set(layout.formats());
         let shared_decl = for_formats(&CHAIN_SHARED, formats);
         gpu.compile_ahead([&shared_decl]);
-        let cuts =
-            plan::cut_points(layout.layers.len(), options.cuts.as_deref()).map_err(invalid)?;
+        // The cuts are checked before anything waits on the compiler.
+        plan::cut_points(layout.layers.len(), options.cuts.as_deref()).map_err(invalid)?;
 
         let shared = gpu.kernel(&shared_decl)?;
         let static_shared = shared
@@ -569,9 +573,18 @@ impl Preparation {
             // The narrow blocks an SM the compiled kernel's registers allow (its static
             // shared memory too; the tile's dynamic memory is what the plan sizes).
             narrow_blocks: blocks_per_sm(&shared, 0)?,
+            bulk_copies: gpu.attribute_count(
+                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            )? >= 9,
         };
-        let mut segments = plan::plan(layout, &limits, &cuts, options.placement, options.tile_rows)
-            .map_err(invalid)?;
+        let mut segments = plan::launches(
+            layout,
+            &limits,
+            options.cuts.as_deref(),
+            options.placement,
+            options.tile_rows,
+        )
+        .map_err(invalid)?;
         plan::choose_items(&mut segments, options.items);
         plan::choose_spread(&mut segments, layout, options.spread);
         let kernels = Kernels::load(gpu, shared, &segments, formats)?;
@@ -1004,7 +1017,7 @@ impl<'g> BdRun<'g> {
                     .arg(&barrier);
             }
             let config = match segment.placement {
-                Placement::Shared | Placement::Split | Placement::Lanes => {
+                Placement::Shared | Placement::Split | Placement::Lanes | Placement::Warps => {
                     kernel.config_shared(grid, segment.shared_floats())?
                 }
                 Placement::Global => kernel.config(grid)?,

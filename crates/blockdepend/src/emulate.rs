@@ -454,8 +454,13 @@ pub fn run<'a>(
         crate::Bias::PerNeuron(_) => -1.0,
     };
     let layout = Layout::build(&chain, options.format)?;
-    let cuts = crate::plan::cut_points(layout.layers.len(), options.cuts.as_deref())?;
-    let segments = crate::plan::plan(&layout, limits, &cuts, options.placement, options.tile_rows)?;
+    let segments = crate::plan::launches(
+        &layout,
+        limits,
+        options.cuts.as_deref(),
+        options.placement,
+        options.tile_rows,
+    )?;
     let grids = vec![blocks.max(1); segments.len()];
     let emulation = emulate(
         &layout,

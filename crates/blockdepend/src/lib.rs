@@ -89,6 +89,13 @@ pub const DEFINES: &[Define] = &[
         (plan::LANES_MAX_STRIDE / layout::WARP) as u64,
     ),
     Define::new("BD_LANES_BLOCKS", plan::LANES_BLOCKS as u64),
+    Define::new("BD_WARPS_THREADS", plan::WARPS_THREADS as u64),
+    Define::new("BD_WARPS_ROWS", plan::WARPS_ROWS as u64),
+    Define::new(
+        "BD_WARPS_GROUPS",
+        (plan::WARPS_MAX_STRIDE / layout::WARP) as u64,
+    ),
+    Define::new("BD_WARPS_SLOTS", plan::WARPS_SLOTS as u64),
     Define::new("BD_STATE_ZERO", STATE_ZERO as u64),
     Define::new("BD_STATE_LIVE", STATE_LIVE as u64),
     Define::new("BD_STATE_BOUND", STATE_BOUND as u64),
@@ -191,6 +198,14 @@ pub const CHAIN_GLOBAL: KernelDecl =
 pub const CHAIN_LANES: KernelDecl =
     KernelDecl::new(&BLOCKDEPEND, "bd_chain_lanes", plan::LANES_THREADS as u32)
         .with_shared_array(4);
+/// `bd_chain_warps`: the persistent kernel a row a warp ([`Placement::Warps`]): blocks of
+/// [`plan::WARPS_THREADS`] take tiles of up to [`plan::WARPS_TILE`] rows from the queue,
+/// each warp up to [`plan::WARPS_ROWS`] of them; grid = one block an SM
+/// ([`plan::WARPS_BLOCKS_PER_SM`]); dynamic shared: [`plan::warps_block_floats`] (the stage
+/// slots, then a buffer a row).
+pub const CHAIN_WARPS: KernelDecl =
+    KernelDecl::new(&BLOCKDEPEND, "bd_chain_warps", plan::WARPS_THREADS as u32)
+        .with_shared_array(4);
 
 /// `bd_spread_chain`: a launch after the first whose rows are spread over the whole grid,
 /// one layer at a time (a cooperative launch with a grid-wide barrier after each layer; see
@@ -228,6 +243,7 @@ pub const KERNELS: &[KernelDecl] = &[
     CHAIN_SPLIT_WIDE,
     CHAIN_GLOBAL,
     CHAIN_LANES,
+    CHAIN_WARPS,
     SPREAD_CHAIN,
     SPREAD_CHAIN_WIDE,
     SPREAD_SPLIT,
@@ -240,6 +256,7 @@ pub fn tile_kernel(segment: &Segment) -> &'static KernelDecl {
     match (segment.placement, wide) {
         (Placement::Global, _) => &CHAIN_GLOBAL,
         (Placement::Lanes, _) => &CHAIN_LANES,
+        (Placement::Warps, _) => &CHAIN_WARPS,
         (Placement::Shared, true) => &CHAIN_SHARED_WIDE,
         (Placement::Shared, false) => &CHAIN_SHARED,
         (Placement::Split, true) => &CHAIN_SPLIT_WIDE,
@@ -251,7 +268,8 @@ pub fn tile_kernel(segment: &Segment) -> &'static KernelDecl {
 pub fn spread_kernel(segment: &Segment) -> Option<&'static KernelDecl> {
     let wide = segment.threads == plan::THREADS_WIDE;
     match (segment.spread, segment.placement, wide) {
-        (plan::Spread::Tiles, _, _) | (_, Placement::Global | Placement::Lanes, _) => None,
+        (plan::Spread::Tiles, _, _)
+        | (_, Placement::Global | Placement::Lanes | Placement::Warps, _) => None,
         (plan::Spread::Spread, Placement::Shared, true) => Some(&SPREAD_CHAIN_WIDE),
         (plan::Spread::Spread, Placement::Shared, false) => Some(&SPREAD_CHAIN),
         (plan::Spread::Spread, Placement::Split, true) => Some(&SPREAD_SPLIT_WIDE),

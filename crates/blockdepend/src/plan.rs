@@ -17,7 +17,10 @@
 //! global memory"), the only choice when not one row fits shared memory.
 //! [`Placement::Lanes`]: no tile but 32 rows a warp, a row a lane (`bd_chain_lanes`), for
 //! launch 1 where its rows are at most [`LANES_MAX_STRIDE`] floats and its layers ELL
-//! ([`lanes_fit`]); outside the model's bytes.
+//! ([`lanes_fit`]); outside the model's bytes. [`Placement::Warps`]: a row a warp
+//! (`bd_chain_warps`), for launches after the first whose layers are all dense and narrow
+//! ([`warps_fit`]): the layers' weights staged in shared memory two layers ahead, the rows
+//! each a warp's own; also outside the model's bytes (each block reads every layer once).
 //!
 //! **The model** (docs/blockdepend.md), per row and layer, the bytes moved through L2:
 //! shared: the layer's weights over the tile's rows (each tile reads the whole layer);
@@ -77,6 +80,51 @@ pub const LANE_PITCH: usize = WARP + 1;
 /// keeps a layer's sums in registers until every group is summed, then writes them over its
 /// inputs (one buffer of 8.25 KiB a warp at 64 columns).
 pub const LANES_MAX_STRIDE: usize = 64;
+/// Threads of a warps block (`BD_WARPS_THREADS`): 16 warps, one block an SM, so that each
+/// layer's weights are staged once an SM (more blocks an SM would read them once a block).
+pub const WARPS_THREADS: usize = 512;
+/// Blocks of a warps launch an SM: one (its grid is the SMs).
+pub const WARPS_BLOCKS_PER_SM: usize = 1;
+/// Most rows a warp of a warps block carries (`BD_WARPS_ROWS`): a warps tile holds
+/// `WARPS_THREADS / 32 · WARPS_ROWS` rows.
+pub const WARPS_ROWS: usize = 4;
+/// Widest row (padded to 32) a warps segment carries (`BD_WARPS_GROUPS` groups of 32: a
+/// lane's outputs of a row, summed in registers).
+pub const WARPS_MAX_STRIDE: usize = 128;
+/// Stage slots of a warps block (`BD_WARPS_SLOTS`): layer `l` computes from slot
+/// `l % 3` while the copies of layers `l + 1` and `l + 2` are in flight.
+pub const WARPS_SLOTS: usize = 3;
+/// Rows a warps tile holds.
+pub const WARPS_TILE: usize = WARPS_THREADS / WARP * WARPS_ROWS;
+
+/// Floats (and words) of a warps block's dynamic shared memory for rows of `stride` floats:
+/// [`WARPS_SLOTS`] slots of a descriptor and a `stride × stride` weight matrix, then a
+/// buffer of `stride` floats for each of the tile's rows.
+pub fn warps_block_floats(stride: usize) -> usize {
+    WARPS_SLOTS * (crate::layout::DESC_WORDS + stride * stride) + WARPS_TILE * stride
+}
+
+/// Whether layers `first..end` of `layout`, rows of `stride` floats, can run a row a warp
+/// ([`Placement::Warps`]): a launch after the first (its rows carried in), every layer dense
+/// with its weights at a 16-byte boundary (bulk copies), rows at most [`WARPS_MAX_STRIDE`]
+/// wide, a device with bulk copies, and a block's shared memory fits.
+pub fn warps_fit(
+    layout: &Layout,
+    first: usize,
+    end: usize,
+    stride: usize,
+    limits: &Limits,
+) -> bool {
+    let bytes = 4 * warps_block_floats(stride);
+    first > 0
+        && limits.bulk_copies
+        && stride <= WARPS_MAX_STRIDE
+        && layout.layers[first..end]
+            .iter()
+            .all(|l| l.format == Format::Dense && l.offset % VECTOR == 0)
+        && bytes + limits.static_shared <= limits.shared_per_block
+}
+
 /// Blocks of [`LANES_THREADS`] a lanes kernel is compiled to fit on an SM (`BD_LANES_BLOCKS`,
 /// its `__launch_bounds__`: at most 102 registers a thread): 20 warps, 2640 on 132 SMs, so
 /// that the official 1024's 60000 rows (1875 warps of 32) run in one round. With two buffers
@@ -124,6 +172,10 @@ pub enum Placement {
     /// segment in a buffer of shared memory, column-major ([`LANE_PITCH`]); for narrow
     /// rows (at most [`LANES_MAX_STRIDE`] floats) and ELL layers only ([`lanes_fit`]).
     Lanes,
+    /// A row a warp (`bd_chain_warps`): each warp carries up to [`WARPS_ROWS`] rows of a
+    /// tile through the segment, the layers' weights staged in shared memory two layers
+    /// ahead; for launches after the first of narrow dense layers ([`warps_fit`]).
+    Warps,
 }
 
 impl Placement {
@@ -134,6 +186,7 @@ impl Placement {
             Placement::Split => "split",
             Placement::Global => "global",
             Placement::Lanes => "lanes",
+            Placement::Warps => "warps",
         }
     }
 
@@ -143,7 +196,7 @@ impl Placement {
             Placement::Shared => 2,
             Placement::Split => 1,
             Placement::Global => 0,
-            Placement::Lanes => 1,
+            Placement::Lanes | Placement::Warps => 1,
         }
     }
 }
@@ -165,6 +218,9 @@ pub enum PlacementChoice {
     /// A row a lane for every segment that can ([`lanes_fit`]); the model's choice for the
     /// others.
     Lanes,
+    /// A row a warp for every segment that can ([`warps_fit`]); the model's choice for the
+    /// others.
+    Warps,
 }
 
 /// How a segment's layer work items (32 outputs × up to [`ROWS_PER_ITEM`] rows) run: the
@@ -201,7 +257,9 @@ impl Items {
     /// tile lies in shared memory.
     pub fn for_placement(placement: Placement) -> Self {
         match placement {
-            Placement::Shared | Placement::Split | Placement::Lanes => Items::Exact,
+            Placement::Shared | Placement::Split | Placement::Lanes | Placement::Warps => {
+                Items::Exact
+            }
             Placement::Global => Items::Predicated,
         }
     }
@@ -317,6 +375,9 @@ pub struct Limits {
     /// the compiled `bd_chain_shared`); the plan aims at this many, within
     /// [`TARGET_BLOCKS_PER_SM`] ..= [`MAX_BLOCKS_PER_SM`].
     pub narrow_blocks: usize,
+    /// Whether the device has bulk copies counted by mbarriers (sm_90 and later), which
+    /// [`Placement::Warps`] stages its layers with.
+    pub bulk_copies: bool,
 }
 
 impl Limits {
@@ -330,6 +391,7 @@ impl Limits {
             reserved_per_block: 1024,
             static_shared,
             narrow_blocks: TARGET_BLOCKS_PER_SM,
+            bulk_copies: true,
         }
     }
 
@@ -439,6 +501,7 @@ impl Segment {
     pub fn tile_floats(&self) -> usize {
         match self.placement {
             Placement::Lanes => lanes_block_floats(self.stride),
+            Placement::Warps => warps_block_floats(self.stride),
             _ => 2 * self.tile * self.stride,
         }
     }
@@ -446,7 +509,7 @@ impl Segment {
     /// Floats of dynamic shared memory a block takes (its buffers in shared memory).
     pub fn shared_floats(&self) -> usize {
         match self.placement {
-            Placement::Lanes => self.tile_floats(),
+            Placement::Lanes | Placement::Warps => self.tile_floats(),
             _ => self.placement.shared_buffers() * self.tile * self.stride,
         }
     }
@@ -466,7 +529,7 @@ impl Segment {
         match self.placement {
             Placement::Shared => self.tile,
             Placement::Split => self.tile / 2,
-            Placement::Global | Placement::Lanes => 0,
+            Placement::Global | Placement::Lanes | Placement::Warps => 0,
         }
     }
 }
@@ -604,14 +667,25 @@ pub fn plan(
                 PlacementChoice::Auto => first == 0 && tile_rows.is_none(),
                 _ => false,
             };
+        // A row a warp where asked and it fits; by default for the launches after the first
+        // whose layers are all dense and narrow (the official 1024's after layer 8), unless a
+        // tile size was asked for.
+        let warps = !lanes
+            && warps_fit(layout, first, end, stride, limits)
+            && match choice {
+                PlacementChoice::Warps => true,
+                PlacementChoice::Auto => tile_rows.is_none(),
+                _ => false,
+            };
         let placement = match choice {
             _ if lanes => Placement::Lanes,
+            _ if warps => Placement::Warps,
             PlacementChoice::Shared if shared_tile == 0 => return Err(refuse(2)),
             PlacementChoice::Split if split_tile == 0 => return Err(refuse(1)),
             PlacementChoice::Shared => Placement::Shared,
             PlacementChoice::Split => Placement::Split,
             PlacementChoice::Global => Placement::Global,
-            PlacementChoice::Auto | PlacementChoice::Lanes => {
+            PlacementChoice::Auto | PlacementChoice::Lanes | PlacementChoice::Warps => {
                 // Layer 1 scatters each input nonzero's entries with atomics: in global tiles
                 // one L2 atomic (a 32-byte sector) each, which the bytes above leave out, so
                 // global tiles take layer 1 only when no shared or split tile fits.
@@ -646,12 +720,14 @@ pub fn plan(
                 Placement::Split => split_tile,
                 Placement::Global => global_tile,
                 Placement::Lanes => LANES_THREADS,
+                Placement::Warps => WARPS_TILE,
             },
             threads: match placement {
                 Placement::Shared => shared_threads,
                 Placement::Split => split_threads,
                 Placement::Global => THREADS,
                 Placement::Lanes => LANES_THREADS,
+                Placement::Warps => WARPS_THREADS,
             },
             items: Items::for_placement(placement),
             spread: Spread::Tiles,
@@ -659,6 +735,49 @@ pub fn plan(
         });
     }
     Ok(segments)
+}
+
+/// The launches of `layout`: cut after `requested` layers, or by default at [`cut_points`]
+/// with consecutive warps launches merged ([`merge_warps`]), each placed by [`plan`]. What
+/// the device and the emulation both run.
+pub fn launches(
+    layout: &Layout,
+    limits: &Limits,
+    requested: Option<&[usize]>,
+    choice: PlacementChoice,
+    tile_rows: Option<usize>,
+) -> Result<Vec<Segment>, String> {
+    let cuts = cut_points(layout.layers.len(), requested)?;
+    let segments = plan(layout, limits, &cuts, choice, tile_rows)?;
+    Ok(match requested {
+        Some(_) => segments,
+        None => merge_warps(segments, layout, limits),
+    })
+}
+
+/// `segments` with each run of consecutive [`Placement::Warps`] segments merged into one
+/// launch where the merged one still fits ([`warps_fit`]): a warps launch keeps its rows in
+/// place whatever dies, so a cut between two of them only costs a launch and a carry. For
+/// the default cuts (the official 1024's layers 9–16 and 17–120 become one launch); cuts a
+/// user asked for stay as asked.
+pub fn merge_warps(segments: Vec<Segment>, layout: &Layout, limits: &Limits) -> Vec<Segment> {
+    let mut merged: Vec<Segment> = Vec::with_capacity(segments.len());
+    for segment in segments {
+        if let Some(last) = merged.last_mut()
+            && last.placement == Placement::Warps
+            && segment.placement == Placement::Warps
+        {
+            let stride = last.stride.max(segment.stride);
+            if warps_fit(layout, last.first, segment.end, stride, limits) {
+                last.end = segment.end;
+                last.stride = stride;
+                last.carry_out = segment.carry_out;
+                continue;
+            }
+        }
+        merged.push(segment);
+    }
+    merged
 }
 
 /// The path a run takes, for reports: the fused chain in shared memory (tiles, or a row a
@@ -672,10 +791,20 @@ pub fn path(segments: &[Segment]) -> String {
             used.push(s.placement);
         }
     }
+    let on_chip =
+        |p: &Placement| matches!(p, Placement::Shared | Placement::Lanes | Placement::Warps);
     match used.as_slice() {
         [Placement::Shared] => "fused chain (tiles in shared memory)".into(),
-        [Placement::Lanes] | [Placement::Lanes, Placement::Shared] => {
-            "fused chain (shared memory: a row a lane, then tiles)".into()
+        _ if used.iter().all(on_chip) => {
+            let steps: Vec<&str> = used
+                .iter()
+                .map(|p| match p {
+                    Placement::Lanes => "a row a lane",
+                    Placement::Warps => "a row a warp",
+                    _ => "tiles",
+                })
+                .collect();
+            format!("fused chain (shared memory: {})", steps.join(", then "))
         }
         [Placement::Split] => "fused chain, outputs through global memory (split tiles)".into(),
         [Placement::Global] => "tiles in global memory".into(),
@@ -856,7 +985,9 @@ mod tests {
             Placement::Shared => m.shared_bytes.unwrap(),
             Placement::Split => m.split_bytes.unwrap(),
             Placement::Global => m.global_bytes,
-            Placement::Lanes => panic!("a later launch went a row a lane: {:?}", s[1]),
+            Placement::Lanes | Placement::Warps => {
+                panic!("a later launch left the model: {:?}", s[1])
+            }
         };
         assert_eq!(chosen, best, "{m:?}");
     }
@@ -957,6 +1088,58 @@ mod tests {
             "layer 1 alone is no dense layer"
         );
         assert!(!lanes_fit(&dense, 0, 2, 64, &H200));
+    }
+
+    #[test]
+    fn later_launches_of_narrow_dense_layers_run_a_row_a_warp() {
+        let dense = layout_with(&[64, 64, 64, 64, 64, 64], 64);
+        assert!(dense.layers[1..].iter().all(|l| l.format == Format::Dense));
+        let places = |s: &[Segment]| s.iter().map(|s| s.placement).collect::<Vec<_>>();
+        let (shared, warps) = (Placement::Shared, Placement::Warps);
+        let s = plan(&dense, &H200, &[2, 4], PlacementChoice::Auto, None).unwrap();
+        assert_eq!(
+            places(&s),
+            [shared, warps, warps],
+            "never launch 1 (no carried rows)"
+        );
+        // Slots and a buffer a row in shared memory, nothing in global memory, never spread.
+        assert_eq!((s[1].tile, s[1].threads), (WARPS_TILE, WARPS_THREADS));
+        let slots = WARPS_SLOTS * (crate::layout::DESC_WORDS + 64 * 64);
+        assert_eq!(s[1].shared_floats(), slots + WARPS_TILE * 64);
+        assert_eq!((s[1].scratch_floats(), s[1].spread_chunk()), (0, 0));
+        let mut spread = s.clone();
+        choose_spread(&mut spread, &dense, SpreadChoice::Always);
+        assert!(spread[1..].iter().all(|s| s.spread == Spread::Tiles));
+        // The default cuts merge consecutive warps launches; asked-for cuts stay.
+        let merged = merge_warps(s.clone(), &dense, &H200);
+        assert_eq!(places(&merged), [shared, warps]);
+        assert_eq!((merged[1].first, merged[1].end), (2, 5));
+        assert_eq!((merged[1].carry_in, merged[1].carry_out), (64, 0));
+        let asked = launches(&dense, &H200, Some(&[2, 4]), PlacementChoice::Auto, None).unwrap();
+        assert_eq!(places(&asked), [shared, warps, warps]);
+        let deep = layout_with(&[64; 21], 64);
+        let default = launches(&deep, &H200, None, PlacementChoice::Auto, None).unwrap();
+        assert_eq!(places(&default), [shared, warps]);
+        assert_eq!((default[1].first, default[1].end), (4, 20));
+        // Not where a tile size was asked for, nor on a device without bulk copies, nor for
+        // ELL layers or rows wider than WARPS_MAX_STRIDE; shared tiles where not asked.
+        let sized = plan(&dense, &H200, &[2], PlacementChoice::Auto, Some(8)).unwrap();
+        assert_eq!(places(&sized), [shared, shared]);
+        let old = Limits {
+            bulk_copies: false,
+            ..H200
+        };
+        assert!(!warps_fit(&dense, 2, 5, 64, &old));
+        assert!(warps_fit(&dense, 2, 5, 64, &H200));
+        let ell = layout(&[64, 64, 64, 64]);
+        assert!(!warps_fit(&ell, 1, 3, 64, &H200));
+        let wide = layout_with(&[160, 160, 160], 160);
+        assert_eq!(wide.layers[1].format, Format::Dense);
+        assert!(!warps_fit(&wide, 1, 2, 160, &H200));
+        let s = plan(&dense, &H200, &[2], PlacementChoice::Shared, None).unwrap();
+        assert_eq!(places(&s), [shared, shared]);
+        let s = plan(&dense, &H200, &[2], PlacementChoice::Warps, None).unwrap();
+        assert_eq!(places(&s), [shared, warps]);
     }
 
     #[test]

@@ -62,6 +62,21 @@ fn variants() -> Vec<(&'static str, BlockDependOptions)> {
             }),
         ),
         ("dense", options(|o| o.format = FormatChoice::Dense)),
+        (
+            "dense, a row a warp",
+            options(|o| {
+                o.format = FormatChoice::Dense;
+                o.placement = PlacementChoice::Warps;
+            }),
+        ),
+        (
+            "dense, a row a warp, cut after every layer",
+            options(|o| {
+                o.format = FormatChoice::Dense;
+                o.placement = PlacementChoice::Warps;
+                o.cuts = Some((1..12).collect());
+            }),
+        ),
         ("ell", options(|o| o.format = FormatChoice::Ell)),
         (
             "predicated items",
@@ -1111,6 +1126,95 @@ fn lanes_ran(result: &GpuInference, all: bool) -> bool {
         places.all(|lanes| lanes == Some(true))
     } else {
         places.next().flatten() == Some(true)
+    }
+}
+
+/// The launches of `result` that ran a row a warp (the `launches` detail:
+/// `LAYERS:PLACE×TILE@GRIDxTHREADS`).
+fn warps_launches(result: &GpuInference) -> usize {
+    result
+        .detail("launches")
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter(|l| {
+            l.split_once(':')
+                .is_some_and(|(_, rest)| rest.starts_with("warps"))
+        })
+        .count()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn narrow_dense_layers_run_a_row_a_warp() {
+    // bd_chain_warps against the reference and against the tiles bit for bit: random dense
+    // networks 64, 48 and 96 wide (48: padded columns; 96: three groups a lane), the later
+    // launches a row a warp by default (merged into one); a launch after every layer (rows
+    // carried in and out of warps launches); per-neuron biases. Then the compressed challenge
+    // network (its layers dense after layer 6), 24 layers, and with input values 1/2, 1, 3/2.
+    let gpu = spdnn_gputest::gpu();
+    let rows = sized(1000, 70);
+    for (n, seed) in [(64, 3), (48, 4), (96, 5)] {
+        let network = spdnn_sdgc::generator::random_network(n, 10, 16, seed).unwrap();
+        let p = Problem {
+            layers: network.layers().to_vec(),
+            input: spdnn_sdgc::images::synthetic(rows, n, seed)
+                .unwrap()
+                .features,
+            bias: -0.3,
+            upper: 32.0,
+        };
+        let dense = |f: fn(&mut BlockDependOptions)| {
+            options(|o| {
+                o.format = FormatChoice::Dense;
+                f(o);
+            })
+        };
+        let tiles = run_with(dense(|o| o.placement = PlacementChoice::Shared))(&gpu, &p)
+            .unwrap_or_else(|e| panic!("{n} wide, tiles: {e}"));
+        assert_eq!(warps_launches(&tiles), 0, "{:?}", tiles.details);
+        for (name, launches, o) in [
+            ("defaults, dense", 1, dense(|_| {})),
+            (
+                "warps, cut after every layer",
+                9,
+                dense(|o| {
+                    o.placement = PlacementChoice::Warps;
+                    o.cuts = Some((1..10).collect());
+                }),
+            ),
+        ] {
+            let case = format!("{n} wide, {name}");
+            let result = run_with(o)(&gpu, &p).unwrap_or_else(|e| panic!("{case}: {e}"));
+            assert_eq!(
+                warps_launches(&result),
+                launches,
+                "{case}: {:?}",
+                result.details
+            );
+            compare(&p, &result, Tolerance::Relative(1e-4))
+                .unwrap_or_else(|e| panic!("{case}: {e}"));
+            assert_eq!(result.categories, tiles.categories, "{case}");
+            assert_eq!(
+                result.output, tiles.output,
+                "{case}: against the tiles, bit for bit"
+            );
+        }
+    }
+    let p = spdnn_gputest::challenge_problem(1024, 24, rows, 5);
+    let halves = in_halves(&p);
+    for (name, problem) in [("binary", &p), ("halves", &halves)] {
+        let warps = run_with(BlockDependOptions::default())(&gpu, problem).unwrap();
+        assert_eq!(warps_launches(&warps), 1, "{name}: {:?}", warps.details);
+        compare(problem, &warps, Tolerance::Relative(1e-4))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let tiles =
+            run_with(options(|o| o.placement = PlacementChoice::Shared))(&gpu, problem).unwrap();
+        assert_eq!(warps_launches(&tiles), 0, "{name}: {:?}", tiles.details);
+        assert_eq!(warps.categories, tiles.categories, "{name}");
+        assert_eq!(
+            warps.output, tiles.output,
+            "{name}: warps against tiles, bit for bit"
+        );
     }
 }
 

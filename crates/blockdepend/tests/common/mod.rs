@@ -198,6 +198,7 @@ pub const SMALL: Limits = Limits {
     reserved_per_block: 0,
     static_shared: 1168,
     narrow_blocks: spdnn_blockdepend::plan::TARGET_BLOCKS_PER_SM,
+    bulk_copies: true,
 };
 
 /// A block with no room for a row: every launch in global memory.
@@ -207,6 +208,7 @@ pub const NONE: Limits = Limits {
     reserved_per_block: 0,
     static_shared: 1168,
     narrow_blocks: spdnn_blockdepend::plan::TARGET_BLOCKS_PER_SM,
+    bulk_copies: true,
 };
 
 /// What a run of the emulation varies: the options, the device's limits, its blocks.

@@ -29,9 +29,10 @@ pub struct BlockDependArgs {
     #[arg(long, value_name = "L,L,…", value_parser = cuts, allow_hyphen_values = true)]
     pub bd_cuts: Option<Cuts>,
     /// Where tiles live: `auto` (per launch, by the model; launch 1 a row a lane where its
-    /// rows are narrow and its layers ELL), `shared`, `split` (inputs in shared memory,
-    /// outputs through global memory), `global`, or `lanes` (a row a lane in every launch
-    /// that can) [default: auto].
+    /// rows are narrow and its layers ELL, later launches of narrow dense layers a row a
+    /// warp), `shared`, `split` (inputs in shared memory, outputs through global memory),
+    /// `global`, `lanes` (a row a lane in every launch that can) or `warps` (a row a warp in
+    /// every launch that can) [default: auto].
     #[arg(long, value_enum, value_name = "WHERE")]
     pub bd_placement: Option<PlacementArg>,
     /// How the layers after the first are stored: `auto` (per layer, by the model), `dense`,
@@ -99,6 +100,9 @@ pub enum PlacementArg {
     /// A row a lane in every launch whose rows are narrow and whose layers are ELL (launch 1
     /// only by default); the model's choice for the others.
     Lanes,
+    /// A row a warp in every launch after the first whose layers are dense and narrow (the
+    /// default for those); the model's choice for the others.
+    Warps,
 }
 
 /// How layers are stored.
@@ -174,6 +178,7 @@ impl GroupArgs for BlockDependArgs {
                     PlacementArg::Split => PlacementChoice::Split,
                     PlacementArg::Global => PlacementChoice::Global,
                     PlacementArg::Lanes => PlacementChoice::Lanes,
+                    PlacementArg::Warps => PlacementChoice::Warps,
                 };
             }
             if let Some(format) = self.bd_format {
