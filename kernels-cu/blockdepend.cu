@@ -1526,9 +1526,12 @@ __device__ __forceinline__ void bd_chain_lanes_loop(unsigned int (*lane_starts)[
 // Words of a stage slot before its weights: the descriptor of the layer after its own.
 #define BD_WARPS_HEADER BD_DESC_WORDS
 
-// Shared bookkeeping of bd_chain_warps: the slots' mbarriers and the tile's first row.
+// Shared bookkeeping of bd_chain_warps: the slots' mbarriers, the batch row of each of the
+// tile's rows (in shared memory: a warp's rows picked by an index known only at run time
+// would put a register array in local memory), and the tile's first row.
 struct BdWarpTile {
     unsigned long long bars[BD_WARPS_SLOTS];
+    unsigned int ids[BD_WARPS_THREADS / SPDNN_WARP_SIZE * BD_WARPS_ROWS];
     unsigned int base;
 };
 
@@ -1601,19 +1604,90 @@ __device__ __forceinline__ BdLayer bd_warps_header(const unsigned int* header) {
     return layer;
 }
 
+// The sums of G groups of 32 outputs (lane: outputs lane + 32 g) for the R rows at
+// row_at[r] (floats into rows), inputs from 0 in steps of four, one fused multiply-add each:
+// bd_dense_sums' order. G and R are known at compile time, so no instruction issues for a
+// group or a row the warp lacks: with both a run-time bound every row and group issued its
+// loads and multiply-adds predicated off, ~1300 instructions a warp and layer at 64 x 64
+// where one row needs ~270 (2026-11-28c, call 1: 0.066-0.074 ms for the official 1024's
+// layers 9-27).
+template <unsigned int G, unsigned int R>
+__device__ __forceinline__ void bd_warps_sums(unsigned int inputs, unsigned int ws, const float* w, const float* rows,
+                                              const unsigned int (&row_at)[BD_WARPS_ROWS], float (&acc)[BD_WARPS_ROWS][BD_WARPS_GROUPS]) {
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+#pragma unroll 4
+    for (unsigned int k = 0; k < inputs; k += 4) {
+        float wk[4][G];
+#pragma unroll
+        for (unsigned int i = 0; i < 4; ++i) {
+#pragma unroll
+            for (unsigned int g = 0; g < G; ++g) {
+                wk[i][g] = w[(k + i) * ws + g * 32u + lane];
+            }
+        }
+#pragma unroll
+        for (unsigned int r = 0; r < R; ++r) {
+            const float4 y = *reinterpret_cast<const float4*>(rows + row_at[r] + k);
+#pragma unroll
+            for (unsigned int g = 0; g < G; ++g) {
+                acc[r][g] = fmaf(y.x, wk[0][g], acc[r][g]);
+                acc[r][g] = fmaf(y.y, wk[1][g], acc[r][g]);
+                acc[r][g] = fmaf(y.z, wk[2][g], acc[r][g]);
+                acc[r][g] = fmaf(y.w, wk[3][g], acc[r][g]);
+            }
+        }
+    }
+}
+
+// bd_warps_sums for `rows` (1 .. BD_WARPS_ROWS) known only at run time.
+template <unsigned int G, unsigned int R = BD_WARPS_ROWS>
+__device__ __forceinline__ void bd_warps_sums_rows(unsigned int rows_live, unsigned int inputs, unsigned int ws,
+                                                   const float* w, const float* rows,
+                                                   const unsigned int (&row_at)[BD_WARPS_ROWS],
+                                                   float (&acc)[BD_WARPS_ROWS][BD_WARPS_GROUPS]) {
+    if (rows_live == R) {
+        bd_warps_sums<G, R>(inputs, ws, w, rows, row_at, acc);
+    } else if constexpr (R > 1) {
+        bd_warps_sums_rows<G, R - 1>(rows_live, inputs, ws, w, rows, row_at, acc);
+    }
+}
+
+// bd_warps_sums_rows for `groups` (1 .. BD_WARPS_GROUPS) known only at run time.
+template <unsigned int G = BD_WARPS_GROUPS>
+__device__ __forceinline__ void bd_warps_sums_groups(unsigned int groups, unsigned int rows_live, unsigned int inputs,
+                                                     unsigned int ws, const float* w, const float* rows,
+                                                     const unsigned int (&row_at)[BD_WARPS_ROWS],
+                                                     float (&acc)[BD_WARPS_ROWS][BD_WARPS_GROUPS]) {
+    if (groups == G) {
+        bd_warps_sums_rows<G>(rows_live, inputs, ws, w, rows, row_at, acc);
+    } else if constexpr (G > 1) {
+        bd_warps_sums_groups<G - 1>(groups, rows_live, inputs, ws, w, rows, row_at, acc);
+    }
+}
+
 // Layer l (descriptor d, weights w in shared memory) for the warp's live rows (bit j of
 // live: the row at rows + (warp + j · warps) · stride), then the retirement rule; rows that
 // finish write their state and leave `live`.
 __device__ __forceinline__ void bd_warps_layer(const BdLayer& d, unsigned int l, const float* w, float* rows,
-                                               unsigned int stride, unsigned int& live, const unsigned int (&ids)[BD_WARPS_ROWS],
-                                               float bias, const float* __restrict__ biases, unsigned int bias_stride,
-                                               float upper, unsigned int suffix_start, unsigned char* __restrict__ state) {
+                                               unsigned int stride, unsigned int& live, const unsigned int* ids,
+                                               float bias,
+                                               const float* __restrict__ biases, unsigned int bias_stride, float upper,
+                                               unsigned int suffix_start, unsigned char* __restrict__ state) {
     constexpr unsigned int warps = BD_WARPS_THREADS / SPDNN_WARP_SIZE;
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
     const unsigned int groups = (d.out_width + 31u) / 32u;
-    const unsigned int inputs = (d.in_width + 3u) & ~3u;
-    const unsigned int ws = d.dense_stride;
+    // The live rows first: row r of the sums is the warp's row which[r].
+    unsigned int which[BD_WARPS_ROWS];
+    unsigned int row_at[BD_WARPS_ROWS];
+    unsigned int rest = live;
+#pragma unroll
+    for (unsigned int r = 0; r < BD_WARPS_ROWS; ++r) {
+        which[r] = rest != 0u ? (unsigned int)__ffs(rest) - 1u : 0u;
+        rest &= rest - 1u;
+        row_at[r] = (warp + which[r] * warps) * stride;
+    }
+    const unsigned int rows_live = (unsigned int)__popc(live);
     float b[BD_WARPS_GROUPS];
 #pragma unroll
     for (unsigned int g = 0; g < BD_WARPS_GROUPS; ++g) {
@@ -1624,51 +1698,26 @@ __device__ __forceinline__ void bd_warps_layer(const BdLayer& d, unsigned int l,
     }
     float acc[BD_WARPS_ROWS][BD_WARPS_GROUPS];
 #pragma unroll
-    for (unsigned int j = 0; j < BD_WARPS_ROWS; ++j) {
+    for (unsigned int r = 0; r < BD_WARPS_ROWS; ++r) {
 #pragma unroll
         for (unsigned int g = 0; g < BD_WARPS_GROUPS; ++g) {
-            acc[j][g] = 0.0f;
+            acc[r][g] = 0.0f;
         }
     }
-#pragma unroll 2
-    for (unsigned int k = 0; k < inputs; k += 4) {
-        float wk[4][BD_WARPS_GROUPS];
-#pragma unroll
-        for (unsigned int i = 0; i < 4; ++i) {
-#pragma unroll
-            for (unsigned int g = 0; g < BD_WARPS_GROUPS; ++g) {
-                wk[i][g] = g < groups ? w[(k + i) * ws + g * 32u + lane] : 0.0f;
-            }
-        }
-#pragma unroll
-        for (unsigned int j = 0; j < BD_WARPS_ROWS; ++j) {
-            if ((live >> j) & 1u) {
-                const float4 y = *reinterpret_cast<const float4*>(rows + (warp + j * warps) * stride + k);
-#pragma unroll
-                for (unsigned int g = 0; g < BD_WARPS_GROUPS; ++g) {
-                    if (g < groups) {
-                        acc[j][g] = fmaf(y.x, wk[0][g], acc[j][g]);
-                        acc[j][g] = fmaf(y.y, wk[1][g], acc[j][g]);
-                        acc[j][g] = fmaf(y.z, wk[2][g], acc[j][g]);
-                        acc[j][g] = fmaf(y.w, wk[3][g], acc[j][g]);
-                    }
-                }
-            }
-        }
-    }
+    bd_warps_sums_groups(groups, rows_live, (d.in_width + 3u) & ~3u, d.dense_stride, w, rows, row_at, acc);
     // Every lane has read the rows' inputs: the outputs may overwrite them.
     __syncwarp();
 #pragma unroll
-    for (unsigned int j = 0; j < BD_WARPS_ROWS; ++j) {
-        if ((live >> j) & 1u) {
-            float* row = rows + (warp + j * warps) * stride;
+    for (unsigned int r = 0; r < BD_WARPS_ROWS; ++r) {
+        if (r < rows_live) {
+            float* row = rows + row_at[r];
             bool nonzero = false;
             bool at_bound = true;
 #pragma unroll
             for (unsigned int g = 0; g < BD_WARPS_GROUPS; ++g) {
                 const unsigned int c = g * 32u + lane;
                 if (g < groups) {
-                    const float v = spdnn_clamp_activation(acc[j][g] + b[g], upper);
+                    const float v = spdnn_clamp_activation(acc[r][g] + b[g], upper);
                     row[c] = v;
                     if (c < d.out_width) {
                         nonzero |= v != 0.0f;
@@ -1680,9 +1729,9 @@ __device__ __forceinline__ void bd_warps_layer(const BdLayer& d, unsigned int l,
             const bool row_at_bound = __all_sync(SPDNN_FULL_MASK, at_bound);
             if (!bd_keeps(row_nonzero, row_at_bound, l + 1u, suffix_start)) {
                 if (lane == 0) {
-                    state[ids[j]] = bd_finished_state(row_nonzero);
+                    state[ids[warp + which[r] * warps]] = bd_finished_state(row_nonzero);
                 }
-                live &= ~(1u << j);
+                live &= ~(1u << which[r]);
             }
         }
     }
@@ -1735,26 +1784,32 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
             break;
         }
         const unsigned int n = min(rows_per_tile, count - base);
-        // The first two layers' stages; the second needs the first's header (layer first + 1).
+        // The first two layers' stages. Thread 0 keeps the descriptor of the next layer to
+        // stage in registers, loaded a layer before it is needed: the stages' copies never
+        // wait on one another (a stage that read its descriptor from the slot before it
+        // waited for that slot's copy to land).
         BdLayer layer = bd_layer_at(desc, first);
+        BdLayer ahead = layer;
         if (threadIdx.x == 0) {
             stage(layer, first);
             if (first + 1u < end) {
-                bd_warps_wait(bars_at + 8u * slot_of(first), (parity >> slot_of(first)) & 1u);
-                stage(bd_warps_header(slots + slot_of(first) * slot_words), first + 1u);
+                stage(bd_layer_at(desc, first + 1u), first + 1u);
+            }
+            if (first + 2u < end) {
+                ahead = bd_layer_at(desc, first + 2u);
             }
         }
         unsigned int issued_end = min(end, first + 2u);
         // The warp's rows, carried in.
         unsigned int live = 0;
-        unsigned int ids[BD_WARPS_ROWS];
 #pragma unroll
         for (unsigned int j = 0; j < BD_WARPS_ROWS; ++j) {
             const unsigned int p = warp + j * warps;
-            ids[j] = 0;
             if (p < n) {
                 live |= 1u << j;
-                ids[j] = carry_in_ids[base + p];
+                if (lane == 0) {
+                    tile.ids[p] = carry_in_ids[base + p];
+                }
                 const float4* from =
                     reinterpret_cast<const float4*>(carry_in_vals + (unsigned long long)(base + p) * carry_in_stride);
                 float4* to = reinterpret_cast<float4*>(rows + p * stride);
@@ -1771,9 +1826,10 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
                 break;
             }
             if (threadIdx.x == 0 && l + 2u < end) {
-                const unsigned int s = slot_of(l + 1u);
-                bd_warps_wait(bars_at + 8u * s, (parity >> s) & 1u);
-                stage(bd_warps_header(slots + s * slot_words), l + 2u);
+                stage(ahead, l + 2u);
+                if (l + 3u < end) {
+                    ahead = bd_layer_at(desc, l + 3u);
+                }
             }
             issued_end = max(issued_end, min(end, l + 3u));
             wait(l);
@@ -1781,7 +1837,7 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
             const BdLayer next = l + 1u < end ? bd_warps_header(slot) : layer;
             if (live != 0u) {
                 bd_warps_layer(layer, l, reinterpret_cast<const float*>(slot + BD_WARPS_HEADER), rows, stride, live,
-                               ids, bias, biases, bias_stride, upper, suffix_start, state);
+                               tile.ids, bias, biases, bias_stride, upper, suffix_start, state);
             }
             layer = next;
         }
@@ -1797,18 +1853,18 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
             }
             const float* row = rows + (warp + j * warps) * stride;
             if (carry_out_stride == 0) {
-                float* to = out + (unsigned long long)ids[j] * out_width;
+                float* to = out + (unsigned long long)tile.ids[warp + j * warps] * out_width;
                 for (unsigned int c = lane; c < out_width; c += SPDNN_WARP_SIZE) {
                     to[c] = row[c];
                 }
                 if (lane == 0) {
-                    state[ids[j]] = BD_STATE_LIVE;
+                    state[tile.ids[warp + j * warps]] = BD_STATE_LIVE;
                 }
             } else {
                 unsigned int at = 0;
                 if (lane == 0) {
                     at = atomicAdd(carry_out_count, 1u);
-                    carry_out_ids[at] = ids[j];
+                    carry_out_ids[at] = tile.ids[warp + j * warps];
                 }
                 at = __shfl_sync(SPDNN_FULL_MASK, at, 0);
                 float4* to = reinterpret_cast<float4*>(carry_out_vals + (unsigned long long)at * carry_out_stride);
