@@ -103,6 +103,9 @@
 #ifndef BD_WARPS_GROUPS
 #error "BD_WARPS_GROUPS must come from Rust (-D)"
 #endif
+#ifndef BD_WARPS_SPREAD
+#error "BD_WARPS_SPREAD must come from Rust (-D)"
+#endif
 #ifndef BD_WARPS_SLOTS
 #error "BD_WARPS_SLOTS must come from Rust (-D)"
 #endif
@@ -1666,16 +1669,14 @@ __device__ __forceinline__ void bd_warps_sums_groups(unsigned int groups, unsign
 }
 
 // Layer l (descriptor d, weights w in shared memory) for the warp's live rows (bit j of
-// live: the row at rows + (warp + j · warps) · stride), then the retirement rule; rows that
-// finish write their state and leave `live`.
+// live: tile position first_row + j, its row at rows + (first_row + j) · stride), then the
+// retirement rule; rows that finish write their state and leave `live`.
 __device__ __forceinline__ void bd_warps_layer(const BdLayer& d, unsigned int l, const float* w, float* rows,
-                                               unsigned int stride, unsigned int& live, const unsigned int* ids,
+                                               unsigned int stride, unsigned int first_row, unsigned int& live, const unsigned int* ids,
                                                float bias,
                                                const float* __restrict__ biases, unsigned int bias_stride, float upper,
                                                unsigned int suffix_start, unsigned char* __restrict__ state) {
-    constexpr unsigned int warps = BD_WARPS_THREADS / SPDNN_WARP_SIZE;
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
-    const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
     const unsigned int groups = (d.out_width + 31u) / 32u;
     // The live rows first: row r of the sums is the warp's row which[r].
     unsigned int which[BD_WARPS_ROWS];
@@ -1685,7 +1686,7 @@ __device__ __forceinline__ void bd_warps_layer(const BdLayer& d, unsigned int l,
     for (unsigned int r = 0; r < BD_WARPS_ROWS; ++r) {
         which[r] = rest != 0u ? (unsigned int)__ffs(rest) - 1u : 0u;
         rest &= rest - 1u;
-        row_at[r] = (warp + which[r] * warps) * stride;
+        row_at[r] = (first_row + which[r]) * stride;
     }
     const unsigned int rows_live = (unsigned int)__popc(live);
     float b[BD_WARPS_GROUPS];
@@ -1729,7 +1730,7 @@ __device__ __forceinline__ void bd_warps_layer(const BdLayer& d, unsigned int l,
             const bool row_at_bound = __all_sync(SPDNN_FULL_MASK, at_bound);
             if (!bd_keeps(row_nonzero, row_at_bound, l + 1u, suffix_start)) {
                 if (lane == 0) {
-                    state[ids[warp + which[r] * warps]] = bd_finished_state(row_nonzero);
+                    state[ids[first_row + which[r]]] = bd_finished_state(row_nonzero);
                 }
                 live &= ~(1u << which[r]);
             }
@@ -1743,7 +1744,6 @@ __device__ __forceinline__ void bd_warps_layer(const BdLayer& d, unsigned int l,
 // go to the next launch's list or get BD_STATE_LIVE and their values.
 __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_PARAMS) {
     extern __shared__ float4 bd_dynamic[];
-    constexpr unsigned int warps = BD_WARPS_THREADS / SPDNN_WARP_SIZE;
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
     const unsigned int slot_words = BD_WARPS_HEADER + stride * stride;
@@ -1801,11 +1801,18 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
         }
         unsigned int issued_end = min(end, first + 2u);
         // The warp's rows, carried in.
+        // The tile's rows over as few warps as keep the SM's schedulers busy: each warp's
+        // weight reads (a layer's whole matrix from shared memory, 128 wavefronts at 64 x 64)
+        // serve all its rows, and those reads, not the multiply-adds, bound a layer (17 rows a
+        // row a warp: ~2200 wavefronts a layer; 2026-11-28c call 2). Warp w takes positions
+        // w · rows_per_warp + j.
+        const unsigned int rows_per_warp = min((unsigned int)BD_WARPS_ROWS, (n + BD_WARPS_SPREAD - 1u) / BD_WARPS_SPREAD);
+        const unsigned int first_row = warp * rows_per_warp;
         unsigned int live = 0;
 #pragma unroll
         for (unsigned int j = 0; j < BD_WARPS_ROWS; ++j) {
-            const unsigned int p = warp + j * warps;
-            if (p < n) {
+            const unsigned int p = first_row + j;
+            if (j < rows_per_warp && p < n) {
                 live |= 1u << j;
                 if (lane == 0) {
                     tile.ids[p] = carry_in_ids[base + p];
@@ -1836,7 +1843,8 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
             const unsigned int* slot = slots + slot_of(l) * slot_words;
             const BdLayer next = l + 1u < end ? bd_warps_header(slot) : layer;
             if (live != 0u) {
-                bd_warps_layer(layer, l, reinterpret_cast<const float*>(slot + BD_WARPS_HEADER), rows, stride, live,
+                bd_warps_layer(layer, l, reinterpret_cast<const float*>(slot + BD_WARPS_HEADER), rows, stride, first_row,
+                               live,
                                tile.ids, bias, biases, bias_stride, upper, suffix_start, state);
             }
             layer = next;
@@ -1851,20 +1859,20 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
             if (((live >> j) & 1u) == 0u) {
                 continue;
             }
-            const float* row = rows + (warp + j * warps) * stride;
+            const float* row = rows + (first_row + j) * stride;
             if (carry_out_stride == 0) {
-                float* to = out + (unsigned long long)tile.ids[warp + j * warps] * out_width;
+                float* to = out + (unsigned long long)tile.ids[first_row + j] * out_width;
                 for (unsigned int c = lane; c < out_width; c += SPDNN_WARP_SIZE) {
                     to[c] = row[c];
                 }
                 if (lane == 0) {
-                    state[tile.ids[warp + j * warps]] = BD_STATE_LIVE;
+                    state[tile.ids[first_row + j]] = BD_STATE_LIVE;
                 }
             } else {
                 unsigned int at = 0;
                 if (lane == 0) {
                     at = atomicAdd(carry_out_count, 1u);
-                    carry_out_ids[at] = tile.ids[warp + j * warps];
+                    carry_out_ids[at] = tile.ids[first_row + j];
                 }
                 at = __shfl_sync(SPDNN_FULL_MASK, at, 0);
                 float4* to = reinterpret_cast<float4*>(carry_out_vals + (unsigned long long)at * carry_out_stride);

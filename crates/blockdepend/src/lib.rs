@@ -96,6 +96,7 @@ pub const DEFINES: &[Define] = &[
         (plan::WARPS_MAX_STRIDE / layout::WARP) as u64,
     ),
     Define::new("BD_WARPS_SLOTS", plan::WARPS_SLOTS as u64),
+    Define::new("BD_WARPS_SPREAD", plan::WARPS_SPREAD as u64),
     Define::new("BD_STATE_ZERO", STATE_ZERO as u64),
     Define::new("BD_STATE_LIVE", STATE_LIVE as u64),
     Define::new("BD_STATE_BOUND", STATE_BOUND as u64),

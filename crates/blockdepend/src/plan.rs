@@ -88,6 +88,11 @@ pub const WARPS_BLOCKS_PER_SM: usize = 1;
 /// Most rows a warp of a warps block carries (`BD_WARPS_ROWS`): a warps tile holds
 /// `WARPS_THREADS / 32 · WARPS_ROWS` rows.
 pub const WARPS_ROWS: usize = 4;
+/// Warps a warps tile's rows spread over before a warp takes a second row
+/// (`BD_WARPS_SPREAD`): the SM's four schedulers. A warp reads a layer's whole weight matrix
+/// from shared memory for its rows together, and those reads bound a layer: 17 rows a row a
+/// warp took ~2200 shared-memory wavefronts a layer at 64 × 64, 4 a warp ~900.
+pub const WARPS_SPREAD: usize = 4;
 /// Widest row (padded to 32) a warps segment carries (`BD_WARPS_GROUPS` groups of 32: a
 /// lane's outputs of a row, summed in registers).
 pub const WARPS_MAX_STRIDE: usize = 128;

@@ -1171,8 +1171,10 @@ fn narrow_dense_layers_run_a_row_a_warp() {
     // two nonzeros a row (layer 1 then adds at most two products an output: the same sum in
     // any order, so that the later layers alone can differ), the later launches a row a warp
     // by default (merged into one) and with a launch after every layer (rows carried in and
-    // out of warps launches). Then the compressed challenge network (dense after layer 6), 24
-    // layers, binary and with input values 1/2, 1, 3/2.
+    // out of warps launches), and on one block (its tiles one after another: the stages of
+    // the layers a tile did not reach land before the next tile's). Then the compressed
+    // challenge network (dense after layer 6), 24 layers, binary and with input values 1/2,
+    // 1, 3/2. At sanitize scale every grid holds SANITIZE_GRID_BLOCKS blocks.
     let gpu = spdnn_gputest::gpu();
     let rows = sized(1000, 70);
     for (n, seed) in [(64, 3), (48, 4), (96, 5)] {
@@ -1194,7 +1196,7 @@ fn narrow_dense_layers_run_a_row_a_warp() {
         let tiles = run_with(options(|o| o.placement = PlacementChoice::Shared))(&gpu, &p)
             .unwrap_or_else(|e| panic!("{n} wide, tiles: {e}"));
         assert_eq!(warps_launches(&tiles), 0, "{:?}", tiles.details);
-        for (name, launches, o) in [
+        for (name, launches, mut o) in [
             ("defaults", 1, BlockDependOptions::default()),
             (
                 "warps, cut after every layer",
@@ -1204,7 +1206,14 @@ fn narrow_dense_layers_run_a_row_a_warp() {
                     o.cuts = Some((1..10).collect());
                 }),
             ),
+            (
+                "one block: tiles one after another",
+                1,
+                options(|o| o.grid_blocks = Some(1)),
+            ),
         ] {
+            // Under racecheck a grid of every resident 512-thread block was killed (exit 9).
+            o.grid_blocks = o.grid_blocks.or(sized(None, Some(SANITIZE_GRID_BLOCKS)));
             let case = format!("{n} wide, {name}");
             let result = run_with(o)(&gpu, &p).unwrap_or_else(|e| panic!("{case}: {e}"));
             assert_eq!(
@@ -1230,7 +1239,8 @@ fn narrow_dense_layers_run_a_row_a_warp() {
     let p = spdnn_gputest::challenge_problem(1024, 24, rows, 5);
     let halves = in_halves(&p);
     for (name, problem) in [("binary", &p), ("halves", &halves)] {
-        let warps = run_with(BlockDependOptions::default())(&gpu, problem).unwrap();
+        let o = options(|o| o.grid_blocks = sized(None, Some(SANITIZE_GRID_BLOCKS)));
+        let warps = run_with(o)(&gpu, problem).unwrap();
         assert_eq!(warps_launches(&warps), 1, "{name}: {:?}", warps.details);
         compare(problem, &warps, Tolerance::Relative(1e-4))
             .unwrap_or_else(|e| panic!("{name}: {e}"));
