@@ -1849,6 +1849,8 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
             }
             layer = next;
         }
+        // The lanes' last outputs are in place before other lanes copy them out (float4s).
+        __syncwarp();
         // Stages issued past where the tile stopped land before the next tile's.
         for (unsigned int m = l; m < issued_end; ++m) {
             wait(m);
