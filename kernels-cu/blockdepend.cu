@@ -1541,7 +1541,8 @@ struct BdWarpTile {
 // Thread 0 issues layer m's stage (its descriptor d) into slot (slot_words words at shared
 // address to) with bar counting the bytes: the descriptor of layer m + 1 when m + 1 < end,
 // then the weights. The host places a launch here only when every layer is dense and fits a
-// slot (plan::warps_fit); anything else traps rather than computing from a partial stage.
+// slot with rows of ⌈out/32⌉·32 floats (plan::warps_fit; the sums take that stride as 32
+// groups); anything else traps rather than computing from a partial stage.
 __device__ __forceinline__ void bd_warps_stage(unsigned int to, unsigned int slot_words, unsigned int bar,
                                                const BdLayer& d, unsigned int m, unsigned int end,
                                                const unsigned int* __restrict__ desc,
@@ -1549,7 +1550,8 @@ __device__ __forceinline__ void bd_warps_stage(unsigned int to, unsigned int slo
 #if BD_HAS_BULK
     const unsigned int weight_words = ((d.in_width + 3u) & ~3u) * d.dense_stride;
     const float* weights = dense + d.offset;
-    if (d.format != BD_FORMAT_DENSE || BD_WARPS_HEADER + weight_words > slot_words ||
+    if (d.format != BD_FORMAT_DENSE || d.dense_stride != bd_round32(d.out_width) ||
+        BD_WARPS_HEADER + weight_words > slot_words ||
         (reinterpret_cast<unsigned long long>(weights) & 15ull) != 0ull) {
         __trap();
     }
@@ -1610,33 +1612,44 @@ __device__ __forceinline__ BdLayer bd_warps_header(const unsigned int* header) {
 // The sums of G groups of 32 outputs (lane: outputs lane + 32 g) for the R rows at
 // row_at[r] (floats into rows), inputs from 0 in steps of four, one fused multiply-add each:
 // bd_dense_sums' order. G and R are known at compile time, so no instruction issues for a
-// group or a row the warp lacks: with both a run-time bound every row and group issued its
-// loads and multiply-adds predicated off, ~1300 instructions a warp and layer at 64 x 64
-// where one row needs ~270 (2026-11-28c, call 1: 0.066-0.074 ms for the official 1024's
-// layers 9-27).
+// group or a row the warp lacks (with both a run-time bound every row and group issued its
+// loads and multiply-adds predicated off: ~1300 instructions a warp and layer at 64 x 64
+// where one row needs ~270; 2026-11-28c, call 1), and so is the weights' row stride (a dense
+// layer's is 32 G): every load of a step is at a constant offset from two pointers (with the
+// stride a run-time value, 2-3 address instructions a load doubled a layer's instructions:
+// ~2100 cycles for one row of 64 x 64, call 4).
 template <unsigned int G, unsigned int R>
-__device__ __forceinline__ void bd_warps_sums(unsigned int inputs, unsigned int ws, const float* w, const float* rows,
-                                              const unsigned int (&row_at)[BD_WARPS_ROWS], float (&acc)[BD_WARPS_ROWS][BD_WARPS_GROUPS]) {
-    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+__device__ __forceinline__ void bd_warps_sums(unsigned int inputs, const float* w, const float* rows,
+                                              const unsigned int (&row_at)[BD_WARPS_ROWS],
+                                              float (&acc)[BD_WARPS_ROWS][BD_WARPS_GROUPS]) {
+    constexpr unsigned int ws = 32u * G;
+    const float* wk = w + threadIdx.x % SPDNN_WARP_SIZE;
+    const float* y[R];
+#pragma unroll
+    for (unsigned int r = 0; r < R; ++r) {
+        y[r] = rows + row_at[r];
+    }
 #pragma unroll 4
     for (unsigned int k = 0; k < inputs; k += 4) {
-        float wk[4][G];
+        float wv[4][G];
 #pragma unroll
         for (unsigned int i = 0; i < 4; ++i) {
 #pragma unroll
             for (unsigned int g = 0; g < G; ++g) {
-                wk[i][g] = w[(k + i) * ws + g * 32u + lane];
+                wv[i][g] = wk[i * ws + g * 32u];
             }
         }
+        wk += 4u * ws;
 #pragma unroll
         for (unsigned int r = 0; r < R; ++r) {
-            const float4 y = *reinterpret_cast<const float4*>(rows + row_at[r] + k);
+            const float4 v = *reinterpret_cast<const float4*>(y[r]);
+            y[r] += 4;
 #pragma unroll
             for (unsigned int g = 0; g < G; ++g) {
-                acc[r][g] = fmaf(y.x, wk[0][g], acc[r][g]);
-                acc[r][g] = fmaf(y.y, wk[1][g], acc[r][g]);
-                acc[r][g] = fmaf(y.z, wk[2][g], acc[r][g]);
-                acc[r][g] = fmaf(y.w, wk[3][g], acc[r][g]);
+                acc[r][g] = fmaf(v.x, wv[0][g], acc[r][g]);
+                acc[r][g] = fmaf(v.y, wv[1][g], acc[r][g]);
+                acc[r][g] = fmaf(v.z, wv[2][g], acc[r][g]);
+                acc[r][g] = fmaf(v.w, wv[3][g], acc[r][g]);
             }
         }
     }
@@ -1644,27 +1657,27 @@ __device__ __forceinline__ void bd_warps_sums(unsigned int inputs, unsigned int 
 
 // bd_warps_sums for `rows` (1 .. BD_WARPS_ROWS) known only at run time.
 template <unsigned int G, unsigned int R = BD_WARPS_ROWS>
-__device__ __forceinline__ void bd_warps_sums_rows(unsigned int rows_live, unsigned int inputs, unsigned int ws,
+__device__ __forceinline__ void bd_warps_sums_rows(unsigned int rows_live, unsigned int inputs,
                                                    const float* w, const float* rows,
                                                    const unsigned int (&row_at)[BD_WARPS_ROWS],
                                                    float (&acc)[BD_WARPS_ROWS][BD_WARPS_GROUPS]) {
     if (rows_live == R) {
-        bd_warps_sums<G, R>(inputs, ws, w, rows, row_at, acc);
+        bd_warps_sums<G, R>(inputs, w, rows, row_at, acc);
     } else if constexpr (R > 1) {
-        bd_warps_sums_rows<G, R - 1>(rows_live, inputs, ws, w, rows, row_at, acc);
+        bd_warps_sums_rows<G, R - 1>(rows_live, inputs, w, rows, row_at, acc);
     }
 }
 
 // bd_warps_sums_rows for `groups` (1 .. BD_WARPS_GROUPS) known only at run time.
 template <unsigned int G = BD_WARPS_GROUPS>
 __device__ __forceinline__ void bd_warps_sums_groups(unsigned int groups, unsigned int rows_live, unsigned int inputs,
-                                                     unsigned int ws, const float* w, const float* rows,
+                                                     const float* w, const float* rows,
                                                      const unsigned int (&row_at)[BD_WARPS_ROWS],
                                                      float (&acc)[BD_WARPS_ROWS][BD_WARPS_GROUPS]) {
     if (groups == G) {
-        bd_warps_sums_rows<G>(rows_live, inputs, ws, w, rows, row_at, acc);
+        bd_warps_sums_rows<G>(rows_live, inputs, w, rows, row_at, acc);
     } else if constexpr (G > 1) {
-        bd_warps_sums_groups<G - 1>(groups, rows_live, inputs, ws, w, rows, row_at, acc);
+        bd_warps_sums_groups<G - 1>(groups, rows_live, inputs, w, rows, row_at, acc);
     }
 }
 
@@ -1705,7 +1718,7 @@ __device__ __forceinline__ void bd_warps_layer(const BdLayer& d, unsigned int l,
             acc[r][g] = 0.0f;
         }
     }
-    bd_warps_sums_groups(groups, rows_live, (d.in_width + 3u) & ~3u, d.dense_stride, w, rows, row_at, acc);
+    bd_warps_sums_groups(groups, rows_live, (d.in_width + 3u) & ~3u, w, rows, row_at, acc);
     // Every lane has read the rows' inputs: the outputs may overwrite them.
     __syncwarp();
 #pragma unroll

@@ -111,7 +111,8 @@ pub fn warps_block_floats(stride: usize) -> usize {
 
 /// Whether layers `first..end` of `layout`, rows of `stride` floats, can run a row a warp
 /// ([`Placement::Warps`]): a launch after the first (its rows carried in), every layer dense
-/// with its weights at a 16-byte boundary (bulk copies), rows at most [`WARPS_MAX_STRIDE`]
+/// with its weights at a 16-byte boundary (bulk copies) in rows of `⌈out/32⌉·32` floats (the
+/// kernel's sums take that stride from the groups), rows at most [`WARPS_MAX_STRIDE`]
 /// wide, a device with bulk copies, and a block's shared memory fits.
 pub fn warps_fit(
     layout: &Layout,
@@ -124,9 +125,11 @@ pub fn warps_fit(
     first > 0
         && limits.bulk_copies
         && stride <= WARPS_MAX_STRIDE
-        && layout.layers[first..end]
-            .iter()
-            .all(|l| l.format == Format::Dense && l.offset % VECTOR == 0)
+        && layout.layers[first..end].iter().all(|l| {
+            l.format == Format::Dense
+                && l.offset % VECTOR == 0
+                && l.dense_stride == round_up(l.out_width, WARP)
+        })
         && bytes + limits.static_shared <= limits.shared_per_block
 }
 
