@@ -1813,11 +1813,11 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
             }
         }
         unsigned int issued_end = min(end, first + 2u);
-        // The warp's rows, carried in.
-        // The tile's rows over as few warps as keep the SM's schedulers busy: each warp's
-        // weight reads (a layer's whole matrix from shared memory, 128 wavefronts at 64 x 64)
-        // serve all its rows, and those reads, not the multiply-adds, bound a layer (17 rows a
-        // row a warp: ~2200 wavefronts a layer; 2026-11-28c call 2). Warp w takes positions
+        // The warp's rows, carried in: the tile's rows over as few warps as keep the SM's
+        // four schedulers busy, so that each warp's reads of a layer's whole matrix from
+        // shared memory (128 wavefronts at 64 x 64) serve several rows. (Counted as the limit
+        // of a layer with a row a warp, ~2200 wavefronts at 17 rows; measured, it was not:
+        // the launch took the same time, 2026-11-28c call 3.) Warp w takes positions
         // w · rows_per_warp + j.
         const unsigned int rows_per_warp = min((unsigned int)BD_WARPS_ROWS, (n + BD_WARPS_SPREAD - 1u) / BD_WARPS_SPREAD);
         const unsigned int first_row = warp * rows_per_warp;

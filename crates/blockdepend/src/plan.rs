@@ -90,14 +90,18 @@ pub const WARPS_BLOCKS_PER_SM: usize = 1;
 pub const WARPS_ROWS: usize = 4;
 /// Warps a warps tile's rows spread over before a warp takes a second row
 /// (`BD_WARPS_SPREAD`): the SM's four schedulers. A warp reads a layer's whole weight matrix
-/// from shared memory for its rows together, and those reads bound a layer: 17 rows a row a
-/// warp took ~2200 shared-memory wavefronts a layer at 64 × 64, 4 a warp ~900.
+/// from shared memory for its rows together: 17 rows a row a warp take ~2200 shared-memory
+/// wavefronts a layer at 64 × 64, 4 a warp ~900. Counted as a layer's limit, measured not to
+/// be (the official 1024's warps launch the same, one H100, 2026-11-28c call 3); kept for
+/// the fewer loads.
 pub const WARPS_SPREAD: usize = 4;
 /// Widest row (padded to 32) a warps segment carries (`BD_WARPS_GROUPS` groups of 32: a
 /// lane's outputs of a row, summed in registers).
 pub const WARPS_MAX_STRIDE: usize = 128;
 /// Stage slots of a warps block (`BD_WARPS_SLOTS`): layer `l` computes from slot
-/// `l % 3` while the copies of layers `l + 1` and `l + 2` are in flight.
+/// `l % 3` while the copies of layers `l + 1` and `l + 2` are in flight. 4 and 8 slots were
+/// no faster on the official 1024 (one H100, 2026-11-28c calls 4 and 7), though each layer
+/// still waits ~750 cycles for its slot.
 pub const WARPS_SLOTS: usize = 3;
 /// Rows a warps tile holds.
 pub const WARPS_TILE: usize = WARPS_THREADS / WARP * WARPS_ROWS;
