@@ -1030,6 +1030,24 @@ __device__ __forceinline__ void bd_copy_back(float* cur, const float* next, unsi
     });
 }
 
+// Rows a tile of a launch of `count` rows holds, the same in every block:
+// ⌈count / (gridDim.x · BD_TILE_WAVES)⌉, at least 1, at most tile_max.
+__device__ __forceinline__ unsigned int bd_rows_per_tile(unsigned int count, unsigned int tile_max) {
+    const unsigned long long spread = (unsigned long long)gridDim.x * BD_TILE_WAVES;
+    return (unsigned int)min((unsigned long long)tile_max, max(1ull, (count + spread - 1) / spread));
+}
+
+// The first row of the block's next tile: thread 0 takes rows_per_tile rows from the queue
+// (base, in shared memory, hands it to the others). count or more when none is left.
+__device__ __forceinline__ unsigned int bd_next_tile(unsigned int* queue, unsigned int& base,
+                                                     unsigned int rows_per_tile) {
+    if (threadIdx.x == 0) {
+        base = atomicAdd(queue, rows_per_tile);
+    }
+    __syncthreads();
+    return base;
+}
+
 // The persistent loop of one launch. PLACE: BD_PLACE_SHARED, both tile buffers in dynamic
 // shared memory; BD_PLACE_SPLIT, the first in dynamic shared memory and the second in
 // scratch (block b at b · tile_max · stride floats); BD_PLACE_GLOBAL, both in scratch (block
@@ -1067,18 +1085,12 @@ __device__ __forceinline__ void bd_chain(
     if (count <= spread_rows) {
         return;
     }
-    const unsigned long long spread = (unsigned long long)gridDim.x * BD_TILE_WAVES;
-    const unsigned int rows_per_tile =
-        (unsigned int)min((unsigned long long)tile_max, max(1ull, (count + spread - 1) / spread));
+    const unsigned int rows_per_tile = bd_rows_per_tile(count, tile_max);
     const BdLayer first_layer = bd_layer_at(desc, 0);
     const unsigned int out_width = bd_layer_at(desc, end - 1).out_width;
 
     for (;;) {
-        if (threadIdx.x == 0) {
-            tile.base = atomicAdd(queue, rows_per_tile);
-        }
-        __syncthreads();
-        const unsigned int base = tile.base;
+        const unsigned int base = bd_next_tile(queue, tile.base, rows_per_tile);
         if (base >= count) {
             break;
         }
@@ -1771,9 +1783,7 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
 #endif
     }
     const unsigned int count = *carry_in_count;
-    const unsigned long long spread = (unsigned long long)gridDim.x * BD_TILE_WAVES;
-    const unsigned int rows_per_tile =
-        (unsigned int)min((unsigned long long)tile_max, max(1ull, (count + spread - 1) / spread));
+    const unsigned int rows_per_tile = bd_rows_per_tile(count, tile_max);
     // The phase parity each slot's next stage completes: the same in every thread, which all
     // wait on every stage issued.
     unsigned int parity = 0;
@@ -1788,11 +1798,7 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
         bd_warps_stage(slots_at + 4u * s * slot_words, slot_words, bars_at + 8u * s, d, m, end, desc, dense);
     };
     for (;;) {
-        if (threadIdx.x == 0) {
-            tile.base = atomicAdd(queue, rows_per_tile);
-        }
-        __syncthreads();
-        const unsigned int base = tile.base;
+        const unsigned int base = bd_next_tile(queue, tile.base, rows_per_tile);
         if (base >= count) {
             break;
         }
