@@ -138,8 +138,8 @@ struct BdLayer {
 // took 78 with all three ELL forms compiled in, 64 with one (NVRTC 13.0, sm_90).
 #define BD_RUNS(f) (((BD_FORMATS) >> (f)) & 1u)
 
-__device__ __forceinline__ BdLayer bd_layer_at(const unsigned int* __restrict__ desc, unsigned int l) {
-    const unsigned int* d = desc + (unsigned long long)l * BD_DESC_WORDS;
+// A descriptor's words as a BdLayer (from global memory, or a copy in shared memory).
+__device__ __forceinline__ BdLayer bd_layer_from(const unsigned int* __restrict__ d) {
     BdLayer layer;
     layer.format = d[0];
     layer.in_width = d[1];
@@ -148,6 +148,10 @@ __device__ __forceinline__ BdLayer bd_layer_at(const unsigned int* __restrict__ 
     layer.offset = (unsigned long long)d[4] | ((unsigned long long)d[5] << 32);
     layer.group_table = d[6];
     return layer;
+}
+
+__device__ __forceinline__ BdLayer bd_layer_at(const unsigned int* __restrict__ desc, unsigned int l) {
+    return bd_layer_from(desc + (unsigned long long)l * BD_DESC_WORDS);
 }
 
 // One ELL entry as the (input, weight) it multiplies with: a stored pair as it is; a scaled
@@ -1609,18 +1613,6 @@ __device__ __forceinline__ void bd_warps_wait(unsigned int bar, unsigned int par
 #endif
 }
 
-// The descriptor words a slot's header holds, as bd_layer_at reads them from global memory.
-__device__ __forceinline__ BdLayer bd_warps_header(const unsigned int* header) {
-    BdLayer layer;
-    layer.format = header[0];
-    layer.in_width = header[1];
-    layer.out_width = header[2];
-    layer.dense_stride = header[3];
-    layer.offset = (unsigned long long)header[4] | ((unsigned long long)header[5] << 32);
-    layer.group_table = header[6];
-    return layer;
-}
-
 // The sums of G groups of 32 outputs (lane: outputs lane + 32 g) for the R rows at
 // row_at[r] (floats into rows), inputs from 0 in steps of four, one fused multiply-add each:
 // bd_dense_sums' order. G and R are known at compile time, so no instruction issues for a
@@ -1860,7 +1852,7 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
             issued_end = max(issued_end, min(end, l + 3u));
             wait(l);
             const unsigned int* slot = slots + slot_of(l) * slot_words;
-            const BdLayer next = l + 1u < end ? bd_warps_header(slot) : layer;
+            const BdLayer next = l + 1u < end ? bd_layer_from(slot) : layer;
             if (live != 0u) {
                 bd_warps_layer(layer, l, reinterpret_cast<const float*>(slot + BD_WARPS_HEADER), rows, stride, first_row,
                                live,
