@@ -106,6 +106,9 @@
 #ifndef BD_WARPS_SPREAD
 #error "BD_WARPS_SPREAD must come from Rust (-D)"
 #endif
+#ifndef BD_WARPS_BLOCKS
+#error "BD_WARPS_BLOCKS must come from Rust (-D)"
+#endif
 #ifndef BD_WARPS_SLOTS
 #error "BD_WARPS_SLOTS must come from Rust (-D)"
 #endif
@@ -1525,7 +1528,7 @@ __device__ __forceinline__ void bd_chain_lanes_loop(unsigned int (*lane_starts)[
 // weights (four L2 round trips) and its biases one after another, then on the row check's
 // two barriers: ~6000 cycles a layer however few the rows (docs/blockdepend.md, "The tail
 // layers' round trips"). bd_chain_warps gives each warp rows of its own (BD_WARPS_ROWS at
-// most, tile position warp + j · warps), a lane computing the outputs lane + 32 g of each,
+// most, consecutive tile positions), a lane computing the outputs lane + 32 g of each,
 // and stages the layers' weights in shared memory two layers ahead with one thread's bulk
 // copies: slot m % BD_WARPS_SLOTS holds layer m's dense weights (⌈in/4⌉·4 rows of
 // dense_stride floats) after the descriptor of layer m + 1, counted by the slot's mbarrier.
@@ -1557,8 +1560,8 @@ struct BdWarpTile {
 // Thread 0 issues layer m's stage (its descriptor d) into slot (slot_words words at shared
 // address to) with bar counting the bytes: the descriptor of layer m + 1 when m + 1 < end,
 // then the weights. The host places a launch here only when every layer is dense and fits a
-// slot with rows of ⌈out/32⌉·32 floats (plan::warps_fit; the sums take that stride as 32
-// groups); anything else traps rather than computing from a partial stage.
+// slot with rows of ⌈out/32⌉·32 floats (plan::warps_fit; the sums take that stride as
+// 32 · G); anything else traps rather than computing from a partial stage.
 __device__ __forceinline__ void bd_warps_stage(unsigned int to, unsigned int slot_words, unsigned int bar,
                                                const BdLayer& d, unsigned int m, unsigned int end,
                                                const unsigned int* __restrict__ desc,
@@ -2262,10 +2265,10 @@ extern "C" __global__ void __launch_bounds__(BD_LANES_THREADS, BD_LANES_BLOCKS) 
 #endif  // SPDNN_KEEP(bd_chain_lanes)
 
 #if SPDNN_KEEP(bd_chain_warps)
-// Launch: grid = one block an SM (persistent, tiles from the queue), block BD_WARPS_THREADS, dynamic shared
+// Launch: grid = BD_WARPS_BLOCKS blocks an SM (persistent, tiles from the queue), block BD_WARPS_THREADS, dynamic shared
 // BD_WARPS_SLOTS · (BD_WARPS_HEADER + stride · stride) words (the stage slots) + tile_max · stride floats (a row a
 // buffer).
-extern "C" __global__ void __launch_bounds__(BD_WARPS_THREADS, 1) bd_chain_warps(BD_CHAIN_PARAMS) {
+extern "C" __global__ void __launch_bounds__(BD_WARPS_THREADS, BD_WARPS_BLOCKS) bd_chain_warps(BD_CHAIN_PARAMS) {
     __shared__ BdWarpTile tile;
     bd_chain_warps_loop(tile, BD_CHAIN_ARGS);
 }

@@ -95,6 +95,7 @@ pub const DEFINES: &[Define] = &[
         "BD_WARPS_GROUPS",
         (plan::WARPS_MAX_STRIDE / layout::WARP) as u64,
     ),
+    Define::new("BD_WARPS_BLOCKS", plan::WARPS_BLOCKS_PER_SM as u64),
     Define::new("BD_WARPS_SLOTS", plan::WARPS_SLOTS as u64),
     Define::new("BD_WARPS_SPREAD", plan::WARPS_SPREAD as u64),
     Define::new("BD_STATE_ZERO", STATE_ZERO as u64),

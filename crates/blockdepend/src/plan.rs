@@ -83,7 +83,8 @@ pub const LANES_MAX_STRIDE: usize = 64;
 /// Threads of a warps block (`BD_WARPS_THREADS`): 16 warps, one block an SM, so that each
 /// layer's weights are staged once an SM (more blocks an SM would read them once a block).
 pub const WARPS_THREADS: usize = 512;
-/// Blocks of a warps launch an SM: one (its grid is the SMs).
+/// Blocks of a warps launch an SM (`BD_WARPS_BLOCKS`, its `__launch_bounds__`): one, its
+/// grid is the SMs.
 pub const WARPS_BLOCKS_PER_SM: usize = 1;
 /// Most rows a warp of a warps block carries (`BD_WARPS_ROWS`): a warps tile holds
 /// `WARPS_THREADS / 32 · WARPS_ROWS` rows.
