@@ -8,7 +8,7 @@ use spdnn_cuda::cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use spdnn_cuda::memory::MemoryModel;
 use spdnn_cuda::method::{DeviceRun, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::{
-    CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, KernelDecl, PushKernelArg,
+    CapturedGraph, CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, KernelDecl, PushKernelArg,
 };
 use spdnn_formats::{Csr, SparseMatrix};
 
@@ -246,6 +246,27 @@ struct Input {
     binary: u32,
 }
 
+impl Input {
+    /// Whether a batch of `offsets` row offsets and `nonzeros` nonzeros (`binary`: values
+    /// all 1) can be copied into these buffers in place.
+    fn holds(&self, offsets: usize, nonzeros: usize, binary: bool) -> bool {
+        self.binary == u32::from(binary)
+            && self.offsets.len() == offsets
+            && self.cols.len() >= nonzeros
+            && (binary || self.vals.len() >= nonzeros)
+    }
+}
+
+/// How the timed passes enqueue a run: the queues' memset and every launch captured once as
+/// a CUDA graph and replayed with one call, or enqueued call by call.
+enum Replay {
+    /// Call by call (`BlockDependOptions::graph` off, or the capture failed: why).
+    Calls(Option<String>),
+    /// The graph of the loaded batch, captured when the batch was loaded into new buffers
+    /// or with a new row count (its launches hold the buffers' addresses and the rows).
+    Graph(Option<CapturedGraph>),
+}
+
 /// Everything one BlockDepend run keeps on the device.
 pub(crate) struct BdRun<'g> {
     gpu: &'g Gpu,
@@ -279,6 +300,7 @@ pub(crate) struct BdRun<'g> {
     entered: Vec<u32>,
     /// The device's shared memory a block with the opt-in, and the kernel's static part.
     limits: Limits,
+    replay: Replay,
 }
 
 /// Elements of every buffer a run allocates beside the layout and the loaded input, for
@@ -805,6 +827,11 @@ impl<'g> BdRun<'g> {
             details: Vec::new(),
             entered: Vec::new(),
             limits,
+            replay: if options.graph {
+                Replay::Graph(None)
+            } else {
+                Replay::Calls(None)
+            },
             kernels,
             expansion: host.expansion.clone(),
         };
@@ -934,6 +961,40 @@ impl<'g> BdRun<'g> {
         ]
     }
 
+    /// Clears the counters and enqueues every launch, marking each on `probe`.
+    fn enqueue(&mut self, probe: &mut Probe) -> Result<(), CudaError> {
+        self.gpu
+            .stream()
+            .memset_zeros(&mut *self.counters)
+            .context("clearing the queues")?;
+        for index in 0..self.launches.len() {
+            self.launch(index)?;
+            probe.step(STAGES[index.min(STAGES.len() - 1)])?;
+        }
+        Ok(())
+    }
+
+    /// Captures the loaded batch's run as a graph when a graph is wanted and none is held. A
+    /// capture the driver refuses leaves the run call by call, and the details say why.
+    fn capture_if_needed(&mut self) -> Result<(), CudaError> {
+        if !matches!(self.replay, Replay::Graph(None)) {
+            return Ok(());
+        }
+        let gpu = self.gpu;
+        let stream = gpu.stream().clone();
+        let captured = gpu
+            .capture_graph(&stream, |_| self.enqueue(&mut Probe::off()))
+            .and_then(|graph| graph.upload().map(|()| graph));
+        self.replay = match captured {
+            Ok(graph) => Replay::Graph(Some(graph)),
+            Err(e) => {
+                // The stream is usable again (the capture ended); nothing was run.
+                Replay::Calls(Some(e.to_string()))
+            }
+        };
+        Ok(())
+    }
+
     /// Enqueues launch `index`.
     fn launch(&mut self, index: usize) -> Result<(), CudaError> {
         let stream = self.gpu.stream().clone();
@@ -1061,6 +1122,28 @@ impl DeviceRun for BdRun<'_> {
         }
         let gpu = self.gpu;
         let binary = input.values().iter().all(|&v| v == 1.0);
+        let (offsets, cols) = (input.row_offsets(), input.col_indices());
+        let in_place = self
+            .input
+            .as_ref()
+            .is_some_and(|held| held.holds(offsets.len(), cols.len(), binary));
+        if in_place && input.nrows() == self.loaded {
+            // The same addresses and row count: a captured graph stays valid.
+            if let Some(held) = self.input.as_mut() {
+                gpu.upload_into(offsets, &mut held.offsets)?;
+                if !cols.is_empty() {
+                    gpu.upload_into(cols, &mut held.cols)?;
+                }
+                if !binary && !cols.is_empty() {
+                    gpu.upload_into(input.values(), &mut held.vals)?;
+                }
+            }
+            gpu.upload_into(&vec![u8::MAX; input.nrows()], &mut self.state)?;
+            return self.capture_if_needed();
+        }
+        if let Replay::Graph(graph) = &mut self.replay {
+            *graph = None;
+        }
         self.input = None;
         self.input = Some(Input {
             offsets: gpu.upload(input.row_offsets())?,
@@ -1075,20 +1158,16 @@ impl DeviceRun for BdRun<'_> {
         // Poison the states: every row must be finished by the run.
         gpu.upload_into(&vec![u8::MAX; input.nrows()], &mut self.state)?;
         self.loaded = input.nrows();
-        Ok(())
+        self.capture_if_needed()
     }
 
-    /// One launch per segment; the counters are cleared first.
+    /// The loaded batch's graph replayed (timed passes), or its launches enqueued one by one
+    /// with a mark after each (the profiled pass, or without a graph).
     fn run(&mut self, probe: &mut Probe) -> Result<(), CudaError> {
-        self.gpu
-            .stream()
-            .memset_zeros(&mut *self.counters)
-            .context("clearing the queues")?;
-        for index in 0..self.launches.len() {
-            self.launch(index)?;
-            probe.step(STAGES[index.min(STAGES.len() - 1)])?;
+        match &self.replay {
+            Replay::Graph(Some(graph)) if !probe.is_recording() => graph.launch(),
+            _ => self.enqueue(probe),
         }
-        Ok(())
     }
 
     fn row_flags(&mut self) -> Result<Vec<u8>, CudaError> {
@@ -1123,6 +1202,12 @@ impl DeviceRun for BdRun<'_> {
 
     fn details(&self) -> Vec<(String, String)> {
         let mut details = self.details.clone();
+        let replay = match &self.replay {
+            Replay::Graph(_) => "one CUDA graph a pass (the memset and every launch)".to_string(),
+            Replay::Calls(None) => "call by call".to_string(),
+            Replay::Calls(Some(why)) => format!("call by call (the graph's capture failed: {why})"),
+        };
+        details.push(("replay".into(), replay));
         if !self.entered.is_empty() {
             let entered: Vec<String> = self
                 .launches

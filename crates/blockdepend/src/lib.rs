@@ -329,6 +329,10 @@ pub struct BlockDependOptions {
     /// Which layer formats the kernels are compiled for ([`KernelFormats`]; default: those
     /// of the chain's layers where that was measured faster, else every format).
     pub kernel_formats: KernelFormats,
+    /// Replay each timed pass as one CUDA graph (the queues' memset and every launch,
+    /// captured when a batch is loaded) instead of enqueueing its calls one by one; the
+    /// profiled pass always enqueues them (an event after each launch). Default on.
+    pub graph: bool,
 }
 
 /// Which layer formats a run's kernels are compiled for ([`for_formats`]). Fewer formats
@@ -378,6 +382,7 @@ impl Default for BlockDependOptions {
             spread: SpreadChoice::Auto,
             grid_blocks: None,
             kernel_formats: KernelFormats::Auto,
+            graph: true,
         }
     }
 }
@@ -549,7 +554,7 @@ mod tests {
         let json = serde_json::to_string(&o).unwrap();
         assert_eq!(
             json,
-            r#"{"compress":true,"retire":true,"tile_rows":null,"cuts":null,"placement":"auto","format":"auto","items":"auto","spread":"auto","grid_blocks":null,"kernel_formats":"auto"}"#
+            r#"{"compress":true,"retire":true,"tile_rows":null,"cuts":null,"placement":"auto","format":"auto","items":"auto","spread":"auto","grid_blocks":null,"kernel_formats":"auto","graph":true}"#
         );
     }
 

@@ -686,6 +686,51 @@ fn batches_reuse_the_prepared_run() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn a_graph_replays_the_launches_enqueued_one_by_one() {
+    // The timed passes replay one captured graph, the tiles' launches and the spread ones
+    // (cooperative) included; in batches, a batch with a new row count is captured anew.
+    let gpu = spdnn_gputest::gpu();
+    let p = spdnn_gputest::challenge_problem(1024, 40, sized(2000, 300), 5);
+    let batched = RunSpec {
+        batch: Some(sized(700, 120)),
+        ..spec()
+    };
+    for (case, base) in [
+        ("defaults", BlockDependOptions::default()),
+        (
+            "spread, cut after every layer",
+            options(|o| {
+                o.spread = SpreadChoice::Always;
+                o.cuts = Some((1..40).collect());
+            }),
+        ),
+    ] {
+        for spec in [spec(), batched] {
+            let run = |graph: bool| {
+                let o = BlockDependOptions {
+                    graph,
+                    ..base.clone()
+                };
+                infer(&gpu, &p.layers, &p.input, p.bias, p.upper, &o, &spec).unwrap()
+            };
+            let (replayed, called) = (run(true), run(false));
+            assert!(
+                replayed
+                    .detail("replay")
+                    .is_some_and(|r| r.starts_with("one CUDA graph")),
+                "{case}: {:?}",
+                replayed.detail("replay")
+            );
+            assert_eq!(called.detail("replay"), Some("call by call"), "{case}");
+            assert_eq!(replayed.categories, called.categories, "{case}");
+            assert_eq!(replayed.output, called.output, "{case}");
+            compare(&p, &replayed, Tolerance::Relative(1e-5)).unwrap();
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn compression_on_and_off_agree() {
     let gpu = spdnn_gputest::gpu();
     let p = spdnn_gputest::challenge_problem(1024, 60, sized(2000, 200), 9);

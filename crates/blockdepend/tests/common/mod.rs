@@ -266,6 +266,8 @@ pub fn knobs(layers: usize) -> impl Strategy<Value = Knobs> {
                     grid_blocks: None,
                     // Nor compiles a kernel.
                     kernel_formats: KernelFormats::Auto,
+                    // Nor enqueues one.
+                    graph: true,
                 },
                 limits,
                 blocks,

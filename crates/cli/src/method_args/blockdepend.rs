@@ -61,6 +61,10 @@ pub struct BlockDependArgs {
     /// own) or `every` (the kernels before, for A/B runs) [default: auto].
     #[arg(long, value_enum, value_name = "WHICH")]
     pub bd_kernel_formats: Option<KernelFormatsArg>,
+    /// Enqueue each timed pass call by call instead of replaying it as one CUDA graph (the
+    /// queues' memset and every launch, captured when a batch is loaded).
+    #[arg(long)]
+    pub bd_no_graph: bool,
 }
 
 /// The cuts of `--bd-cuts`.
@@ -212,6 +216,9 @@ impl GroupArgs for BlockDependArgs {
                     KernelFormatsArg::Every => KernelFormats::Every,
                 };
             }
+            if self.bd_no_graph {
+                bd.graph = false;
+            }
         });
     }
 
@@ -227,6 +234,7 @@ impl GroupArgs for BlockDependArgs {
             ("--bd-spread", self.bd_spread.is_some()),
             ("--bd-grid-blocks", self.bd_grid_blocks.is_some()),
             ("--bd-kernel-formats", self.bd_kernel_formats.is_some()),
+            ("--bd-no-graph", self.bd_no_graph),
         ]
     }
 }
@@ -257,6 +265,7 @@ mod tests {
             bd_spread: Some(SpreadArg::Off),
             bd_grid_blocks: Some(9),
             bd_kernel_formats: Some(KernelFormatsArg::Every),
+            bd_no_graph: true,
         };
         let mut set = OptionSet::default();
         args.apply(&mut set);
@@ -274,9 +283,10 @@ mod tests {
                 spread: SpreadChoice::Off,
                 grid_blocks: Some(9),
                 kernel_formats: KernelFormats::Every,
+                graph: false,
             }
         );
-        assert_eq!(args.given().len(), 10);
+        assert_eq!(args.given().len(), 11);
         let none = BlockDependArgs::default();
         let mut set = OptionSet::default();
         none.apply(&mut set);
