@@ -76,9 +76,6 @@
 #ifndef BD_TILE_WAVES
 #error "BD_TILE_WAVES must come from Rust (-D)"
 #endif
-#ifndef BD_TILE_GUIDE
-#error "BD_TILE_GUIDE must come from Rust (-D)"
-#endif
 #ifndef BD_SCATTER_BATCH
 #error "BD_SCATTER_BATCH must come from Rust (-D)"
 #endif
@@ -198,8 +195,6 @@ struct BdTile {
     unsigned char keep[BD_MAX_TILE];
     unsigned int live_count;
     unsigned int base;
-    // Rows the block took with base (bd_next_tile).
-    unsigned int take;
     unsigned int append;
 };
 
@@ -1049,30 +1044,12 @@ __device__ __forceinline__ unsigned int bd_rows_per_tile(unsigned int count, uns
     return (unsigned int)min((unsigned long long)tile_max, max(1ull, (count + spread - 1) / spread));
 }
 
-// The first row of the block's next tile: thread 0 takes rows from the queue (base and take,
-// in shared memory, hand the first row and the count to the others). count or more when none
-// is left. A launch of more rows than one wave of tiles holds (count > gridDim.x ·
-// rows_per_tile) takes whole tiles until less than a wave is left, then
-// ⌈left / (gridDim.x · BD_TILE_GUIDE)⌉ rows, at least 1: the last wave's rows spread over
-// every block instead of a part-full wave of whole tiles (BD_TILE_GUIDE 0: whole tiles to
-// the end). A launch of one wave keeps its tiles whole: its tiles' layers wait on latency,
-// and smaller ones would take a second wave. The queue's position is read before the add,
-// so a block may take a little more than its share; never more than rows_per_tile.
-__device__ __forceinline__ unsigned int bd_next_tile(unsigned int* queue, unsigned int& base, unsigned int& take,
-                                                     unsigned int rows_per_tile, unsigned int count) {
+// The first row of the block's next tile: thread 0 takes rows_per_tile rows from the queue
+// (base, in shared memory, hands it to the others). count or more when none is left.
+__device__ __forceinline__ unsigned int bd_next_tile(unsigned int* queue, unsigned int& base,
+                                                     unsigned int rows_per_tile) {
     if (threadIdx.x == 0) {
-        unsigned int rows = rows_per_tile;
-        const unsigned long long wave = (unsigned long long)gridDim.x * rows_per_tile;
-        if (BD_TILE_GUIDE != 0 && count > wave) {
-            const unsigned int at = *reinterpret_cast<volatile unsigned int*>(queue);
-            const unsigned long long left = at < count ? count - at : 0u;
-            if (left < wave) {
-                const unsigned long long share = (unsigned long long)gridDim.x * BD_TILE_GUIDE;
-                rows = (unsigned int)max(1ull, min((unsigned long long)rows_per_tile, (left + share - 1ull) / share));
-            }
-        }
-        base = atomicAdd(queue, rows);
-        take = rows;
+        base = atomicAdd(queue, rows_per_tile);
     }
     __syncthreads();
     return base;
@@ -1120,11 +1097,11 @@ __device__ __forceinline__ void bd_chain(
     const unsigned int out_width = bd_layer_at(desc, end - 1).out_width;
 
     for (;;) {
-        const unsigned int base = bd_next_tile(queue, tile.base, tile.take, rows_per_tile, count);
+        const unsigned int base = bd_next_tile(queue, tile.base, rows_per_tile);
         if (base >= count) {
             break;
         }
-        const unsigned int n = min(tile.take, count - base);
+        const unsigned int n = min(rows_per_tile, count - base);
         float* cur = buffer0;
         float* next = buffer1;
         unsigned int done;
@@ -1578,7 +1555,6 @@ struct BdWarpTile {
     unsigned long long bars[BD_WARPS_SLOTS];
     unsigned int ids[BD_WARPS_THREADS / SPDNN_WARP_SIZE * BD_WARPS_ROWS];
     unsigned int base;
-    unsigned int take;
 };
 
 // Thread 0 issues layer m's stage (its descriptor d) into slot (slot_words words at shared
@@ -1817,11 +1793,11 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
         bd_warps_stage(slots_at + 4u * s * slot_words, slot_words, bars_at + 8u * s, d, m, end, desc, dense);
     };
     for (;;) {
-        const unsigned int base = bd_next_tile(queue, tile.base, tile.take, rows_per_tile, count);
+        const unsigned int base = bd_next_tile(queue, tile.base, rows_per_tile);
         if (base >= count) {
             break;
         }
-        const unsigned int n = min(tile.take, count - base);
+        const unsigned int n = min(rows_per_tile, count - base);
         // The first two layers' stages. Thread 0 keeps the descriptor of the next layer to
         // stage in registers, loaded a layer before it is needed: the stages' copies never
         // wait on one another (a stage that read its descriptor from the slot before it

@@ -57,10 +57,6 @@ pub const THREADS_WIDE: usize = TARGET_BLOCKS_PER_SM * THREADS;
 /// the official 1024's launches 2 and 3 0.028 → 0.019 and 0.039 → 0.032, 16384's launch 3
 /// 0.142 → 0.115; launch 1's tile is the plan's either way.
 pub const TILE_WAVES: usize = 1;
-/// How a launch of several waves of tiles ends (`BD_TILE_GUIDE`): once less than a wave of
-/// rows is left, each block takes ⌈left / (blocks · TILE_GUIDE)⌉ rows (at most the tile), so
-/// that the blocks finish together; 0 takes whole tiles to the end.
-pub const TILE_GUIDE: usize = 2;
 /// The first default cut: launch 1 covers layers 1–4. Measured against a cut after layer 2
 /// once layer 1 summed as integers (one H100, 2026-11-27, commit fb79ca8): the official
 /// 1024-120 0.263 → 0.228 ms, 4096-120 0.498 → 0.458, 16384-120 1.587 → 1.463, 65536-120

@@ -1,11 +1,25 @@
 //! CUDA-graph capture on a stream.
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaGraph, CudaStream};
 
 use crate::{CudaError, DriverResultExt, Gpu};
+
+/// Held for writing by a capture and for reading by every whole-device synchronisation
+/// ([`Gpu::new`], [`Gpu::synchronize`], the retry of an allocation): threads of one process
+/// share a device's primary context, and a `cuCtxSynchronize` from one thread while another
+/// captures a stream of that context would have to wait on the capturing stream, which
+/// invalidates the capture (a GPU test suite on two threads lost a capture so, 2026-11-28).
+static CAPTURING: RwLock<()> = RwLock::new(());
+
+/// Holds off captures while a whole-device synchronisation runs ([`CAPTURING`]).
+pub(crate) fn no_capture() -> RwLockReadGuard<'static, ()> {
+    CAPTURING
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// An instantiated CUDA graph, replayed on the stream it was captured on.
 pub struct CapturedGraph {
@@ -45,7 +59,9 @@ impl Gpu {
     /// cross-stream event tracking, should a context have it on ([`Gpu::new`] turns it
     /// off), is paused during the capture (a wait on an event recorded outside the capture
     /// would invalidate it), so: enqueue work only on `stream` inside `body`, do not use
-    /// this device from other threads meanwhile, and order later work on other streams
+    /// this device from other threads meanwhile (whole-device synchronisations of other
+    /// threads wait for the capture; `body` must not synchronise the device itself: it
+    /// would wait on the capture it is in), and order later work on other streams
     /// after the graph yourself ([`crate::Fence`]). Buffers used inside must outlive the
     /// graph.
     pub fn capture_graph<F>(
@@ -61,8 +77,15 @@ impl Gpu {
                 "CUDA graphs cannot be captured on the legacy NULL stream; use Gpu::stream() or Gpu::new_stream()".into(),
             ));
         }
-        self.synchronize()?;
+        // One capture at a time in the process, and no whole-device synchronisation of
+        // another thread meanwhile ([`CAPTURING`]).
+        let _capturing = CAPTURING
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let ctx = self.context();
+        ctx.synchronize().context("synchronising the device")?;
+        ctx.check_err()
+            .context("a deferred operation (e.g. a free) reported")?;
         let was_tracking = ctx.is_event_tracking();
         // SAFETY: tracking is paused only for the capture; the device was synchronised,
         // so no earlier cross-stream dependency is pending.

@@ -188,6 +188,42 @@ fn graph_capture_replays_correctly() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn captures_survive_other_threads_synchronising_the_device() {
+    // Threads of one process share the device's primary context: one captures and replays
+    // graphs while another opens handles (Gpu::new synchronises the device) and
+    // synchronises. Every capture must hold and replay the right values.
+    let gpu = gpu();
+    gpu.kernel(&SELFTEST_AXPY).unwrap();
+    let n = 4099;
+    let xh = data(n, 6);
+    let x = gpu.upload(&xh).unwrap();
+    let stream = gpu.stream().clone();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let other = crate::gpu();
+                other.synchronize().unwrap();
+            }
+        });
+        for round in 0..50 {
+            let mut y = gpu.upload(&vec![0.0f32; n]).unwrap();
+            let graph = gpu
+                .capture_graph(&stream, |s| launch_axpy(&gpu, s, &mut y, &x, 2.0))
+                .unwrap_or_else(|e| panic!("capture {round}: {e}"));
+            graph.launch().unwrap();
+            let got = gpu.download(&*y).unwrap();
+            assert!(
+                got.iter().zip(&xh).all(|(g, x)| *g == 2.0 * x),
+                "capture {round}"
+            );
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn absurd_allocation_is_out_of_memory() {
     let gpu = gpu();
     let before = gpu.memory().unwrap();
