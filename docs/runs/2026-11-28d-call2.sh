@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Device call 2 of the session 2026-11-28d (one H200): call 1 found the official 1024-120 at
 # 0.104 ms (0.102-0.110) when a 2 GiB memset keeps the GPU busy before each timed region,
-# against 0.13-0.14 without: ~30 us of each pass is the GPU waiting. `diag2` is call 1's diag
+# against 0.13-0.14 without: ~30 us of each pass is the GPU waiting. `diag2` is call 1's hold switch (not its reuse one)
 # plus SPDNN_DIAG_HOST=1, which prints the host's microseconds: the start event's record and
 # run() (from the start event: after the memset, after each launch), and the events' time.
+# (The patch that builds diag2 from c050fde: diag.patch beside this call's data.)
 # Holds of 1, 64 and 256 MiB (~0.5, ~20, ~80 us of memset) say how long the gap is.
 # Predicted: run() takes ~30 us of host time before launch 1 is enqueued (a hold of 64 MiB
 # hides part of it, 256 all); if the host's run() is short, the GPU itself is slow to start
