@@ -764,8 +764,47 @@ pub fn launches(
     let segments = plan(layout, limits, &cuts, choice, tile_rows)?;
     Ok(match requested {
         Some(_) => segments,
-        None => merge_warps(segments, layout, limits),
+        None => merge_warps(
+            extend_lanes(segments, layout, limits, &cuts, choice, tile_rows)?,
+            layout,
+            limits,
+        ),
     })
+}
+
+/// `segments` (the plan of the default `cuts`) with a first launch that runs a row a lane
+/// moved past its cut through the layers a row a lane still fits, up to the second cut: a
+/// warp carries its rows through such a layer, dead ones included, for less than a launch of
+/// tiles costs the survivors. The official 1024 runs lanes 1–6 and warps 7–120 (layers 7–8
+/// are dense) instead of lanes 1–4, tiles 5–8, warps 9–120: 0.099–0.110 ms against
+/// 0.106–0.116 in the same call (`--bd-cuts 6` against the default, one H200, 2026-11-28d
+/// call 8).
+fn extend_lanes(
+    segments: Vec<Segment>,
+    layout: &Layout,
+    limits: &Limits,
+    cuts: &[usize],
+    choice: PlacementChoice,
+    tile_rows: Option<usize>,
+) -> Result<Vec<Segment>, String> {
+    let lanes_first = segments
+        .first()
+        .is_some_and(|s| s.placement == Placement::Lanes);
+    let (Some(&cut), Some(&next)) = (cuts.first(), cuts.get(1)) else {
+        return Ok(segments);
+    };
+    if !lanes_first {
+        return Ok(segments);
+    }
+    for moved in (cut + 1..=next).rev() {
+        let mut moved_cuts = vec![moved];
+        moved_cuts.extend(cuts[1..].iter().copied().filter(|&c| c > moved));
+        let extended = plan(layout, limits, &moved_cuts, choice, tile_rows)?;
+        if extended[0].placement == Placement::Lanes {
+            return Ok(extended);
+        }
+    }
+    Ok(segments)
 }
 
 /// `segments` with each run of consecutive [`Placement::Warps`] segments merged into one
@@ -1153,6 +1192,52 @@ mod tests {
         assert_eq!(places(&s), [shared, shared]);
         let s = plan(&dense, &H200, &[2], PlacementChoice::Warps, None).unwrap();
         assert_eq!(places(&s), [shared, warps]);
+    }
+
+    #[test]
+    fn a_first_launch_a_row_a_lane_runs_through_the_ell_layers_before_the_second_cut() {
+        // The official 1024's shape: layers 2-6 ELL, 7 on dense, rows of 64.
+        let fans: Vec<u32> = (0..20).map(|l| if l < 6 { 1 } else { 64 }).collect();
+        let layers: Vec<Csr> = fans
+            .iter()
+            .map(|&fan_in| {
+                let t: Vec<(u32, u32, f32)> = (0..64u32)
+                    .flat_map(|c| (0..fan_in).map(move |j| ((c + j) % 64, c, 1.0)))
+                    .collect();
+                Csr::from_triplets(64, 64, &t).unwrap()
+            })
+            .collect();
+        let mixed = Layout::build(
+            &Chain::from_parts(layers, None).unwrap(),
+            FormatChoice::Auto,
+        )
+        .unwrap();
+        assert!(mixed.layers[1..6].iter().all(|l| l.format != Format::Dense));
+        assert!(mixed.layers[6..].iter().all(|l| l.format == Format::Dense));
+        let span = |s: &[Segment]| {
+            s.iter()
+                .map(|s| (s.placement, s.first, s.end))
+                .collect::<Vec<_>>()
+        };
+        let (lanes, warps) = (Placement::Lanes, Placement::Warps);
+        let default = launches(&mixed, &H200, None, PlacementChoice::Auto, None).unwrap();
+        assert_eq!(span(&default), [(lanes, 0, 6), (warps, 6, 20)]);
+        // All ELL through the second cut: launch 1 takes it, the cuts after it stay.
+        let ell = layout(&[64; 21]);
+        let default = launches(&ell, &H200, None, PlacementChoice::Auto, None).unwrap();
+        assert_eq!(span(&default)[0], (lanes, 0, 8));
+        assert_eq!(default[1].first, 8);
+        // Asked-for cuts and tile sizes stay as asked; no lanes, no move.
+        let asked = launches(
+            &mixed,
+            &H200,
+            Some(&[4, 8, 16]),
+            PlacementChoice::Auto,
+            None,
+        );
+        assert_eq!(span(&asked.unwrap())[0], (lanes, 0, 4));
+        let sized = launches(&mixed, &H200, None, PlacementChoice::Auto, Some(8)).unwrap();
+        assert_eq!((sized[0].placement, sized[0].end), (Placement::Shared, 4));
     }
 
     #[test]
