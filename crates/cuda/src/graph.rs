@@ -60,8 +60,9 @@ impl Gpu {
     /// off), is paused during the capture (a wait on an event recorded outside the capture
     /// would invalidate it), so: enqueue work only on `stream` inside `body`, do not use
     /// this device from other threads meanwhile (whole-device synchronisations of other
-    /// threads wait for the capture; `body` must not synchronise the device itself: it
-    /// would wait on the capture it is in), and order later work on other streams
+    /// threads wait for the capture; `body` must not synchronise the device itself, nor
+    /// allocate, whose retry when memory is short synchronises: it would wait on the capture
+    /// it is in), and order later work on other streams
     /// after the graph yourself ([`crate::Fence`]). Buffers used inside must outlive the
     /// graph.
     pub fn capture_graph<F>(
