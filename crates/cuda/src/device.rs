@@ -212,11 +212,7 @@ impl Gpu {
         // streams (asynchronous, stream-ordered): finish them, so that their memory counts as
         // free here (cudarc did this when it made a context's first stream with its event
         // tracking on).
-        {
-            let _no_capture = crate::graph::no_capture();
-            ctx.synchronize()
-                .context(&format!("synchronising device {ordinal}"))?;
-        }
+        crate::graph::synchronize(&ctx).context(&format!("synchronising device {ordinal}"))?;
         let name = ctx
             .name()
             .context(&format!("querying the name of device {ordinal}"))?;
@@ -324,10 +320,7 @@ impl Gpu {
     /// Waits until all work on every stream of this device is done, and reports
     /// errors recorded by earlier asynchronous frees.
     pub fn synchronize(&self) -> Result<(), CudaError> {
-        {
-            let _no_capture = crate::graph::no_capture();
-            self.ctx.synchronize().context("synchronising the device")?;
-        }
+        crate::graph::synchronize(&self.ctx).context("synchronising the device")?;
         self.ctx
             .check_err()
             .context("a deferred operation (e.g. a free) reported")
@@ -425,12 +418,7 @@ impl Gpu {
         if bytes <= free {
             return Ok(());
         }
-        {
-            let _no_capture = crate::graph::no_capture();
-            self.ctx
-                .synchronize()
-                .context("synchronising before an allocation")?;
-        }
+        crate::graph::synchronize(&self.ctx).context("synchronising before an allocation")?;
         let (free, _) = self.ctx.mem_get_info().context("querying device memory")?;
         if bytes <= free {
             Ok(())

@@ -1,9 +1,9 @@
 //! CUDA-graph capture on a stream.
 
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::{Arc, RwLock};
 
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
-use cudarc::driver::{CudaGraph, CudaStream};
+use cudarc::driver::{CudaContext, CudaGraph, CudaStream, DriverError};
 
 use crate::{CudaError, DriverResultExt, Gpu};
 
@@ -14,11 +14,13 @@ use crate::{CudaError, DriverResultExt, Gpu};
 /// invalidates the capture (a GPU test suite on two threads lost a capture so, 2026-11-28).
 static CAPTURING: RwLock<()> = RwLock::new(());
 
-/// Holds off captures while a whole-device synchronisation runs ([`CAPTURING`]).
-pub(crate) fn no_capture() -> RwLockReadGuard<'static, ()> {
-    CAPTURING
+/// `ctx.synchronize()` with captures held off meanwhile ([`CAPTURING`]): every
+/// whole-device synchronisation of the crate goes through here.
+pub(crate) fn synchronize(ctx: &CudaContext) -> Result<(), DriverError> {
+    let _no_capture = CAPTURING
         .read()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    ctx.synchronize()
 }
 
 /// An instantiated CUDA graph, replayed on the stream it was captured on.
