@@ -247,8 +247,9 @@ struct Input {
 }
 
 impl Input {
-    /// Whether a batch of `offsets` row offsets and `nonzeros` nonzeros (`binary`: values
-    /// all 1) can be copied into these buffers in place.
+    /// Whether a batch of `offsets` row offsets (its rows and one: the row count the
+    /// buffers were made for) and `nonzeros` nonzeros (`binary`: values all 1) can be copied
+    /// into these buffers in place.
     fn holds(&self, offsets: usize, nonzeros: usize, binary: bool) -> bool {
         self.binary == u32::from(binary)
             && self.offsets.len() == offsets
@@ -1123,38 +1124,39 @@ impl DeviceRun for BdRun<'_> {
         let gpu = self.gpu;
         let binary = input.values().iter().all(|&v| v == 1.0);
         let (offsets, cols) = (input.row_offsets(), input.col_indices());
-        let in_place = self
+        match self
             .input
-            .as_ref()
-            .is_some_and(|held| held.holds(offsets.len(), cols.len(), binary));
-        if in_place && input.nrows() == self.loaded {
-            // The same addresses and row count: a captured graph stays valid.
-            if let Some(held) = self.input.as_mut() {
+            .as_mut()
+            .filter(|held| held.holds(offsets.len(), cols.len(), binary))
+        {
+            // The same addresses and row count (the offsets' length): a captured graph stays
+            // valid.
+            Some(held) => {
                 gpu.upload_into(offsets, &mut held.offsets)?;
                 if !cols.is_empty() {
                     gpu.upload_into(cols, &mut held.cols)?;
-                }
-                if !binary && !cols.is_empty() {
-                    gpu.upload_into(input.values(), &mut held.vals)?;
+                    if !binary {
+                        gpu.upload_into(input.values(), &mut held.vals)?;
+                    }
                 }
             }
-            gpu.upload_into(&vec![u8::MAX; input.nrows()], &mut self.state)?;
-            return self.capture_if_needed();
+            None => {
+                if let Replay::Graph(graph) = &mut self.replay {
+                    *graph = None;
+                }
+                self.input = None;
+                self.input = Some(Input {
+                    offsets: gpu.upload(offsets)?,
+                    cols: gpu.upload_nonempty(cols)?,
+                    vals: if binary {
+                        gpu.upload(&[1.0f32])?
+                    } else {
+                        gpu.upload_nonempty(input.values())?
+                    },
+                    binary: u32::from(binary),
+                });
+            }
         }
-        if let Replay::Graph(graph) = &mut self.replay {
-            *graph = None;
-        }
-        self.input = None;
-        self.input = Some(Input {
-            offsets: gpu.upload(input.row_offsets())?,
-            cols: gpu.upload_nonempty(input.col_indices())?,
-            vals: if binary {
-                gpu.upload(&[1.0f32])?
-            } else {
-                gpu.upload_nonempty(input.values())?
-            },
-            binary: u32::from(binary),
-        });
         // Poison the states: every row must be finished by the run.
         gpu.upload_into(&vec![u8::MAX; input.nrows()], &mut self.state)?;
         self.loaded = input.nrows();
