@@ -1813,7 +1813,6 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
                 ahead = bd_layer_at(desc, first + 2u);
             }
         }
-        unsigned int issued_end = min(end, first + 2u);
         // The warp's rows, carried in: the tile's rows over as few warps as keep the SM's
         // four schedulers busy, so that each warp's reads of a layer's whole matrix from
         // shared memory (128 wavefronts at 64 x 64) serve several rows. (Counted as the limit
@@ -1852,7 +1851,6 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
                     ahead = bd_layer_at(desc, l + 3u);
                 }
             }
-            issued_end = max(issued_end, min(end, l + 3u));
             wait(l);
             const unsigned int* slot = slots + slot_of(l) * slot_words;
             const BdLayer next = l + 1u < end ? bd_layer_from(slot) : layer;
@@ -1865,8 +1863,10 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
         }
         // The lanes' last outputs are in place before other lanes copy them out (float4s).
         __syncwarp();
-        // Stages issued past where the tile stopped land before the next tile's.
-        for (unsigned int m = l; m < issued_end; ++m) {
+        // Stages issued past where the tile stopped land before the next tile's: those of
+        // layers l and l + 1 (each layer m issues layer m + 2's; the tile's first two are
+        // issued before its loop).
+        for (unsigned int m = l; m < min(end, l + 2u); ++m) {
             wait(m);
         }
         const unsigned int out_width = layer.out_width;
