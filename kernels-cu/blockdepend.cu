@@ -94,6 +94,9 @@
 #ifndef BD_LANES_BLOCKS
 #error "BD_LANES_BLOCKS must come from Rust (-D)"
 #endif
+#ifndef BD_LANES_BATCH
+#error "BD_LANES_BATCH must come from Rust (-D)"
+#endif
 #ifndef BD_WARPS_THREADS
 #error "BD_WARPS_THREADS must come from Rust (-D)"
 #endif
@@ -1191,7 +1194,7 @@ __device__ __forceinline__ void bd_chain(
 // so do one lane's reads of consecutive columns).
 //
 // Layer 1: the warp's rows' input nonzeros (contiguous in the CSR) are walked by the warp,
-// a lane every 32nd, BD_SCATTER_BATCH at a time, each added into its row's accumulators with
+// a lane every 32nd, BD_LANES_BATCH at a time, each added into its row's accumulators with
 // shared-memory atomics (as bd_scatter_*); then each lane converts, biases and clips its own
 // row. Later layers: per group of 32 outputs and slot, lane j holds output j's entry, which
 // every lane takes in turn with two shuffles; each lane sums its own row in registers in
@@ -1228,38 +1231,41 @@ __device__ __forceinline__ void bd_lanes_scatter_scaled(unsigned int buffer, con
                                                         float w1_base) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int index_mask = (1u << w1_bits) - 1u;
-    constexpr unsigned int step = BD_SCATTER_BATCH * SPDNN_WARP_SIZE;
+    constexpr unsigned int step = BD_LANES_BATCH * SPDNN_WARP_SIZE;
     BdRowWalk walk{0u, starts[1]};
     // A batch's columns (and values) are loaded a batch ahead: the input streams from DRAM,
-    // and each warp's chain of batches waited on one round trip each (one H100, 2026-11-28,
-    // call 2). A nonzero past the end reads the last one again and adds nothing.
-    unsigned int k_ahead[BD_SCATTER_BATCH];
-    float x_ahead[BD_SCATTER_BATCH];
+    // and each warp's chain of batches waits on one round trip each (one H100, 2026-11-28,
+    // call 2); launch 1 lasts about one warp's chain whatever the rows (2026-11-28e, call 6),
+    // so its batches are BD_LANES_BATCH nonzeros a lane, more than the tiles' BD_SCATTER_BATCH
+    // (plan::LANES_SCATTER_BATCH says why). A nonzero past the end reads the last one again and
+    // adds nothing.
+    unsigned int k_ahead[BD_LANES_BATCH];
+    float x_ahead[BD_LANES_BATCH];
 #pragma unroll
-    for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+    for (unsigned int u = 0; u < BD_LANES_BATCH; ++u) {
         const unsigned int j = min(lane + u * SPDNN_WARP_SIZE, total - 1u);
         k_ahead[u] = __ldg(cols + j);
         x_ahead[u] = BINARY ? 1.0f : __ldg(vals + j);
     }
     for (unsigned int j0 = lane; j0 < total; j0 += step) {
-        unsigned int k[BD_SCATTER_BATCH];
-        float x[BD_SCATTER_BATCH];
+        unsigned int k[BD_LANES_BATCH];
+        float x[BD_LANES_BATCH];
 #pragma unroll
-        for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+        for (unsigned int u = 0; u < BD_LANES_BATCH; ++u) {
             const unsigned int j = min(j0 + step + u * SPDNN_WARP_SIZE, total - 1u);
             k[u] = k_ahead[u];
             x[u] = x_ahead[u];
             k_ahead[u] = __ldg(cols + j);
             x_ahead[u] = BINARY ? 1.0f : __ldg(vals + j);
         }
-        unsigned int at[BD_SCATTER_BATCH];
+        unsigned int at[BD_LANES_BATCH];
 #pragma unroll
-        for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+        for (unsigned int u = 0; u < BD_LANES_BATCH; ++u) {
             at[u] = buffer + 4u * bd_walk_to(starts, walk, min(j0 + u * SPDNN_WARP_SIZE, total - 1u));
         }
-        unsigned int e[BD_SCATTER_BATCH][V];
+        unsigned int e[BD_LANES_BATCH][V];
 #pragma unroll
-        for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+        for (unsigned int u = 0; u < BD_LANES_BATCH; ++u) {
             const bool real = j0 + u * SPDNN_WARP_SIZE < total;
             if (V == 2) {
                 const uint2 q = __ldg(w1_entries + k[u]);
@@ -1274,7 +1280,7 @@ __device__ __forceinline__ void bd_lanes_scatter_scaled(unsigned int buffer, con
             }
         }
 #pragma unroll
-        for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
+        for (unsigned int u = 0; u < BD_LANES_BATCH; ++u) {
 #pragma unroll
             for (unsigned int v = 0; v < V; ++v) {
                 const unsigned int multiple = e[u][v] >> w1_bits;

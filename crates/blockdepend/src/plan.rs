@@ -139,11 +139,22 @@ pub fn warps_fit(
 }
 
 /// Blocks of [`LANES_THREADS`] a lanes kernel is compiled to fit on an SM (`BD_LANES_BLOCKS`,
-/// its `__launch_bounds__`: at most 102 registers a thread): 20 warps, 2640 on 132 SMs, so
+/// its `__launch_bounds__`: at most 128 registers a thread): 16 warps, 2112 on 132 SMs, so
 /// that the official 1024's 60000 rows (1875 warps of 32) run in one round. With two buffers
 /// a warp and 12 warps an SM (d511c4d) they took two rounds, the second a sixth full, and
-/// launch 1 took 0.165-0.184 ms against the tiles' 0.116 (one H100, 2026-11-28, call 1).
-pub const LANES_BLOCKS: usize = 5;
+/// launch 1 took 0.165-0.184 ms against the tiles' 0.116 (one H100, 2026-11-28, call 1). It
+/// was 5 (20 warps, 102 registers) until the scatter's batches grew to
+/// [`LANES_SCATTER_BATCH`], which needs the registers.
+pub const LANES_BLOCKS: usize = 4;
+
+/// Nonzeros a lane a batch of the lanes' layer-1 scatter (`BD_LANES_BATCH`): each batch's
+/// columns are loaded a batch ahead, so a warp's scatter is a chain of about
+/// nonzeros / (32 · batch) dependent batches, and launch 1 lasts about one warp's chain
+/// whatever the rows: 55.9, 54.7 and 49-54 µs on the official 1024's 60000, 30000 and 15000 rows (one
+/// H200, 2026-11-28e, call 6). Batches of 8 instead of 4 took launch 1 from 55.7-56.3 to
+/// 48.9-50.3 µs (call 7); 16 spilled 64 bytes at 128 registers and gained less (53-55 µs).
+/// Not DRAM alone: the warp's nonzeros prefetched into L2 first changed nothing (call 9).
+pub const LANES_SCATTER_BATCH: usize = 8;
 
 /// Whether layers `first..end` of `layout`, rows of `stride` floats, can run a row a lane
 /// ([`Placement::Lanes`]): rows at most [`LANES_MAX_STRIDE`] wide, no dense layer (each lane
