@@ -150,9 +150,10 @@ pub const LANES_BLOCKS: usize = 4;
 /// Nonzeros a lane a batch of the lanes' layer-1 scatter (`BD_LANES_BATCH`): each batch's
 /// columns are loaded a batch ahead, so a warp's scatter is a chain of about
 /// nonzeros / (32 · batch) dependent batches, and launch 1 lasts about one warp's chain
-/// whatever the rows: 55.9, 54.7 and 49-54 µs on the official 1024's 60000, 30000 and 15000 rows (one
-/// H200, 2026-11-28e, call 6). Batches of 8 instead of 4 took launch 1 from 55.7-56.3 to
-/// 48.9-50.3 µs (call 7); 16 spilled 64 bytes at 128 registers and gained less (53-55 µs).
+/// whatever the rows: 55.9, 54.7 and 49-54 µs on the official 1024's 60000, 30000 and 15000
+/// rows (one H200, 2026-11-28e, call 6). Batches of 8 instead of 4 took launch 1 from
+/// 55.7-56.3 to 48.9-50.3 µs (call 7); 16 spilled 64 bytes at 128 registers and gained less
+/// (53-55 µs).
 /// Not DRAM alone: the warp's nonzeros prefetched into L2 first changed nothing (call 9).
 pub const LANES_SCATTER_BATCH: usize = 8;
 
