@@ -320,10 +320,7 @@ impl Gpu {
     /// Waits until all work on every stream of this device is done, and reports
     /// errors recorded by earlier asynchronous frees.
     pub fn synchronize(&self) -> Result<(), CudaError> {
-        crate::graph::synchronize(&self.ctx).context("synchronising the device")?;
-        self.ctx
-            .check_err()
-            .context("a deferred operation (e.g. a free) reported")
+        crate::graph::settle_guarded(&self.ctx)
     }
 
     /// The module of every kernel of `source` on this device, compiled and loaded once

@@ -23,6 +23,22 @@ pub(crate) fn synchronize(ctx: &CudaContext) -> Result<(), DriverError> {
     ctx.synchronize()
 }
 
+/// Waits until all work on every stream of the device is done and reports errors recorded by
+/// earlier asynchronous frees. The caller holds [`CAPTURING`] (either way).
+fn settle(ctx: &CudaContext) -> Result<(), CudaError> {
+    ctx.synchronize().context("synchronising the device")?;
+    ctx.check_err()
+        .context("a deferred operation (e.g. a free) reported")
+}
+
+/// [`settle`] with captures held off meanwhile: [`Gpu::synchronize`].
+pub(crate) fn settle_guarded(ctx: &CudaContext) -> Result<(), CudaError> {
+    let _no_capture = CAPTURING
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    settle(ctx)
+}
+
 /// An instantiated CUDA graph, replayed on the stream it was captured on.
 pub struct CapturedGraph {
     graph: CudaGraph,
@@ -86,9 +102,7 @@ impl Gpu {
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let ctx = self.context();
-        ctx.synchronize().context("synchronising the device")?;
-        ctx.check_err()
-            .context("a deferred operation (e.g. a free) reported")?;
+        settle(ctx)?;
         let was_tracking = ctx.is_event_tracking();
         // SAFETY: tracking is paused only for the capture; the device was synchronised,
         // so no earlier cross-stream dependency is pending.
