@@ -314,6 +314,16 @@ __device__ __forceinline__ void bd_red_shared_add(unsigned int address, unsigned
     asm volatile("red.shared.add.u32 [%0], %1;\n" ::"r"(address), "r"(v) : "memory");
 }
 
+// A 32-bit word of shared memory at a 32-bit shared-window address (layer 1's staged
+// columns): from a generic pointer into the dynamic shared array sm_90 rebuilt the window
+// address (S2UR SR_CgaCtaId, UMOV, UIADD3, ULEA) before every load. volatile keeps it on its
+// side of the block's barriers.
+__device__ __forceinline__ unsigned int bd_lds_word(unsigned int address) {
+    unsigned int v;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(address));
+    return v;
+}
+
 // A thread's place in its rows during layer 1 (a tile's, or a lanes warp's): the row of its
 // last nonzero and where the next row starts (starts[row + 1], kept in a register: most
 // nonzeros stay in the row, and then the walk reads no shared memory; reading it at every
@@ -344,53 +354,54 @@ __device__ __forceinline__ float bd_first_output(float v, bool integer_sums, flo
     return spdnn_clamp_activation(sum + b, upper);
 }
 
-// Layer 1's scatter of staged nonzeros c0 .. c0+m-1 for scaled entries: every W1 weight is
-// m·w1_base, stored as V 32-bit entries per input neuron (the output in the low w1_bits bits,
-// m above; padding m = 0), read in one V·4-byte load. Each thread loads the entries of its
-// BD_SCATTER_BATCH nonzeros before adding any. Binary inputs (BINARY) add the whole multiples
-// with integer shared-memory atomics, a native instruction where a float atomicAdd on shared
-// memory is a compare-and-swap loop (sm_90), and bd_first_layer converts the sums once: Rust
-// proved every column's sum of multiples exact in float (layout::FirstScaled), so the result
-// is the float sum in any order, bit for bit. Other inputs add x·float(m)·w1_base, the pair
-// form's weight bit for bit. SHARED_ACC: cur lies in shared memory, and the integer adds
-// take its 32-bit window address (bd_red_shared_add).
-template <unsigned int THREADS, unsigned int V, bool BINARY, bool SHARED_ACC>
+// Layer 1's scatter of staged nonzeros c0 .. c0+m-1 (m > 0) for scaled entries: every W1
+// weight is m·w1_base, stored as V 32-bit entries per input neuron (the output in the low
+// w1_bits bits, m above; padding m = 0), read in one V·4-byte load. Each thread loads the
+// entries of its BD_SCATTER_BATCH nonzeros before adding any; a nonzero past m reads the last
+// one again and takes entries that add 0 to word `lane` of the row (distinct banks: zero
+// entries would put every such lane on one word, and an `if` compiles to a branch and a
+// reconvergence barrier an add), so a batch has no branch but the row walk's. Binary inputs
+// (BINARY) add the whole multiples with integer shared-memory atomics, a native instruction
+// where a float atomicAdd on shared memory is a compare-and-swap loop (sm_90), and
+// bd_first_layer converts the sums once: Rust proved every column's sum of multiples exact in
+// float (layout::FirstScaled), so the result is the float sum in any order, bit for bit. Other
+// inputs add x·float(m)·w1_base, the pair form's weight bit for bit. SHARED_ACC: cur lies in
+// shared memory, and the integer adds take its 32-bit window address (bd_red_shared_add);
+// STAGE_SHARED: so do cols and vals (bd_lds_word).
+template <unsigned int THREADS, unsigned int V, bool BINARY, bool SHARED_ACC, bool STAGE_SHARED>
 __device__ __forceinline__ void bd_scatter_scaled(float* cur, unsigned int stride, const unsigned int* cols,
                                                   const unsigned int* vals, unsigned int c0, unsigned int m,
                                                   const uint2* __restrict__ w1_entries, unsigned int w1_bits,
                                                   float w1_base, BdRowWalk& walk, const BdTile& tile) {
     const unsigned int index_mask = (1u << w1_bits) - 1u;
     const unsigned int window = SHARED_ACC ? (unsigned int)__cvta_generic_to_shared(cur) : 0u;
+    const unsigned int cols_window = STAGE_SHARED ? (unsigned int)__cvta_generic_to_shared(cols) : 0u;
+    const unsigned int vals_window = STAGE_SHARED ? (unsigned int)__cvta_generic_to_shared(vals) : 0u;
+    // A nonzero past m: output `lane` (< the row's stride, a multiple of 32), multiple 0.
+    const unsigned int spare = (threadIdx.x % SPDNN_WARP_SIZE) & index_mask;
     for (unsigned int j0 = threadIdx.x; j0 < m; j0 += BD_SCATTER_BATCH * THREADS) {
         unsigned int e[BD_SCATTER_BATCH][V];
         unsigned int at[BD_SCATTER_BATCH];
         float x[BD_SCATTER_BATCH];
 #pragma unroll
         for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
-            const unsigned int j = j0 + u * THREADS;
-#pragma unroll
-            for (unsigned int v = 0; v < V; ++v) {
-                e[u][v] = 0u;
-            }
-            at[u] = 0u;
-            x[u] = 1.0f;
-            if (j < m) {
-                const unsigned int k = cols[j];
-                if (!BINARY) {
-                    x[u] = __uint_as_float(vals[j]);
-                }
-                at[u] = bd_walk_to(tile.starts, walk, c0 + j) * stride;
-                if (V == 2) {
-                    const uint2 q = __ldg(w1_entries + k);
-                    e[u][0] = q.x;
-                    e[u][V - 1] = q.y;
-                } else {
-                    const uint4 q = __ldg(reinterpret_cast<const uint4*>(w1_entries) + k);
-                    e[u][0] = q.x;
-                    e[u][1 % V] = q.y;
-                    e[u][2 % V] = q.z;
-                    e[u][V - 1] = q.w;
-                }
+            const bool real = j0 + u * THREADS < m;
+            const unsigned int j = min(j0 + u * THREADS, m - 1u);
+            const unsigned int k = STAGE_SHARED ? bd_lds_word(cols_window + 4u * j) : cols[j];
+            x[u] = BINARY ? 1.0f : __uint_as_float(STAGE_SHARED ? bd_lds_word(vals_window + 4u * j) : vals[j]);
+            // Shared accumulators: the row's 32-bit window address; else its first index.
+            const unsigned int row = bd_walk_to(tile.starts, walk, c0 + j) * stride;
+            at[u] = SHARED_ACC ? window + 4u * row : row;
+            if (V == 2) {
+                const uint2 q = __ldg(w1_entries + k);
+                e[u][0] = real ? q.x : spare;
+                e[u][V - 1] = real ? q.y : spare;
+            } else {
+                const uint4 q = __ldg(reinterpret_cast<const uint4*>(w1_entries) + k);
+                e[u][0] = real ? q.x : spare;
+                e[u][1 % V] = real ? q.y : spare;
+                e[u][2 % V] = real ? q.z : spare;
+                e[u][V - 1] = real ? q.w : spare;
             }
         }
 #pragma unroll
@@ -398,15 +409,17 @@ __device__ __forceinline__ void bd_scatter_scaled(float* cur, unsigned int strid
 #pragma unroll
             for (unsigned int v = 0; v < V; ++v) {
                 const unsigned int multiple = e[u][v] >> w1_bits;
-                const unsigned int c = at[u] + (e[u][v] & index_mask);
-                // Integers: padding (and a nonzero past m, all zero entries) adds 0 to a
-                // word of the tile, no branch. Floats skip it, as the pairs do.
+                const unsigned int c = e[u][v] & index_mask;
+                // Integers: padding and spare entries add 0 to a word of the tile, no branch.
+                // Floats skip them, as the pairs do.
                 if (BINARY && SHARED_ACC) {
-                    bd_red_shared_add(window + 4u * c, multiple);
+                    bd_red_shared_add(at[u] + 4u * c, multiple);
                 } else if (BINARY) {
-                    atomicAdd(reinterpret_cast<unsigned int*>(cur) + c, multiple);
+                    atomicAdd(reinterpret_cast<unsigned int*>(cur) + at[u] + c, multiple);
                 } else if (multiple != 0u) {
-                    atomicAdd(cur + c, x[u] * ((float)multiple * w1_base));
+                    float* acc = SHARED_ACC ? reinterpret_cast<float*>(__cvta_shared_to_generic(at[u] + 4u * c))
+                                            : cur + at[u] + c;
+                    atomicAdd(acc, x[u] * ((float)multiple * w1_base));
                 }
             }
         }
@@ -544,17 +557,17 @@ __device__ __forceinline__ void bd_first_layer(float* cur, unsigned int* stage, 
         const unsigned int* vals = val_stage + b * half;
         if (w1_bits != 0u) {
             if (w1_ell == 2u && x_binary) {
-                bd_scatter_scaled<THREADS, 2, true, SHARED_ACC>(cur, stride, cols, vals, c0, m, w1_entries, w1_bits,
-                                                                w1_base, walk, tile);
+                bd_scatter_scaled<THREADS, 2, true, SHARED_ACC, ASYNC>(cur, stride, cols, vals, c0, m, w1_entries,
+                                                                       w1_bits, w1_base, walk, tile);
             } else if (w1_ell == 2u) {
-                bd_scatter_scaled<THREADS, 2, false, SHARED_ACC>(cur, stride, cols, vals, c0, m, w1_entries, w1_bits,
-                                                                 w1_base, walk, tile);
+                bd_scatter_scaled<THREADS, 2, false, SHARED_ACC, ASYNC>(cur, stride, cols, vals, c0, m, w1_entries,
+                                                                        w1_bits, w1_base, walk, tile);
             } else if (x_binary) {
-                bd_scatter_scaled<THREADS, 4, true, SHARED_ACC>(cur, stride, cols, vals, c0, m, w1_entries, w1_bits,
-                                                                w1_base, walk, tile);
+                bd_scatter_scaled<THREADS, 4, true, SHARED_ACC, ASYNC>(cur, stride, cols, vals, c0, m, w1_entries,
+                                                                       w1_bits, w1_base, walk, tile);
             } else {
-                bd_scatter_scaled<THREADS, 4, false, SHARED_ACC>(cur, stride, cols, vals, c0, m, w1_entries, w1_bits,
-                                                                 w1_base, walk, tile);
+                bd_scatter_scaled<THREADS, 4, false, SHARED_ACC, ASYNC>(cur, stride, cols, vals, c0, m, w1_entries,
+                                                                        w1_bits, w1_base, walk, tile);
             }
         } else {
             bd_scatter_pairs<THREADS>(cur, stride, cols, vals, c0, m, x_binary, w1_offsets, w1_entries, w1_ell, walk,
@@ -1232,13 +1245,16 @@ __device__ __forceinline__ void bd_lanes_scatter_scaled(unsigned int buffer, con
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int index_mask = (1u << w1_bits) - 1u;
     constexpr unsigned int step = BD_LANES_BATCH * SPDNN_WARP_SIZE;
+    // A nonzero past the end: output `lane` (< the buffer's 32-multiple columns), multiple 0.
+    const unsigned int spare = lane & index_mask;
     BdRowWalk walk{0u, starts[1]};
     // A batch's columns (and values) are loaded a batch ahead: the input streams from DRAM,
     // and each warp's chain of batches waits on one round trip each (one H100, 2026-11-28,
     // call 2); launch 1 lasts about one warp's chain whatever the rows (2026-11-28e, call 6),
     // so its batches are BD_LANES_BATCH nonzeros a lane, more than the tiles' BD_SCATTER_BATCH
     // (plan::LANES_SCATTER_BATCH says why). A nonzero past the end reads the last one again and
-    // adds nothing.
+    // takes entries that add 0 to column `lane` of its row (distinct banks; zero entries put
+    // every such lane on one word, 2026-11-28f call 2).
     unsigned int k_ahead[BD_LANES_BATCH];
     float x_ahead[BD_LANES_BATCH];
 #pragma unroll
@@ -1269,14 +1285,14 @@ __device__ __forceinline__ void bd_lanes_scatter_scaled(unsigned int buffer, con
             const bool real = j0 + u * SPDNN_WARP_SIZE < total;
             if (V == 2) {
                 const uint2 q = __ldg(w1_entries + k[u]);
-                e[u][0] = real ? q.x : 0u;
-                e[u][V - 1] = real ? q.y : 0u;
+                e[u][0] = real ? q.x : spare;
+                e[u][V - 1] = real ? q.y : spare;
             } else {
                 const uint4 q = __ldg(reinterpret_cast<const uint4*>(w1_entries) + k[u]);
-                e[u][0] = real ? q.x : 0u;
-                e[u][1 % V] = real ? q.y : 0u;
-                e[u][2 % V] = real ? q.z : 0u;
-                e[u][V - 1] = real ? q.w : 0u;
+                e[u][0] = real ? q.x : spare;
+                e[u][1 % V] = real ? q.y : spare;
+                e[u][2 % V] = real ? q.z : spare;
+                e[u][V - 1] = real ? q.w : spare;
             }
         }
 #pragma unroll
@@ -1286,7 +1302,7 @@ __device__ __forceinline__ void bd_lanes_scatter_scaled(unsigned int buffer, con
                 const unsigned int multiple = e[u][v] >> w1_bits;
                 const unsigned int address = at[u] + 4u * BD_LANE_PITCH * (e[u][v] & index_mask);
                 if (BINARY) {
-                    // Padding (and a nonzero past the end, all zero entries) adds 0.
+                    // Padding and spare entries add 0.
                     bd_red_shared_add(address, multiple);
                 } else if (multiple != 0u) {
                     atomicAdd(reinterpret_cast<float*>(__cvta_shared_to_generic(address)),
