@@ -284,26 +284,33 @@ __device__ __forceinline__ void bd_stage_wait() {
 #endif
 }
 
-// Runs f(r, q) for float4 q of rows r < n, quads float4s a row, each thread taking every
-// THREADS-th (row, quad) in order, without a division per element: one division sets the
-// step, then the row carries at most once a step (step_q < quads). The tile copies and
-// layer 1's zeroing and bias loops divided by the row's length at every element: about 25
-// instructions where these take 5, at 65536 as many elements a tile as input nonzeros.
-template <unsigned int THREADS, typename F>
-__device__ __forceinline__ void bd_for_quads(unsigned int n, unsigned int quads, F f) {
-    const unsigned int step_r = THREADS / quads;
-    const unsigned int step_q = THREADS - step_r * quads;
-    unsigned int r = threadIdx.x / quads;
-    unsigned int q = threadIdx.x - r * quads;
+// Runs f(r, q) for q < width of rows r < n, in row-major order from element `first`, every
+// STEP-th element, without a division per element: one division sets the step, then the row
+// carries at most once a step (step_q < width). The tile copies and layer 1's zeroing and bias
+// loops divided by the row's length at every element: about 25 instructions where these take
+// 5, at 65536 as many elements a tile as input nonzeros; so did the layers' work items.
+template <unsigned int STEP, typename F>
+__device__ __forceinline__ void bd_for_grid(unsigned int first, unsigned int n, unsigned int width, F f) {
+    const unsigned int step_r = STEP / width;
+    const unsigned int step_q = STEP - step_r * width;
+    unsigned int r = first / width;
+    unsigned int q = first - r * width;
     while (r < n) {
         f(r, q);
         q += step_q;
         r += step_r;
-        if (q >= quads) {
-            q -= quads;
+        if (q >= width) {
+            q -= width;
             ++r;
         }
     }
+}
+
+// Runs f(r, q) for float4 q of rows r < n, quads float4s a row, each thread taking every
+// THREADS-th (row, quad) in order (bd_for_grid).
+template <unsigned int THREADS, typename F>
+__device__ __forceinline__ void bd_for_quads(unsigned int n, unsigned int quads, F f) {
+    bd_for_grid<THREADS>(threadIdx.x, n, quads, f);
 }
 
 // Adds v to the 32-bit integer at a shared-window address, no result returned: one native
@@ -590,8 +597,11 @@ __device__ __forceinline__ void bd_first_layer(float* cur, unsigned int* stage, 
     __syncthreads();
 }
 
-// Rows base .. base+n-1 of the previous launch's list into slots 0..n-1.
-template <unsigned int THREADS>
+// Rows base .. base+n-1 of the previous launch's list into slots 0..n-1. ASYNC (cur in shared
+// memory): with cp.async, every copy of a thread in flight at once; a load and a store took one
+// round trip a float4 a thread (at 65536 a 7-row tile is 112 KB; ~12 % of launch 2's stall
+// samples, 2026-11-28f call 2).
+template <unsigned int THREADS, bool ASYNC>
 __device__ __forceinline__ void bd_load_carried(float* cur, unsigned int stride, unsigned int base, unsigned int n,
                                                 const unsigned int* __restrict__ carry_ids,
                                                 const float* __restrict__ carry_vals, unsigned int carry_stride,
@@ -599,8 +609,19 @@ __device__ __forceinline__ void bd_load_carried(float* cur, unsigned int stride,
     const unsigned int vectors = carry_stride / 4;
     const float4* from = reinterpret_cast<const float4*>(carry_vals + (unsigned long long)base * carry_stride);
     bd_for_quads<THREADS>(n, vectors, [&](unsigned int r, unsigned int q) {
-        reinterpret_cast<float4*>(cur + r * stride)[q] = __ldg(from + (unsigned long long)r * vectors + q);
+        float4* to = reinterpret_cast<float4*>(cur + r * stride) + q;
+        const float4* source = from + (unsigned long long)r * vectors + q;
+#if BD_HAS_CP_ASYNC
+        if (ASYNC) {
+            const unsigned int window = (unsigned int)__cvta_generic_to_shared(to);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(window), "l"(source) : "memory");
+            return;
+        }
+#endif
+        *to = __ldg(source);
     });
+    bd_stage_commit<ASYNC>();
+    bd_stage_wait<ASYNC, 0>();
     for (unsigned int i = threadIdx.x; i < n; i += THREADS) {
         tile.ids[i] = carry_ids[base + i];
     }
@@ -611,14 +632,12 @@ __device__ __forceinline__ void bd_load_carried(float* cur, unsigned int stride,
 // BD_ROWS live rows from first_row), item(g, first_row, rows) for each.
 template <unsigned int THREADS, typename Item>
 __device__ __forceinline__ void bd_for_items(const BdLayer& layer, unsigned int live, Item item) {
-    constexpr unsigned int warps = THREADS / SPDNN_WARP_SIZE;
-    const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
     const unsigned int groups = (layer.out_width + 31u) / 32u;
-    const unsigned int items = groups * ((live + BD_ROWS - 1u) / BD_ROWS);
-    for (unsigned int i = warp; i < items; i += warps) {
-        const unsigned int first_row = (i / groups) * BD_ROWS;
-        item(i % groups, first_row, min((unsigned int)BD_ROWS, live - first_row));
-    }
+    bd_for_grid<THREADS / SPDNN_WARP_SIZE>(threadIdx.x / SPDNN_WARP_SIZE, (live + BD_ROWS - 1u) / BD_ROWS, groups,
+                                           [&](unsigned int row_block, unsigned int g) {
+                                               const unsigned int first_row = row_block * BD_ROWS;
+                                               item(g, first_row, min((unsigned int)BD_ROWS, live - first_row));
+                                           });
 }
 
 // Adds a dense layer's products to the sums of R rows (at[r]: row r's offset in cur), four
@@ -1129,7 +1148,8 @@ __device__ __forceinline__ void bd_chain(
                 bias_stride != 0u ? biases : nullptr, upper, tile);
             done = 1;
         } else {
-            bd_load_carried<THREADS>(cur, stride, base, n, carry_in_ids, carry_in_vals, carry_in_stride, tile);
+            bd_load_carried<THREADS, PLACE != BD_PLACE_GLOBAL>(cur, stride, base, n, carry_in_ids, carry_in_vals,
+                                                               carry_in_stride, tile);
             done = first;
         }
         for (unsigned int i = threadIdx.x; i < n; i += THREADS) {
