@@ -221,6 +221,14 @@ __device__ __forceinline__ unsigned int bd_words_past16(const void* p) {
     return (unsigned int)(reinterpret_cast<unsigned long long>(p) >> 2) & 3u;
 }
 
+#if BD_HAS_CP_ASYNC
+// Starts a 16-byte copy from global memory to the shared-window address `to` (cp.async,
+// bypassing L1); it completes at bd_stage_wait.
+__device__ __forceinline__ void bd_copy16_async(unsigned int to, const void* from) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(from) : "memory");
+}
+#endif
+
 // Copies words src[j] to dst[j] for j < m, this thread taking every THREADS-th: with
 // cp.async (ASYNC: dst in shared memory, at the same offset past a 16-byte boundary as src;
 // completes at bd_stage_wait), 16 bytes a copy between the words before src's first
@@ -234,8 +242,7 @@ __device__ __forceinline__ void bd_stage_words(unsigned int* dst, const unsigned
         const unsigned int units = (m - head) / 4u;
         for (unsigned int i = threadIdx.x; i < units; i += THREADS) {
             const unsigned int j = head + 4u * i;
-            const unsigned int to = (unsigned int)__cvta_generic_to_shared(dst + j);
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(src + j) : "memory");
+            bd_copy16_async((unsigned int)__cvta_generic_to_shared(dst + j), src + j);
         }
         // The head's words, then the tail's.
         const unsigned int body_end = head + 4u * units;
@@ -321,10 +328,19 @@ __device__ __forceinline__ void bd_red_shared_add(unsigned int address, unsigned
     asm volatile("red.shared.add.u32 [%0], %1;\n" ::"r"(address), "r"(v) : "memory");
 }
 
-// A 32-bit word of shared memory at a 32-bit shared-window address (layer 1's staged
-// columns): from a generic pointer into the dynamic shared array sm_90 rebuilt the window
-// address (S2UR SR_CgaCtaId, UMOV, UIADD3, ULEA) before every load. volatile keeps it on its
-// side of the block's barriers.
+// A float of shared memory at a 32-bit shared-window address (the exact items' gathers): from
+// a generic pointer into the dynamic shared array sm_90 rebuilt the window address (S2R
+// SR_CgaCtaId, MOV, VIADD, LEA) before every load, under the wide instances' 80-register cap 8
+// instructions a gather instead of 3. volatile keeps it on its side of the block's barriers.
+__device__ __forceinline__ float bd_lds(unsigned int address) {
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(address));
+    return v;
+}
+
+// bd_lds for a 32-bit word (layer 1's staged columns). Not __float_as_uint(bd_lds(..)): that
+// compiles the scatter of the shared instances differently (2026-11-28f, offline SASS), and
+// only this form was measured and tested on the GPU.
 __device__ __forceinline__ unsigned int bd_lds_word(unsigned int address) {
     unsigned int v;
     asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(address));
@@ -361,13 +377,32 @@ __device__ __forceinline__ float bd_first_output(float v, bool integer_sums, flo
     return spdnn_clamp_activation(sum + b, upper);
 }
 
+// The V (2 or 4) scaled entries of input neuron k of layer 1 into e, one V·4-byte load; for a
+// spare nonzero (not real) `spare` each instead: index `spare`, multiple 0, an add of 0 to a
+// word of the lane's own (distinct banks; zero entries would put every spare lane on one word,
+// and an `if` compiles to a branch and a reconvergence barrier an add).
+template <unsigned int V>
+__device__ __forceinline__ void bd_load_entries(unsigned int (&e)[V], const uint2* __restrict__ w1_entries,
+                                                unsigned int k, bool real, unsigned int spare) {
+    if (V == 2) {
+        const uint2 q = __ldg(w1_entries + k);
+        e[0] = real ? q.x : spare;
+        e[V - 1] = real ? q.y : spare;
+    } else {
+        const uint4 q = __ldg(reinterpret_cast<const uint4*>(w1_entries) + k);
+        e[0] = real ? q.x : spare;
+        e[1 % V] = real ? q.y : spare;
+        e[2 % V] = real ? q.z : spare;
+        e[V - 1] = real ? q.w : spare;
+    }
+}
+
 // Layer 1's scatter of staged nonzeros c0 .. c0+m-1 (m > 0) for scaled entries: every W1
 // weight is m·w1_base, stored as V 32-bit entries per input neuron (the output in the low
 // w1_bits bits, m above; padding m = 0), read in one V·4-byte load. Each thread loads the
 // entries of its BD_SCATTER_BATCH nonzeros before adding any; a nonzero past m reads the last
-// one again and takes entries that add 0 to word `lane` of the row (distinct banks: zero
-// entries would put every such lane on one word, and an `if` compiles to a branch and a
-// reconvergence barrier an add), so a batch has no branch but the row walk's. Binary inputs
+// one again and takes spare entries (bd_load_entries), so a batch has no branch but the row
+// walk's. Binary inputs
 // (BINARY) add the whole multiples with integer shared-memory atomics, a native instruction
 // where a float atomicAdd on shared memory is a compare-and-swap loop (sm_90), and
 // bd_first_layer converts the sums once: Rust proved every column's sum of multiples exact in
@@ -399,17 +434,7 @@ __device__ __forceinline__ void bd_scatter_scaled(float* cur, unsigned int strid
             // Shared accumulators: the row's 32-bit window address; else its first index.
             const unsigned int row = bd_walk_to(tile.starts, walk, c0 + j) * stride;
             at[u] = SHARED_ACC ? window + 4u * row : row;
-            if (V == 2) {
-                const uint2 q = __ldg(w1_entries + k);
-                e[u][0] = real ? q.x : spare;
-                e[u][V - 1] = real ? q.y : spare;
-            } else {
-                const uint4 q = __ldg(reinterpret_cast<const uint4*>(w1_entries) + k);
-                e[u][0] = real ? q.x : spare;
-                e[u][1 % V] = real ? q.y : spare;
-                e[u][2 % V] = real ? q.z : spare;
-                e[u][V - 1] = real ? q.w : spare;
-            }
+            bd_load_entries<V>(e[u], w1_entries, k, real, spare);
         }
 #pragma unroll
         for (unsigned int u = 0; u < BD_SCATTER_BATCH; ++u) {
@@ -613,8 +638,7 @@ __device__ __forceinline__ void bd_load_carried(float* cur, unsigned int stride,
         const float4* source = from + (unsigned long long)r * vectors + q;
 #if BD_HAS_CP_ASYNC
         if (ASYNC) {
-            const unsigned int window = (unsigned int)__cvta_generic_to_shared(to);
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(window), "l"(source) : "memory");
+            bd_copy16_async((unsigned int)__cvta_generic_to_shared(to), source);
             return;
         }
 #endif
@@ -812,17 +836,6 @@ __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, c
             }
         }
     });
-}
-
-// A float of shared memory at a 32-bit shared-window address. The exact items below gather
-// through it: from a generic pointer into the dynamic shared array, sm_90 rebuilt the
-// window address (S2R SR_CgaCtaId, MOV, VIADD, LEA) before every gather under the wide
-// instances' 80-register cap, 8 instructions a (row, slot) instead of 3. volatile keeps it
-// on its side of the block's barriers.
-__device__ __forceinline__ float bd_lds(unsigned int address) {
-    float v;
-    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(address));
-    return v;
 }
 
 // One work item of an exact layer: 32 outputs (group g, lane's column c) of exactly R live
@@ -1273,8 +1286,7 @@ __device__ __forceinline__ void bd_lanes_scatter_scaled(unsigned int buffer, con
     // call 2); launch 1 lasts about one warp's chain whatever the rows (2026-11-28e, call 6),
     // so its batches are BD_LANES_BATCH nonzeros a lane, more than the tiles' BD_SCATTER_BATCH
     // (plan::LANES_SCATTER_BATCH says why). A nonzero past the end reads the last one again and
-    // takes entries that add 0 to column `lane` of its row (distinct banks; zero entries put
-    // every such lane on one word, 2026-11-28f call 2).
+    // takes spare entries (bd_load_entries; one word for all of them cost, 2026-11-28f call 2).
     unsigned int k_ahead[BD_LANES_BATCH];
     float x_ahead[BD_LANES_BATCH];
 #pragma unroll
@@ -1302,18 +1314,7 @@ __device__ __forceinline__ void bd_lanes_scatter_scaled(unsigned int buffer, con
         unsigned int e[BD_LANES_BATCH][V];
 #pragma unroll
         for (unsigned int u = 0; u < BD_LANES_BATCH; ++u) {
-            const bool real = j0 + u * SPDNN_WARP_SIZE < total;
-            if (V == 2) {
-                const uint2 q = __ldg(w1_entries + k[u]);
-                e[u][0] = real ? q.x : spare;
-                e[u][V - 1] = real ? q.y : spare;
-            } else {
-                const uint4 q = __ldg(reinterpret_cast<const uint4*>(w1_entries) + k[u]);
-                e[u][0] = real ? q.x : spare;
-                e[u][1 % V] = real ? q.y : spare;
-                e[u][2 % V] = real ? q.z : spare;
-                e[u][V - 1] = real ? q.w : spare;
-            }
+            bd_load_entries<V>(e[u], w1_entries, k[u], j0 + u * SPDNN_WARP_SIZE < total, spare);
         }
 #pragma unroll
         for (unsigned int u = 0; u < BD_LANES_BATCH; ++u) {
