@@ -1,6 +1,6 @@
 //! CUDA-graph capture on a stream.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaContext, CudaGraph, CudaStream, DriverError};
@@ -14,12 +14,17 @@ use crate::{CudaError, DriverResultExt, Gpu};
 /// invalidates the capture (a GPU test suite on two threads lost a capture so, 2026-11-28).
 static CAPTURING: RwLock<()> = RwLock::new(());
 
+/// [`CAPTURING`] held for reading: no capture starts until the guard drops.
+fn captures_held_off() -> RwLockReadGuard<'static, ()> {
+    CAPTURING
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// `ctx.synchronize()` with captures held off meanwhile ([`CAPTURING`]): every
 /// whole-device synchronisation of the crate goes through here.
 pub(crate) fn synchronize(ctx: &CudaContext) -> Result<(), DriverError> {
-    let _no_capture = CAPTURING
-        .read()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _no_capture = captures_held_off();
     ctx.synchronize()
 }
 
@@ -33,9 +38,7 @@ fn settle(ctx: &CudaContext) -> Result<(), CudaError> {
 
 /// [`settle`] with captures held off meanwhile: [`Gpu::synchronize`].
 pub(crate) fn settle_guarded(ctx: &CudaContext) -> Result<(), CudaError> {
-    let _no_capture = CAPTURING
-        .read()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _no_capture = captures_held_off();
     settle(ctx)
 }
 
