@@ -338,6 +338,11 @@ __device__ __forceinline__ float bd_lds(unsigned int address) {
     return v;
 }
 
+// A float to shared memory at a 32-bit shared-window address (bd_lds's store).
+__device__ __forceinline__ void bd_sts(unsigned int address, float v) {
+    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(address), "f"(v) : "memory");
+}
+
 // bd_lds for a 32-bit word (layer 1's staged columns). Not __float_as_uint(bd_lds(..)): that
 // compiles the scatter of the shared instances differently (2026-11-28f, offline SASS), and
 // only this form was measured and tested on the GPU.
@@ -612,10 +617,13 @@ __device__ __forceinline__ void bd_first_layer(float* cur, unsigned int* stage, 
     bd_for_quads<THREADS>(n, padded / 4u, [&](unsigned int r, unsigned int q) {
         float4* at = reinterpret_cast<float4*>(cur + r * stride) + q;
         float v[4] = {at->x, at->y, at->z, at->w};
+        // Per-neuron biases a float4 at a time (a layer's stride is a multiple of 32).
+        const float4 b4 = biases != nullptr ? __ldg(reinterpret_cast<const float4*>(biases) + q)
+                                            : make_float4(bias, bias, bias, bias);
+        const float b[4] = {b4.x, b4.y, b4.z, b4.w};
 #pragma unroll
         for (unsigned int t = 0; t < 4; ++t) {
-            const float b = biases != nullptr ? __ldg(biases + 4u * q + t) : bias;
-            v[t] = bd_first_output(v[t], integer_sums, w1_base, b, upper);
+            v[t] = bd_first_output(v[t], integer_sums, w1_base, b[t], upper);
         }
         *at = make_float4(v[0], v[1], v[2], v[3]);
     });
@@ -844,8 +852,9 @@ __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, c
 // BD_ROWS rows' loads and multiply-adds, the missing ones switched off: at 3 rows a tile,
 // 5/8 of them). Same sums in the same order as bd_layer: bit for bit the same outputs.
 // cur lies in shared memory (shared and split placements): the ELL gathers use 32-bit
-// shared addresses (bd_lds).
-template <unsigned int R>
+// shared addresses (bd_lds); NEXT_SHARED: so does next (shared placement), and the outputs
+// are stored through them (bd_sts).
+template <unsigned int R, bool NEXT_SHARED>
 __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, unsigned int g, unsigned int c,
                                         unsigned int first_row, const float* cur, float* next, unsigned int stride,
                                         const BdTile& tile, const float* __restrict__ dense,
@@ -858,6 +867,10 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
     for (unsigned int r = 0; r < R; ++r) {
         acc[r] = 0.0f;
     }
+    // Byte address of each row's first float in the shared window (the ELL gathers', and with
+    // NEXT_SHARED the outputs' stores: next's rows lie as far from cur's).
+    const unsigned int window = (unsigned int)__cvta_generic_to_shared(cur);
+    unsigned int row_at[R];
     if (BD_RUNS(BD_FORMAT_DENSE) && layer.format == BD_FORMAT_DENSE) {
         unsigned int at[R];
 #pragma unroll
@@ -868,9 +881,6 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
     } else {
         const unsigned int s0 = group_starts[layer.group_table + g];
         const unsigned int s1 = group_starts[layer.group_table + g + 1];
-        // Byte address of each row's first float in the shared window.
-        const unsigned int window = (unsigned int)__cvta_generic_to_shared(cur);
-        unsigned int row_at[R];
 #pragma unroll
         for (unsigned int r = 0; r < R; ++r) {
             row_at[r] = window + tile.live[first_row + r] * stride * 4u;
@@ -887,17 +897,28 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
             }
         });
     }
-    // As in bd_layer: the bias after the sums; the rows' offsets read again (not live
-    // across the sums).
+    // As in bd_layer: the bias after the sums. With NEXT_SHARED an ELL layer's outputs are
+    // stored through the gathers' row addresses (a shared-memory tile's second buffer), an add
+    // and a store a row; else the rows' offsets are read again (not live across the sums).
     const float b = bias_stride != 0u ? __ldg(biases + (unsigned long long)l * bias_stride + c) : bias;
+    // Sets with dense layers keep the offsets read again: row_at live across a dense layer's
+    // sums took their shared instance to 128 registers with spills.
+    if (NEXT_SHARED && !BD_RUNS(BD_FORMAT_DENSE)) {
+        const unsigned int to_next = (unsigned int)__cvta_generic_to_shared(next) - window + 4u * c;
 #pragma unroll
-    for (unsigned int r = 0; r < R; ++r) {
-        next[tile.live[first_row + r] * stride + c] = spdnn_clamp_activation(acc[r] + b, upper);
+        for (unsigned int r = 0; r < R; ++r) {
+            bd_sts(row_at[r] + to_next, spdnn_clamp_activation(acc[r] + b, upper));
+        }
+    } else {
+#pragma unroll
+        for (unsigned int r = 0; r < R; ++r) {
+            next[tile.live[first_row + r] * stride + c] = spdnn_clamp_activation(acc[r] + b, upper);
+        }
     }
 }
 
 // bd_item for `rows` (1 .. R) known only at run time: one instance per count.
-template <unsigned int R>
+template <unsigned int R, bool NEXT_SHARED>
 __device__ __forceinline__ void bd_item_rows(unsigned int rows, const BdLayer& layer, unsigned int l,
                                              unsigned int g, unsigned int c, unsigned int first_row,
                                              const float* cur, float* next, unsigned int stride,
@@ -907,17 +928,18 @@ __device__ __forceinline__ void bd_item_rows(unsigned int rows, const BdLayer& l
                                              const float* __restrict__ biases, unsigned int bias_stride,
                                              float upper) {
     if (rows == R) {
-        bd_item<R>(layer, l, g, c, first_row, cur, next, stride, tile, dense, ell, group_starts, bias, biases,
+        bd_item<R, NEXT_SHARED>(layer, l, g, c, first_row, cur, next, stride, tile, dense, ell, group_starts, bias, biases,
                    bias_stride, upper);
     } else if constexpr (R > 1) {
-        bd_item_rows<R - 1>(rows, layer, l, g, c, first_row, cur, next, stride, tile, dense, ell, group_starts,
+        bd_item_rows<R - 1, NEXT_SHARED>(rows, layer, l, g, c, first_row, cur, next, stride, tile, dense, ell, group_starts,
                             bias, biases, bias_stride, upper);
     }
 }
 
 // Layer l (after the first) in exact items: the work items of bd_layer (32 outputs, up to
-// BD_ROWS live rows, one per warp at a time), each run by the instance of its row count.
-template <unsigned int THREADS>
+// BD_ROWS live rows, one per warp at a time), each run by the instance of its row count
+// (NEXT_SHARED: next lies in shared memory, bd_item).
+template <unsigned int THREADS, bool NEXT_SHARED>
 __device__ __forceinline__ void bd_layer_exact(const BdLayer& layer, unsigned int l, const float* cur, float* next,
                                                unsigned int stride, unsigned int live, const BdTile& tile,
                                                const float* __restrict__ dense, const uint2* __restrict__ ell,
@@ -926,7 +948,7 @@ __device__ __forceinline__ void bd_layer_exact(const BdLayer& layer, unsigned in
                                                float upper) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     bd_for_items<THREADS>(layer, live, [&](unsigned int g, unsigned int first_row, unsigned int rows) {
-        bd_item_rows<BD_ROWS>(rows, layer, l, g, g * 32u + lane, first_row, cur, next, stride, tile, dense, ell,
+        bd_item_rows<BD_ROWS, NEXT_SHARED>(rows, layer, l, g, g * 32u + lane, first_row, cur, next, stride, tile, dense, ell,
                               group_starts, bias, biases, bias_stride, upper);
     });
 }
@@ -1184,7 +1206,7 @@ __device__ __forceinline__ void bd_chain(
             // Tiles in global memory keep the predicated items: their tiles hold 32 rows (full
             // items), and the exact instances took bd_chain_global from 64 to 128 registers.
             if (PLACE != BD_PLACE_GLOBAL && exact_items != 0u) {
-                bd_layer_exact<THREADS>(layer, l, cur, next, stride, live, tile, dense, ell, group_starts,
+                bd_layer_exact<THREADS, PLACE == BD_PLACE_SHARED>(layer, l, cur, next, stride, live, tile, dense, ell, group_starts,
                                               bias, biases, bias_stride, upper);
             } else {
                 bd_layer<THREADS>(layer, l, cur, next, stride, live, tile, dense, ell, group_starts, bias, biases,
@@ -1248,11 +1270,6 @@ __device__ __forceinline__ void bd_chain(
 // outputs over its inputs once every group is summed: a lane reads and writes only its own
 // row, so one buffer does. Lanes whose rows finished (or that have none) run along with the
 // warp and write nothing outside it.
-
-// A float to shared memory at a 32-bit shared-window address (bd_lds's store).
-__device__ __forceinline__ void bd_sts(unsigned int address, float v) {
-    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(address), "f"(v) : "memory");
-}
 
 // This lane's row's outputs c < width of a layer, for its checks: their largest and least
 // (clipped outputs lie in [0, upper]: some output is nonzero iff the largest is > 0, all are
@@ -2176,7 +2193,7 @@ __device__ __forceinline__ void bd_spread(BdTile& tile, BD_CHAIN_PARAMS, float* 
             for (unsigned int i = warp; i < items; i += warps) {
                 const unsigned int g = g0 + i % width;
                 const unsigned int first_row = (i / width) * BD_SPREAD_ITEM_ROWS;
-                bd_item_rows<BD_SPREAD_ITEM_ROWS>(min(BD_SPREAD_ITEM_ROWS, n - first_row), layer, l, g, g * 32u + lane,
+                bd_item_rows<BD_SPREAD_ITEM_ROWS, false>(min(BD_SPREAD_ITEM_ROWS, n - first_row), layer, l, g, g * 32u + lane,
                                       first_row, cur, next, stride, tile, dense, ell, group_starts, bias, biases,
                                       bias_stride, upper);
             }
