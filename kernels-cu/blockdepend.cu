@@ -404,12 +404,14 @@ __device__ __forceinline__ void bd_load_entries(unsigned int (&e)[V], const uint
 
 // Layer 1's scatter of staged nonzeros c0 .. c0+m-1 (m > 0) for scaled entries: every W1
 // weight is m·w1_base, stored as V 32-bit entries per input neuron (the output in the low
-// w1_bits bits, m above; padding m = 0), read in one V·4-byte load. Each thread loads the
-// entries of its BD_SCATTER_BATCH nonzeros before adding any; a nonzero past m reads the last
-// one again and takes spare entries (bd_load_entries), so a batch has no branch but the row
-// walk's. Binary inputs
-// (BINARY) add the whole multiples with integer shared-memory atomics, a native instruction
-// where a float atomicAdd on shared memory is a compare-and-swap loop (sm_90), and
+// w1_bits bits, m above; padding m = 0), read in one V·4-byte load. Each thread takes every
+// THREADS-th nonzero, so a warp's lanes hold consecutive inputs, whose outputs in
+// challenge-shaped layers lie on consecutive words (a thread's nonzeros side by side put its
+// lanes' adds 4 words apart: 4-way bank conflicts, 2026-11-28g call 1). It loads the entries of
+// its BD_SCATTER_BATCH nonzeros before adding any; a nonzero past m reads the last one again
+// and takes spare entries (bd_load_entries), so a batch has no branch but the row walk's.
+// Binary inputs (BINARY) add the whole multiples with integer shared-memory atomics, a native
+// instruction where a float atomicAdd on shared memory is a compare-and-swap loop (sm_90), and
 // bd_first_layer converts the sums once: Rust proved every column's sum of multiples exact in
 // float (layout::FirstScaled), so the result is the float sum in any order, bit for bit. Other
 // inputs add x·float(m)·w1_base, the pair form's weight bit for bit. SHARED_ACC: cur lies in
