@@ -14,12 +14,8 @@ use rayon::prelude::*;
 use spdnn_formats::{Csr, SparseMatrix};
 
 use crate::layout::{Format, Layout, VECTOR, WARP, round_up};
-use crate::plan::{Segment, device_tile};
+use crate::plan::{Segment, TILES_SCATTER_BATCH, device_tile};
 use crate::{STATE_BOUND, STATE_LIVE, STATE_ZERO};
-
-/// Input nonzeros a kernel thread scatters at a time in layer 1, each an independent chain
-/// of loads (`BD_SCATTER_BATCH`).
-pub const SCATTER_BATCH: usize = 4;
 
 /// What the emulated run leaves behind.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,7 +98,7 @@ impl Ctx<'_> {
     /// half (binary inputs: columns only), less 4 words and rounded down to a multiple of 4
     /// (the kernel's room to align its 16-byte copies), each of `threads` threads taking every
     /// `threads`-th staged nonzero,
-    /// [`SCATTER_BATCH`] at a time, and finding its row by walking the tile's row starts
+    /// [`TILES_SCATTER_BATCH`] at a time, and finding its row by walking the tile's row starts
     /// forward from where it stopped (its row persists across chunks). The kernel's threads
     /// interleave in any order; here thread by thread. Where layer 1 is scaled the kernel
     /// sums binary rows' whole multiples as integers: the same sums, which
@@ -138,7 +134,7 @@ impl Ctx<'_> {
             for (t, row) in rows.iter_mut().enumerate() {
                 let mut j0 = t;
                 while j0 < m {
-                    for u in 0..SCATTER_BATCH {
+                    for u in 0..TILES_SCATTER_BATCH {
                         let j = j0 + u * threads;
                         if j >= m {
                             continue;
@@ -153,7 +149,7 @@ impl Ctx<'_> {
                             acc[c as usize] += x * w;
                         }
                     }
-                    j0 += SCATTER_BATCH * threads;
+                    j0 += TILES_SCATTER_BATCH * threads;
                 }
             }
             c0 += chunk;

@@ -80,7 +80,7 @@ pub const DEFINES: &[Define] = &[
     Define::new("BD_FORMAT_ELL_SCALED16", Format::EllScaled16.code() as u64),
     Define::new("BD_FORMAT_ELL_SCALED32", Format::EllScaled32.code() as u64),
     Define::new("BD_TILE_WAVES", plan::TILE_WAVES as u64),
-    Define::new("BD_SCATTER_BATCH", emulate::SCATTER_BATCH as u64),
+    Define::new("BD_SCATTER_BATCH", plan::TILES_SCATTER_BATCH as u64),
     Define::new("BD_ITEM_AHEAD", ITEM_AHEAD as u64),
     Define::new("BD_LANES_THREADS", plan::LANES_THREADS as u64),
     Define::new("BD_LANE_PITCH", plan::LANE_PITCH as u64),

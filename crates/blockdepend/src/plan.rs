@@ -147,6 +147,13 @@ pub fn warps_fit(
 /// [`LANES_SCATTER_BATCH`], which needs the registers.
 pub const LANES_BLOCKS: usize = 4;
 
+/// Input nonzeros a tile's thread scatters at a time in layer 1 (`BD_SCATTER_BATCH`), each an
+/// independent chain of loads; the thread takes every `threads`-th staged nonzero, so a warp's
+/// lanes hold consecutive ones. Batches of 8 in the wide instance left 22 % of a 16384 chunk's
+/// slots spare and were slower (2026-11-28f, calls 1-2); a thread's 4 nonzeros side by side
+/// put the adds on bank conflicts (2026-11-28g, call 1).
+pub const TILES_SCATTER_BATCH: usize = 4;
+
 /// Nonzeros a lane a batch of the lanes' layer-1 scatter (`BD_LANES_BATCH`): each batch's
 /// columns are loaded a batch ahead, so a warp's scatter is a chain of about
 /// nonzeros / (32 · batch) dependent batches, and launch 1 lasts about one warp's chain
