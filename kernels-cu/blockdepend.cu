@@ -930,11 +930,11 @@ __device__ __forceinline__ void bd_item_rows(unsigned int rows, const BdLayer& l
                                              const float* __restrict__ biases, unsigned int bias_stride,
                                              float upper) {
     if (rows == R) {
-        bd_item<R, NEXT_SHARED>(layer, l, g, c, first_row, cur, next, stride, tile, dense, ell, group_starts, bias, biases,
-                   bias_stride, upper);
+        bd_item<R, NEXT_SHARED>(layer, l, g, c, first_row, cur, next, stride, tile, dense, ell, group_starts, bias,
+                                biases, bias_stride, upper);
     } else if constexpr (R > 1) {
-        bd_item_rows<R - 1, NEXT_SHARED>(rows, layer, l, g, c, first_row, cur, next, stride, tile, dense, ell, group_starts,
-                            bias, biases, bias_stride, upper);
+        bd_item_rows<R - 1, NEXT_SHARED>(rows, layer, l, g, c, first_row, cur, next, stride, tile, dense, ell,
+                                         group_starts, bias, biases, bias_stride, upper);
     }
 }
 
@@ -950,8 +950,8 @@ __device__ __forceinline__ void bd_layer_exact(const BdLayer& layer, unsigned in
                                                float upper) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     bd_for_items<THREADS>(layer, live, [&](unsigned int g, unsigned int first_row, unsigned int rows) {
-        bd_item_rows<BD_ROWS, NEXT_SHARED>(rows, layer, l, g, g * 32u + lane, first_row, cur, next, stride, tile, dense, ell,
-                              group_starts, bias, biases, bias_stride, upper);
+        bd_item_rows<BD_ROWS, NEXT_SHARED>(rows, layer, l, g, g * 32u + lane, first_row, cur, next, stride, tile,
+                                           dense, ell, group_starts, bias, biases, bias_stride, upper);
     });
 }
 
@@ -1208,8 +1208,8 @@ __device__ __forceinline__ void bd_chain(
             // Tiles in global memory keep the predicated items: their tiles hold 32 rows (full
             // items), and the exact instances took bd_chain_global from 64 to 128 registers.
             if (PLACE != BD_PLACE_GLOBAL && exact_items != 0u) {
-                bd_layer_exact<THREADS, PLACE == BD_PLACE_SHARED>(layer, l, cur, next, stride, live, tile, dense, ell, group_starts,
-                                              bias, biases, bias_stride, upper);
+                bd_layer_exact<THREADS, PLACE == BD_PLACE_SHARED>(layer, l, cur, next, stride, live, tile, dense, ell,
+                                                                  group_starts, bias, biases, bias_stride, upper);
             } else {
                 bd_layer<THREADS>(layer, l, cur, next, stride, live, tile, dense, ell, group_starts, bias, biases,
                                   bias_stride, upper);
@@ -2195,9 +2195,9 @@ __device__ __forceinline__ void bd_spread(BdTile& tile, BD_CHAIN_PARAMS, float* 
             for (unsigned int i = warp; i < items; i += warps) {
                 const unsigned int g = g0 + i % width;
                 const unsigned int first_row = (i / width) * BD_SPREAD_ITEM_ROWS;
-                bd_item_rows<BD_SPREAD_ITEM_ROWS, false>(min(BD_SPREAD_ITEM_ROWS, n - first_row), layer, l, g, g * 32u + lane,
-                                      first_row, cur, next, stride, tile, dense, ell, group_starts, bias, biases,
-                                      bias_stride, upper);
+                bd_item_rows<BD_SPREAD_ITEM_ROWS, false>(min(BD_SPREAD_ITEM_ROWS, n - first_row), layer, l, g,
+                                                         g * 32u + lane, first_row, cur, next, stride, tile, dense,
+                                                         ell, group_starts, bias, biases, bias_stride, upper);
             }
             __syncthreads();
             // The slice of each output row to global memory, and its flags.
