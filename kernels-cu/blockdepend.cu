@@ -82,6 +82,15 @@
 #ifndef BD_ITEM_AHEAD
 #error "BD_ITEM_AHEAD must come from Rust (-D)"
 #endif
+#ifndef BD_CIRCULANT_CODE
+#error "BD_CIRCULANT_CODE must come from Rust (-D)"
+#endif
+#ifndef BD_CIRCULANT_SLOTS
+#error "BD_CIRCULANT_SLOTS must come from Rust (-D)"
+#endif
+#ifndef BD_CIRCULANT_OUTPUTS
+#error "BD_CIRCULANT_OUTPUTS must come from Rust (-D)"
+#endif
 #ifndef BD_LANES_THREADS
 #error "BD_LANES_THREADS must come from Rust (-D)"
 #endif
@@ -127,8 +136,9 @@
 
 // One layer's descriptor (BD_DESC_WORDS words: format, in, out, dense stride (layer 1: its
 // entries per input neuron, 0 for CSR), offset low, offset high (ELL: in 8-byte units of ell),
-// ELL group table (layer 1: the index bits of its scaled entries, 0 for pairs), and, for
-// layer 1 only, the bits of its scaled entries' base value).
+// ELL group table (layer 1: the index bits of its scaled entries, 0 for pairs), and a last
+// word: layer 1's scaled entries' base value bits (read from desc directly), a later layer's
+// circulant table (its first unit in ell, 0 for none; bd_layer_circulant).
 struct BdLayer {
     unsigned int format;
     unsigned int in_width;
@@ -136,10 +146,12 @@ struct BdLayer {
     unsigned int dense_stride;
     unsigned long long offset;
     unsigned int group_table;
+    unsigned int circulant;
 };
 
 // Whether this module runs layers of format f after the first: BD_FORMATS has a bit per
-// BD_FORMAT_* code, the formats of the chain's layers (Rust compiles a module per set). A
+// BD_FORMAT_* code, the formats of the chain's layers (Rust compiles a module per set), and
+// one (BD_CIRCULANT_CODE) when it runs circulant items (bd_layer_circulant). A
 // branch for a format the chain lacks costs registers even when it never runs: bd_chain_global
 // took 78 with all three ELL forms compiled in, 64 with one (NVRTC 13.0, sm_90).
 #define BD_RUNS(f) (((BD_FORMATS) >> (f)) & 1u)
@@ -153,6 +165,7 @@ __device__ __forceinline__ BdLayer bd_layer_from(const unsigned int* __restrict_
     layer.dense_stride = d[3];
     layer.offset = (unsigned long long)d[4] | ((unsigned long long)d[5] << 32);
     layer.group_table = d[6];
+    layer.circulant = d[7];
     return layer;
 }
 
@@ -955,6 +968,155 @@ __device__ __forceinline__ void bd_layer_exact(const BdLayer& layer, unsigned in
     });
 }
 
+// ---- Circulant layers (layout::Circulant) ----
+//
+// A circulant layer's output c sums w_s · x[(c + d_s) mod in] slot by slot, with the same d_s
+// and w_s at slot s of every column, proved on the host from the stored entries. Its table
+// (ell + desc word 7): [slots, aligned], then [d_s, w_s bits] a slot. A lane computes
+// BD_CIRCULANT_OUTPUTS consecutive outputs of a row: a slot's inputs are as many consecutive
+// floats, one 16-byte shared load (two 8-byte ones where d_s is 2 mod 4), where bd_item
+// gathers them one at a time, and the outputs are one 16-byte store. The same fused
+// multiply-adds in the same slot order as bd_item: bit for bit the same outputs.
+
+// Four floats of shared memory at a 16-byte aligned shared-window address (bd_lds's form).
+__device__ __forceinline__ float4 bd_lds4(unsigned int address) {
+    float4 v;
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(address));
+    return v;
+}
+
+// Two floats of shared memory at an 8-byte aligned shared-window address.
+__device__ __forceinline__ float2 bd_lds2(unsigned int address) {
+    float2 v;
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(address));
+    return v;
+}
+
+// Four floats to shared memory at a 16-byte aligned shared-window address.
+__device__ __forceinline__ void bd_sts4(unsigned int address, float4 v) {
+    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(address), "f"(v.x), "f"(v.y), "f"(v.z),
+                 "f"(v.w)
+                 : "memory");
+}
+
+// A circulant layer of S slots over the live rows: the (group of 32 lanes' outputs, live
+// position) pairs, group by group, a contiguous share a warp (shares differ by at most one
+// pair, where items of BD_ROWS rows left warps idle in narrow rows); a lane loads its inputs'
+// offsets, weights and biases once a group of its share. ALIGNED: every d_s a multiple of 4.
+// cur lies in shared memory; NEXT_SHARED: so does next (else global scratch, split tiles).
+template <unsigned int THREADS, unsigned int S, bool ALIGNED, bool NEXT_SHARED>
+__device__ __forceinline__ void bd_circulant_share(const BdLayer& layer, unsigned int l,
+                                                   const uint2* __restrict__ table, const float* cur, float* next,
+                                                   unsigned int stride, unsigned int live, const BdTile& tile,
+                                                   float bias, const float* __restrict__ biases,
+                                                   unsigned int bias_stride, float upper) {
+    constexpr unsigned int warps = THREADS / SPDNN_WARP_SIZE;
+    constexpr unsigned int outputs = BD_CIRCULANT_OUTPUTS;
+    static_assert(outputs == 4, "a circulant lane loads and stores a float4");
+    const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int groups = (layer.out_width / outputs + SPDNN_WARP_SIZE - 1u) / SPDNN_WARP_SIZE;
+    const unsigned int pairs = live * groups;
+    const unsigned int end = (warp + 1u) * pairs / warps;
+    const unsigned int window = (unsigned int)__cvta_generic_to_shared(cur);
+    const unsigned int to_next = NEXT_SHARED ? (unsigned int)__cvta_generic_to_shared(next) - window : 0u;
+    for (unsigned int p = warp * pairs / warps; p < end;) {
+        const unsigned int g = p / live;
+        const unsigned int r0 = p - g * live;
+        const unsigned int r1 = min(live, end - g * live);
+        p = g * live + r1;
+        const unsigned int c = (g * SPDNN_WARP_SIZE + lane) * outputs;
+        if (c >= layer.out_width) {
+            continue;
+        }
+        // Byte offsets in a row of this lane's inputs at each slot (and, unaligned, of the
+        // second pair), and the slots' weights.
+        unsigned int at[S];
+        unsigned int at_high[S];
+        float w[S];
+#pragma unroll
+        for (unsigned int s = 0; s < S; ++s) {
+            const uint2 e = __ldg(table + 1u + s);
+            unsigned int k = c + e.x;
+            k = k >= layer.in_width ? k - layer.in_width : k;
+            at[s] = 4u * k;
+            if (!ALIGNED) {
+                unsigned int k_high = c + 2u + e.x;
+                k_high = k_high >= layer.in_width ? k_high - layer.in_width : k_high;
+                at_high[s] = 4u * k_high;
+            }
+            w[s] = __uint_as_float(e.y);
+        }
+        const float4 b = bias_stride != 0u
+                             ? __ldg(reinterpret_cast<const float4*>(biases + (unsigned long long)l * bias_stride + c))
+                             : make_float4(bias, bias, bias, bias);
+        for (unsigned int r = r0; r < r1; ++r) {
+            const unsigned int row = tile.live[r] * stride;
+            const unsigned int row_at = window + 4u * row;
+            float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+            for (unsigned int s = 0; s < S; ++s) {
+                float4 x;
+                if (ALIGNED) {
+                    x = bd_lds4(row_at + at[s]);
+                } else {
+                    const float2 low = bd_lds2(row_at + at[s]);
+                    const float2 high = bd_lds2(row_at + at_high[s]);
+                    x = make_float4(low.x, low.y, high.x, high.y);
+                }
+                acc.x = fmaf(x.x, w[s], acc.x);
+                acc.y = fmaf(x.y, w[s], acc.y);
+                acc.z = fmaf(x.z, w[s], acc.z);
+                acc.w = fmaf(x.w, w[s], acc.w);
+            }
+            const float4 y = make_float4(
+                spdnn_clamp_activation(acc.x + b.x, upper), spdnn_clamp_activation(acc.y + b.y, upper),
+                spdnn_clamp_activation(acc.z + b.z, upper), spdnn_clamp_activation(acc.w + b.w, upper));
+            if (NEXT_SHARED) {
+                bd_sts4(row_at + to_next + 4u * c, y);
+            } else {
+                *reinterpret_cast<float4*>(next + row + c) = y;
+            }
+        }
+    }
+}
+
+// bd_circulant_share for `slots` (1 .. S) known only at run time: one instance per count.
+template <unsigned int THREADS, unsigned int S, bool NEXT_SHARED>
+__device__ __forceinline__ void bd_circulant_slots(unsigned int slots, bool aligned, const BdLayer& layer,
+                                                   unsigned int l, const uint2* __restrict__ table, const float* cur,
+                                                   float* next, unsigned int stride, unsigned int live,
+                                                   const BdTile& tile, float bias, const float* __restrict__ biases,
+                                                   unsigned int bias_stride, float upper) {
+    if (slots == S) {
+        if (aligned) {
+            bd_circulant_share<THREADS, S, true, NEXT_SHARED>(layer, l, table, cur, next, stride, live, tile, bias,
+                                                              biases, bias_stride, upper);
+        } else {
+            bd_circulant_share<THREADS, S, false, NEXT_SHARED>(layer, l, table, cur, next, stride, live, tile, bias,
+                                                               biases, bias_stride, upper);
+        }
+    } else if constexpr (S > 1) {
+        bd_circulant_slots<THREADS, S - 1, NEXT_SHARED>(slots, aligned, layer, l, table, cur, next, stride, live,
+                                                        tile, bias, biases, bias_stride, upper);
+    }
+}
+
+// Layer l, circulant (table: its first unit), over the live rows of a tile in shared memory.
+template <unsigned int THREADS, bool NEXT_SHARED>
+__device__ __forceinline__ void bd_layer_circulant(const BdLayer& layer, unsigned int l,
+                                                   const uint2* __restrict__ table, const float* cur, float* next,
+                                                   unsigned int stride, unsigned int live, const BdTile& tile,
+                                                   float bias, const float* __restrict__ biases,
+                                                   unsigned int bias_stride, float upper) {
+    const uint2 head = __ldg(table);
+    bd_circulant_slots<THREADS, BD_CIRCULANT_SLOTS, NEXT_SHARED>(head.x, head.y != 0u, layer, l, table, cur, next,
+                                                                 stride, live, tile, bias, biases, bias_stride,
+                                                                 upper);
+}
+
 // The retirement rule, for tiles (bd_retire) and spread launches (bd_spread_live): after
 // `done` layers a row stays live unless it is all zero, or all at the bound with
 // done >= suffix_start.
@@ -1207,7 +1369,12 @@ __device__ __forceinline__ void bd_chain(
             const BdLayer layer = bd_layer_at(desc, l);
             // Tiles in global memory keep the predicated items: their tiles hold 32 rows (full
             // items), and the exact instances took bd_chain_global from 64 to 128 registers.
-            if (PLACE != BD_PLACE_GLOBAL && exact_items != 0u) {
+            if (BD_RUNS(BD_CIRCULANT_CODE) && PLACE != BD_PLACE_GLOBAL && exact_items > 1u &&
+                layer.circulant != 0u) {
+                bd_layer_circulant<THREADS, PLACE == BD_PLACE_SHARED>(layer, l, ell + layer.circulant, cur, next,
+                                                                      stride, live, tile, bias, biases, bias_stride,
+                                                                      upper);
+            } else if (PLACE != BD_PLACE_GLOBAL && exact_items != 0u) {
                 bd_layer_exact<THREADS, PLACE == BD_PLACE_SHARED>(layer, l, cur, next, stride, live, tile, dense, ell,
                                                                   group_starts, bias, biases, bias_stride, upper);
             } else {

@@ -10,14 +10,14 @@
 //!     --example registers -- [--arch sm_90] [--dump DIR] [kernel ...]
 //! ```
 //!
-//! `--dump DIR` also writes each CUBIN as `DIR/<kernel>.<set>.cubin` (set 0 … 4, the columns
+//! `--dump DIR` also writes each CUBIN as `DIR/<kernel>.<set>.cubin` (set 0 … 6, the columns
 //! in order), so that two versions of the source can be compared instruction by instruction
 //! (the `.text.<kernel>` sections): a change that leaves them equal changes no behaviour.
 //!
 //! Each cell: registers (the kernel's `EIATTR_REGCOUNT` in the CUBIN's `.nv.info` section)
 //! and, in parentheses, its frame's bytes of local memory (`EIATTR_FRAME_SIZE`; spills).
 
-use spdnn_blockdepend::{ALL_FORMATS, Format, KERNELS, for_formats};
+use spdnn_blockdepend::{ALL_FORMATS, CIRCULANT_ITEMS, Format, KERNELS, for_formats};
 use spdnn_cuda::{ImageKind, ModuleImage, compile_text_to, selection_options};
 
 /// Little-endian integer of `N` bytes at `at`, or None past the end.
@@ -105,6 +105,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("scaled16", Format::EllScaled16.bit()),
         ("scaled32", Format::EllScaled32.bit()),
         ("pairs", Format::Ell.bit()),
+        (
+            "scaled16 + circulant",
+            Format::EllScaled16.bit() | CIRCULANT_ITEMS,
+        ),
+        (
+            "scaled32 + circulant",
+            Format::EllScaled32.bit() | CIRCULANT_ITEMS,
+        ),
     ];
     println!("kernel\t{}", sets.map(|(label, _)| label).join("\t"));
     for decl in KERNELS {

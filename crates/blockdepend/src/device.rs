@@ -13,7 +13,7 @@ use spdnn_cuda::{
 use spdnn_formats::{Csr, SparseMatrix};
 
 use crate::layout::{FormatChoice, Layout, WARP};
-use crate::plan::{self, Items, Limits, MAX_TILE, Placement, Segment, Spread};
+use crate::plan::{self, Limits, MAX_TILE, Placement, Segment, Spread};
 use crate::{
     Bias, BlockDependOptions, CHAIN_GLOBAL, CHAIN_LANES, CHAIN_SHARED, CHAIN_SHARED_WIDE,
     CHAIN_SPLIT, CHAIN_SPLIT_WIDE, CHAIN_WARPS, Chain, Compression, Expansion, Retire,
@@ -742,6 +742,29 @@ pub(crate) fn sizes(
     }
 }
 
+/// The circulant layers of `layout`, counted from 1, in runs (`2-8 12`), or `None`.
+fn circulant_layers(layout: &Layout) -> Option<String> {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for l in (1..=layout.layers.len()).filter(|&l| layout.layers[l - 1].circulant != 0) {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == l => *end = l,
+            _ => runs.push((l, l)),
+        }
+    }
+    (!runs.is_empty()).then(|| {
+        runs.iter()
+            .map(|&(a, b)| {
+                if a == b {
+                    a.to_string()
+                } else {
+                    format!("{a}-{b}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    })
+}
+
 impl<'g> BdRun<'g> {
     pub(crate) fn prepare(
         gpu: &'g Gpu,
@@ -916,6 +939,10 @@ impl<'g> BdRun<'g> {
                     }
                 ),
             ),
+            (
+                "circulant".into(),
+                circulant_layers(layout).unwrap_or_else(|| "none".into()),
+            ),
             ("weight_bytes".into(), layout.weight_bytes().to_string()),
             ("launches".into(), launches.join(" ")),
             (
@@ -1027,7 +1054,7 @@ impl<'g> BdRun<'g> {
         let (carry_in_stride, carry_out_stride) =
             (segment.carry_in as u32, segment.carry_out as u32);
         let (tile, stride) = (segment.tile as u32, segment.stride as u32);
-        let exact_items = u32::from(segment.items == Items::Exact);
+        let exact_items = segment.items.code();
         let spread_rows = launch.spread_rows() as u32;
         // A spread segment enqueues its tiles' kernel and then the spread one: with at most
         // spread_rows rows the first returns at once, with more the second does.

@@ -70,9 +70,18 @@ pub const VECTOR: usize = 4;
 /// Rows of the tile per work item: accumulators per thread (`BD_ROWS` in the kernel).
 pub const ROWS_PER_ITEM: usize = 8;
 /// Words per layer descriptor (`BD_DESC_WORDS`): format, in, out, dense stride, offset
-/// (low, high), ELL group table, and a last word that only layer 1 uses
-/// ([`Layout::descriptors`]).
+/// (low, high), ELL group table, and a last word: layer 1's base value, a later layer's
+/// circulant table ([`Layout::descriptors`]).
 pub const DESC_WORDS: usize = 8;
+/// Most slots a circulant layer may have (`BD_CIRCULANT_SLOTS`): the kernel compiles its
+/// circulant items for each count up to this ([`Circulant`]).
+pub const CIRCULANT_MAX_SLOTS: usize = 4;
+/// The bit of a set of formats ([`Layout::formats`], the kernel's `BD_FORMATS`) that says a
+/// module runs circulant items (`BD_CIRCULANT_CODE`): past every [`Format::code`].
+pub const CIRCULANT_CODE: u32 = 5;
+/// Outputs a lane of a circulant item computes (`BD_CIRCULANT_OUTPUTS`): one 16-byte load
+/// a slot and row ([`Circulant`]).
+pub const CIRCULANT_OUTPUTS: usize = 4;
 /// Multiples of the base value a scaled ELL layer may hold, at most (`m ≤` this).
 pub const MAX_MULTIPLE: u32 = (1 << 16) - 1;
 /// Shared-memory banks of 4-byte words: input `k` of every tile row lies in bank
@@ -205,6 +214,9 @@ pub struct LayerLayout {
     /// Scaled ELL: bits of an entry holding its input index (the multiple above them);
     /// layer 1 when scaled: bits holding its output; otherwise 0.
     pub index_bits: u32,
+    /// An ELL layer proved circulant ([`Circulant`]): the first 8-byte unit of its table in
+    /// [`Layout::ell`], after every layer's entries; otherwise 0.
+    pub circulant: usize,
 }
 
 impl LayerLayout {
@@ -226,10 +238,21 @@ impl LayerLayout {
     /// group starts and the biases as stored): what a scaled layer saves. Other formats:
     /// [`LayerLayout::bytes`].
     pub fn pair_bytes(&self) -> usize {
+        let own = self.bytes - self.circulant_bytes();
         if self.format.is_scaled() {
-            self.bytes + (8 - self.format.entry_bytes()) * WARP * self.slots - 8
+            own + (8 - self.format.entry_bytes()) * WARP * self.slots - 8
         } else {
-            self.bytes
+            own
+        }
+    }
+
+    /// Bytes of its circulant table ([`Circulant::units`]; 0 without): counted in
+    /// [`LayerLayout::bytes`].
+    pub fn circulant_bytes(&self) -> usize {
+        if self.circulant == 0 {
+            0
+        } else {
+            8 * (1 + self.slots / self.groups())
         }
     }
 }
@@ -553,6 +576,7 @@ enum Built {
     Ell {
         starts: Vec<u32>,
         entries: Vec<[u32; 2]>,
+        circulant: Option<Circulant>,
     },
 }
 
@@ -576,13 +600,21 @@ fn build_ell(columns: &Csr) -> (Vec<u32>, Vec<[u32; 2]>, usize, usize) {
     let mut entries = Vec::new();
     let (mut wavefronts, mut sectors) = (0, 0);
     let mut slot_inputs = Vec::with_capacity(WARP);
+    let offsets = circulant_offsets(columns);
     for g in 0..groups {
         let cols = g * WARP..((g + 1) * WARP).min(outputs);
         let inputs: Vec<&[u32]> = cols.clone().map(|c| columns.row(c).0).collect();
         let slots = inputs.iter().map(|i| i.len()).max().unwrap_or(0);
         let base = entries.len();
         entries.resize(base + slots * WARP, [0u32, 0.0f32.to_bits()]);
-        for (s, row) in slot_order(&inputs, slots).into_iter().enumerate() {
+        // A circulant layer's slot s reads input (c + d_s) mod in in every column c: the
+        // lanes' consecutive inputs, a wavefront a slot (the least), and the same order in
+        // every group, which the circulant items need ([`Circulant`]).
+        let order = match &offsets {
+            Some(offsets) => circulant_order(columns, cols.clone(), offsets),
+            None => slot_order(&inputs, slots),
+        };
+        for (s, row) in order.into_iter().enumerate() {
             let at = base + s * WARP;
             for (lane, &position) in row.iter().enumerate() {
                 if let Some(p) = position {
@@ -611,6 +643,129 @@ fn build_ell(columns: &Csr) -> (Vec<u32>, Vec<[u32; 2]>, usize, usize) {
         starts.push(last + slots as u32);
     }
     (starts, entries, wavefronts, sectors)
+}
+
+/// A circulant ELL layer: output `c` sums, slot by slot, `w_s · x[(c + d_s) mod in]`, with
+/// the same offset `d_s` and weight `w_s` at slot `s` of every column (the generated challenge
+/// networks' compressed layers 2–8 at N = 4096 are `x[c] + x[c + 2^(l-1)]`). The kernel's
+/// circulant items give a lane [`CIRCULANT_OUTPUTS`] consecutive outputs of a row: a slot's
+/// inputs are as many consecutive floats, one 16-byte load (two 8-byte ones where `d_s` is
+/// 2 mod 4) where the ELL items gather them one at a time; the same fused multiply-adds in
+/// the same slot order, so bit for bit the ELL items' outputs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Circulant {
+    /// Whether every offset is a multiple of 4 (one 16-byte load a slot and row).
+    pub aligned: bool,
+    /// Per slot, `[d_s, w_s bits]`.
+    pub slots: Vec<[u32; 2]>,
+}
+
+impl Circulant {
+    /// The table the kernel reads: `[slots, aligned]`, then `[d_s, w_s bits]` a slot.
+    pub fn units(&self) -> Vec<[u32; 2]> {
+        std::iter::once([self.slots.len() as u32, u32::from(self.aligned)])
+            .chain(self.slots.iter().copied())
+            .collect()
+    }
+
+    /// The circulant form of a sliced-ELL layer of `in_width × out_width` stored as
+    /// [`build_ell`]'s `entries` (`(input, weight bits)`, slot by slot, 32 a slot) and group
+    /// `starts`, proved entry by entry, padding included; `None` unless every group has the
+    /// same 1 ..= [`CIRCULANT_MAX_SLOTS`] slots, the outputs fill whole groups of 32, the
+    /// inputs come in fours and every offset is even (so a lane's four inputs of a slot are
+    /// one or two aligned runs of consecutive floats, never across the wrap).
+    pub fn of(
+        entries: &[[u32; 2]],
+        starts: &[u32],
+        in_width: usize,
+        out_width: usize,
+    ) -> Option<Self> {
+        if out_width == 0
+            || !out_width.is_multiple_of(WARP)
+            || !in_width.is_multiple_of(CIRCULANT_OUTPUTS)
+            || in_width > u32::MAX as usize
+            || starts.len() != out_width / WARP + 1
+        {
+            return None;
+        }
+        let slots = *starts.get(1)? as usize;
+        if !(1..=CIRCULANT_MAX_SLOTS).contains(&slots)
+            || entries.len() != WARP * *starts.last()? as usize
+        {
+            return None;
+        }
+        let table: Vec<[u32; 2]> = (0..slots).map(|s| entries[s * WARP]).collect();
+        if table.iter().any(|&[d, _]| d % 2 != 0) {
+            return None;
+        }
+        let width = in_width as u64;
+        for (g, bounds) in starts.windows(2).enumerate() {
+            if (bounds[1] - bounds[0]) as usize != slots {
+                return None;
+            }
+            for (s, &[d, w]) in table.iter().enumerate() {
+                let at = (bounds[0] as usize + s) * WARP;
+                for (lane, &[k, v]) in entries[at..at + WARP].iter().enumerate() {
+                    let c = (g * WARP + lane) as u64;
+                    if u64::from(k) != (c + u64::from(d)) % width || v != w {
+                        return None;
+                    }
+                }
+            }
+        }
+        Some(Self {
+            aligned: table.iter().all(|&[d, _]| d % 4 == 0),
+            slots: table,
+        })
+    }
+}
+
+/// The offsets `d` of a layer (`columns`: one row per output) whose every column `c` holds
+/// inputs `(c + d) mod in` for the same 1 ..= [`CIRCULANT_MAX_SLOTS`] offsets, in increasing
+/// order; `None` otherwise.
+fn circulant_offsets(columns: &Csr) -> Option<Vec<u32>> {
+    let width = columns.ncols() as u64;
+    if width == 0 || columns.nrows() == 0 {
+        return None;
+    }
+    let offsets_of = |c: usize| -> Vec<u32> {
+        let mut d: Vec<u32> = columns
+            .row(c)
+            .0
+            .iter()
+            .map(|&k| ((u64::from(k) + width - c as u64 % width) % width) as u32)
+            .collect();
+        d.sort_unstable();
+        d
+    };
+    let offsets = offsets_of(0);
+    if !(1..=CIRCULANT_MAX_SLOTS).contains(&offsets.len()) {
+        return None;
+    }
+    (1..columns.nrows())
+        .all(|c| offsets_of(c) == offsets)
+        .then_some(offsets)
+}
+
+/// [`slot_order`]'s form for a circulant group (outputs `cols`): slot `s` of each lane
+/// reads the entry of input `(c + offsets[s]) mod in`.
+fn circulant_order(
+    columns: &Csr,
+    cols: std::ops::Range<usize>,
+    offsets: &[u32],
+) -> Vec<Vec<Option<usize>>> {
+    let width = columns.ncols() as u64;
+    offsets
+        .iter()
+        .map(|&d| {
+            cols.clone()
+                .map(|c| {
+                    let k = ((c as u64 + u64::from(d)) % width) as u32;
+                    columns.row(c).0.binary_search(&k).ok()
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// A sliced-ELL layer in scaled form ([`scaled_form`]).
@@ -803,6 +958,7 @@ impl Layout {
                     sectors: 0,
                     base_bits: 0,
                     index_bits: 0,
+                    circulant: 0,
                 };
                 let built = match format {
                     Format::Dense => {
@@ -822,6 +978,9 @@ impl Layout {
                     }
                     _ => {
                         let (starts, mut entries, wavefronts, sectors) = build_ell(&columns);
+                        let circulant = (choice != FormatChoice::EllPairs)
+                            .then(|| Circulant::of(&entries, &starts, w.nrows(), w.ncols()))
+                            .flatten();
                         if choice != FormatChoice::EllPairs
                             && let Some(scaled) = scaled_form(columns.values(), &entries)
                         {
@@ -833,7 +992,11 @@ impl Layout {
                         layout.bytes = 8 * entries.len() + 4 * starts.len();
                         layout.wavefronts = wavefronts;
                         layout.sectors = sectors;
-                        Built::Ell { starts, entries }
+                        Built::Ell {
+                            starts,
+                            entries,
+                            circulant,
+                        }
                     }
                 };
                 Ok((layout, built))
@@ -866,21 +1029,39 @@ impl Layout {
             sectors: 0,
             base_bits: out.first.scaled.as_ref().map_or(0, |f| f.base_bits),
             index_bits: out.first.scaled.as_ref().map_or(0, |f| f.index_bits),
+            circulant: 0,
         });
+        let mut tables = Vec::new();
         for (mut layout, built) in built {
             match built {
                 Built::Dense(values) => {
                     layout.offset = out.dense.len();
                     out.dense.extend_from_slice(&values);
                 }
-                Built::Ell { starts, entries } => {
+                Built::Ell {
+                    starts,
+                    entries,
+                    circulant,
+                } => {
                     layout.offset = out.ell.len();
                     layout.group_table = out.group_starts.len();
                     out.ell.extend_from_slice(&entries);
                     out.group_starts.extend_from_slice(&starts);
+                    if let Some(c) = circulant {
+                        tables.push((out.layers.len(), c));
+                    }
                 }
             }
             out.layers.push(layout);
+        }
+        // After every layer's entries, which keep their alignment; a table is never at 0.
+        for (l, table) in tables {
+            if out.ell.len() <= u32::MAX as usize {
+                let layer = &mut out.layers[l];
+                layer.circulant = out.ell.len();
+                out.ell.extend(table.units());
+                layer.bytes += layer.circulant_bytes();
+            }
         }
         if out.group_starts.len() > u32::MAX as usize {
             return Err("the ELL group tables are too long to index with 32 bits".into());
@@ -931,10 +1112,11 @@ impl Layout {
             .iter()
             .flat_map(|l| {
                 let offset = l.offset as u64;
-                // Layer 1: its scaled entries' index bits (0: pairs) and base value.
+                // Layer 1: its scaled entries' index bits (0: pairs) and base value; a
+                // circulant layer: its table (0: none).
                 let (table, last) = match l.format {
                     Format::Input => (l.index_bits, l.base_bits),
-                    _ => (l.group_table as u32, 0),
+                    _ => (l.group_table as u32, l.circulant as u32),
                 };
                 [
                     l.format.code(),
@@ -965,13 +1147,13 @@ impl Layout {
         )
     }
 
-    /// The formats of the layers after the first, as a set of [`Format::bit`]s: what a
-    /// module running this layout must be compiled for ([`crate::for_formats`]).
+    /// The formats of the layers after the first, as a set of [`Format::bit`]s, and the
+    /// bit of [`CIRCULANT_CODE`] when a layer is circulant: what a module running this
+    /// layout must be compiled for ([`crate::for_formats`]).
     pub fn formats(&self) -> u32 {
-        self.layers
-            .iter()
-            .skip(1)
-            .fold(0, |set, layer| set | layer.format.bit())
+        self.layers.iter().skip(1).fold(0, |set, layer| {
+            set | layer.format.bit() | (u32::from(layer.circulant != 0) << CIRCULANT_CODE)
+        })
     }
 
     /// Number of ELL layers stored scaled (multiples of one value).
@@ -1343,6 +1525,124 @@ mod tests {
         assert_eq!(&layout.ell_entries_of(1)[..], pairs.ell_of(1));
     }
 
+    /// A layer of `inputs × outputs` whose output `c` reads `(c + d) mod inputs` for each
+    /// `(d, w)` of `slots`.
+    fn circulant_layer(inputs: usize, outputs: usize, slots: &[(u32, f32)]) -> Csr {
+        let t: Vec<(u32, u32, f32)> = (0..outputs as u32)
+            .flat_map(|c| {
+                slots
+                    .iter()
+                    .map(move |&(d, w)| ((c + d) % inputs as u32, c, w))
+            })
+            .collect();
+        csr(inputs, outputs, &t)
+    }
+
+    #[test]
+    fn circulant_layers_get_their_table_in_offset_order() {
+        let first = csr(8, 64, &[(0, 0, 1.0), (3, 40, 0.5)]);
+        let aligned = circulant_layer(64, 96, &[(20, 0.5), (0, 1.5), (8, 0.25)]);
+        let unaligned = circulant_layer(96, 64, &[(6, 1.0), (0, 1.0)]);
+        let one = circulant_layer(64, 32, &[(0, 2.0)]);
+        let mut other = circulant_layer(32, 64, &[(0, 1.0), (4, 1.0)]);
+        other = csr(
+            32,
+            64,
+            &other
+                .triplets()
+                .map(|(k, c, v)| if c == 37 { (k, c, 3.0) } else { (k, c, v) })
+                .collect::<Vec<_>>(),
+        );
+        let chain = chain_of(vec![first, aligned, unaligned, one, other]);
+        for choice in [FormatChoice::Auto, FormatChoice::Ell] {
+            let layout = Layout::build(&chain, choice).unwrap();
+            let table = |l: usize| {
+                let at = layout.layers[l].circulant;
+                assert_ne!(at, 0, "layer {l}");
+                let head = layout.ell[at];
+                layout.ell[at..at + 1 + head[0] as usize].to_vec()
+            };
+            let w = |v: f32| v.to_bits();
+            assert_eq!(table(1), [[3, 1], [0, w(1.5)], [8, w(0.25)], [20, w(0.5)]]);
+            assert_eq!(table(2), [[2, 0], [0, w(1.0)], [6, w(1.0)]]);
+            assert_eq!(table(3), [[1, 1], [0, w(2.0)]]);
+            // One weight off the pattern: gathered.
+            assert_eq!(layout.layers[4].circulant, 0);
+            assert_eq!(layout.layers[0].circulant, 0);
+            let desc = layout.descriptors();
+            for l in 1..5 {
+                assert_eq!(
+                    desc[l * DESC_WORDS + DESC_WORDS - 1] as usize,
+                    layout.layers[l].circulant
+                );
+            }
+            assert_ne!(layout.formats() & (1 << CIRCULANT_CODE), 0);
+            // The entries as stored read the table's inputs slot by slot.
+            for l in 1..4 {
+                let layer = &layout.layers[l];
+                let entries = layout.ell_entries_of(l);
+                let t = table(l);
+                for (i, e) in entries.iter().enumerate() {
+                    let (slot, lane) = (i / WARP, i % WARP);
+                    let (g, s) = (slot / (t.len() - 1), slot % (t.len() - 1));
+                    let c = g * WARP + lane;
+                    let [d, wb] = t[1 + s];
+                    assert_eq!(*e, [((c + d as usize) % layer.in_width) as u32, wb]);
+                }
+            }
+        }
+        // The pairs layout gathers every layer (the kernel's A/B form keeps no tables).
+        let pairs = Layout::build(&chain, FormatChoice::EllPairs).unwrap();
+        assert!(pairs.layers.iter().all(|l| l.circulant == 0));
+        assert_eq!(pairs.formats() & (1 << CIRCULANT_CODE), 0);
+    }
+
+    #[test]
+    fn layers_that_are_not_circulant_get_no_table() {
+        for layer in [
+            // An odd offset: four outputs' inputs cross a pair boundary.
+            circulant_layer(64, 64, &[(0, 1.0), (3, 1.0)]),
+            // Outputs not a multiple of 32.
+            circulant_layer(64, 48, &[(0, 1.0), (4, 1.0)]),
+            // Inputs not a multiple of 4.
+            circulant_layer(66, 64, &[(0, 1.0), (4, 1.0)]),
+            // More slots than the kernel compiles.
+            circulant_layer(64, 64, &[(0, 1.0), (2, 1.0), (4, 1.0), (6, 1.0), (8, 1.0)]),
+            // An offset that differs by column.
+            csr(
+                64,
+                64,
+                &(0..64u32)
+                    .flat_map(|c| [(c, c, 1.0), ((c + 2 + 2 * (c % 2)) % 64, c, 1.0)])
+                    .collect::<Vec<_>>(),
+            ),
+        ] {
+            let first = csr(8, layer.nrows(), &[(0, 0, 1.0)]);
+            let chain = chain_of(vec![first, layer]);
+            let layout = Layout::build(&chain, FormatChoice::Ell).unwrap();
+            assert_eq!(layout.layers[1].circulant, 0);
+            assert_eq!(layout.formats() & (1 << CIRCULANT_CODE), 0);
+        }
+    }
+
+    #[test]
+    fn generated_challenge_layers_are_circulant_until_the_first_cycle_ends() {
+        // Compressed, the generated networks' layers 2 .. are x[c] + x[c + 2^(l-1)] until
+        // the width halves (layer 8 at N = 4096, 10 at 16384); the later ones are not.
+        let net = spdnn_sdgc::generator::network(4096, 12, 0).unwrap();
+        let chain = Chain::build(net.layers(), -0.35f32, 32.0, true, true).unwrap();
+        let layout = Layout::build(&chain, FormatChoice::Auto).unwrap();
+        let circulant: Vec<usize> = (0..layout.layers.len())
+            .filter(|&l| layout.layers[l].circulant != 0)
+            .map(|l| l + 1)
+            .collect();
+        assert_eq!(circulant, [2, 3, 4, 5, 6, 7, 8]);
+        let at = layout.layers[2].circulant;
+        assert_eq!(layout.ell[at], [2, 1]);
+        assert_eq!(layout.ell[at + 1][0], 0);
+        assert_eq!(layout.ell[at + 2][0], 4);
+    }
+
     #[test]
     fn compressed_challenge_layers_are_scaled() {
         // The generated networks' weights are all 1/16. Compression merges input classes:
@@ -1362,7 +1662,9 @@ mod tests {
                     assert_eq!(layer.format, Format::EllScaled16);
                     assert_eq!(
                         layer.bytes,
-                        8 + 2 * WARP * layer.slots + 4 * (layer.groups() + 1)
+                        8 + 2 * WARP * layer.slots
+                            + 4 * (layer.groups() + 1)
+                            + layer.circulant_bytes()
                     );
                     assert_eq!(layer.pair_bytes(), pairs.layers[i].bytes);
                     assert_eq!(&layout.ell_entries_of(i)[..], pairs.ell_of(i));

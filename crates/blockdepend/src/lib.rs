@@ -82,6 +82,9 @@ pub const DEFINES: &[Define] = &[
     Define::new("BD_TILE_WAVES", plan::TILE_WAVES as u64),
     Define::new("BD_SCATTER_BATCH", plan::TILES_SCATTER_BATCH as u64),
     Define::new("BD_ITEM_AHEAD", ITEM_AHEAD as u64),
+    Define::new("BD_CIRCULANT_CODE", layout::CIRCULANT_CODE as u64),
+    Define::new("BD_CIRCULANT_SLOTS", layout::CIRCULANT_MAX_SLOTS as u64),
+    Define::new("BD_CIRCULANT_OUTPUTS", layout::CIRCULANT_OUTPUTS as u64),
     Define::new("BD_LANES_THREADS", plan::LANES_THREADS as u64),
     Define::new("BD_LANE_PITCH", plan::LANE_PITCH as u64),
     Define::new(
@@ -108,9 +111,15 @@ pub const DEFINES: &[Define] = &[
 pub const ALL_FORMATS: u32 =
     Format::Dense.bit() | Format::Ell.bit() | Format::EllScaled16.bit() | Format::EllScaled32.bit();
 
-/// The sets of layer formats a module can be compiled for: every subset of [`ALL_FORMATS`],
-/// indexed by its bits shifted down past the first layer's code (0).
-const FORMAT_SETS: usize = (ALL_FORMATS >> 1) as usize + 1;
+/// The bit of a set of formats that compiles the circulant items in
+/// ([`layout::CIRCULANT_CODE`]): a module without it runs circulant layers as ELL (their
+/// items cost the every-format instances spills: `bd_chain_shared` 80 registers and 16
+/// bytes of local memory with, 80 and none without; NVRTC 13.0, sm_90).
+pub const CIRCULANT_ITEMS: u32 = 1 << layout::CIRCULANT_CODE;
+
+/// The sets of layer formats a module can be compiled for: every subset of [`ALL_FORMATS`]
+/// with [`CIRCULANT_ITEMS`], indexed by its bits shifted down past the first layer's code (0).
+const FORMAT_SETS: usize = ((ALL_FORMATS | CIRCULANT_ITEMS) >> 1) as usize + 1;
 
 /// `BD_FORMATS` of each set ([`FORMAT_SETS`]).
 static FORMAT_DEFINES: [[Define; 1]; FORMAT_SETS] = {
@@ -159,7 +168,7 @@ pub const BLOCKDEPEND: KernelSource = KernelSource::new(
 /// 32-bit scaled entries alone; NVRTC 13.0, sm_90). A module of a set runs exactly the
 /// layers of those formats: a layer of another format would be read as the set's last.
 pub fn for_formats(decl: &KernelDecl, formats: u32) -> KernelDecl {
-    let index = ((formats & ALL_FORMATS) >> 1) as usize;
+    let index = ((formats & (ALL_FORMATS | CIRCULANT_ITEMS)) >> 1) as usize;
     KernelDecl {
         source: &FORMAT_SOURCES[index],
         ..*decl
@@ -364,7 +373,7 @@ impl KernelFormats {
             KernelFormats::Auto if layers & scaled != 0 && layers & Format::Ell.bit() == 0 => {
                 layers
             }
-            KernelFormats::Auto | KernelFormats::Every => ALL_FORMATS,
+            KernelFormats::Auto | KernelFormats::Every => ALL_FORMATS | (layers & CIRCULANT_ITEMS),
             KernelFormats::Layers => layers,
         }
     }

@@ -256,7 +256,7 @@ pub enum PlacementChoice {
 }
 
 /// How a segment's layer work items (32 outputs × up to [`ROWS_PER_ITEM`] rows) run: the
-/// kernel's `exact_items` argument.
+/// kernel's `exact_items` argument ([`Items::code`]).
 ///
 /// [`ROWS_PER_ITEM`]: crate::layout::ROWS_PER_ITEM
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -265,8 +265,12 @@ pub enum Items {
     /// One compiled instance per row count: no instruction issues for a row the item lacks,
     /// and the ELL gathers use 32-bit shared-memory addresses (tiles in shared memory: the
     /// shared and split placements). About 3.3–3.8 instructions a multiply-add on sm_90
-    /// (docs/blockdepend.md).
+    /// (docs/blockdepend.md). Circulant layers ([`crate::layout::Circulant`]) run circulant
+    /// items: a lane four consecutive outputs, a vector load a slot and row.
     Exact,
+    /// [`Items::Exact`] with circulant layers gathered entry by entry like the others (the
+    /// kernel before the circulant items, for A/B runs).
+    Gathers,
     /// Every item runs [`ROWS_PER_ITEM`] rows, those it lacks predicated off (the kernel
     /// before the exact items; always so for tiles in global memory, whose 32-row tiles
     /// fill their items). 8.5 instructions a multiply-add of a full item in the split
@@ -281,7 +285,18 @@ impl Items {
     pub fn name(self) -> &'static str {
         match self {
             Items::Exact => "exact",
+            Items::Gathers => "exact-gathers",
             Items::Predicated => "predicated",
+        }
+    }
+
+    /// The kernel's `exact_items` argument: 0 predicated, 1 exact, 2 exact with circulant
+    /// items.
+    pub fn code(self) -> u32 {
+        match self {
+            Items::Predicated => 0,
+            Items::Gathers => 1,
+            Items::Exact => 2,
         }
     }
 
@@ -306,6 +321,9 @@ pub enum ItemChoice {
     Auto,
     /// Predicated items in every segment (the previous kernel, for A/B runs).
     Predicated,
+    /// [`Items::Gathers`] where `Auto` picks [`Items::Exact`]: circulant layers gathered
+    /// entry by entry (the kernel before the circulant items, for A/B runs).
+    Gathers,
 }
 
 /// `segments` with the items `choice` allows.
@@ -314,6 +332,10 @@ pub fn choose_items(segments: &mut [Segment], choice: ItemChoice) {
         s.items = match choice {
             ItemChoice::Auto => Items::for_placement(s.placement),
             ItemChoice::Predicated => Items::Predicated,
+            ItemChoice::Gathers => match Items::for_placement(s.placement) {
+                Items::Exact => Items::Gathers,
+                other => other,
+            },
         };
     }
 }
@@ -362,7 +384,8 @@ pub enum Spread {
 /// takes half), with exact items.
 pub fn choose_spread(segments: &mut [Segment], layout: &Layout, choice: SpreadChoice) {
     for (index, s) in segments.iter_mut().enumerate() {
-        let eligible = index > 0 && s.items == Items::Exact && s.spread_chunk() > 0;
+        let exact = matches!(s.items, Items::Exact | Items::Gathers);
+        let eligible = index > 0 && exact && s.spread_chunk() > 0;
         let wanted = match choice {
             SpreadChoice::Auto => layout.layers[s.first..s.end]
                 .iter()
@@ -1268,7 +1291,11 @@ mod tests {
         assert_eq!(items(&s), vec![p; 5]);
         choose_items(&mut s, ItemChoice::Auto);
         assert_eq!(items(&s), vec![e, e, e, e, p]);
+        choose_items(&mut s, ItemChoice::Gathers);
+        let g = Items::Gathers;
+        assert_eq!(items(&s), vec![g, g, g, g, p]);
         assert_eq!((e.name(), p.name()), ("exact", "predicated"));
+        assert_eq!((p.code(), g.code(), e.code()), (0, 1, 2));
     }
 
     #[test]

@@ -204,6 +204,172 @@ fn generated_challenge_networks() {
     );
 }
 
+/// A layer of `inputs × outputs` whose output `c` reads input `(c + d) mod inputs` with
+/// weight `w`, for each `(d, w)` of `slots`.
+fn circulant_layer(inputs: usize, outputs: usize, slots: &[(u32, f32)]) -> Csr {
+    let t: Vec<(u32, u32, f32)> = (0..outputs as u32)
+        .flat_map(|c| {
+            slots
+                .iter()
+                .map(move |&(d, w)| ((c + d) % inputs as u32, c, w))
+        })
+        .collect();
+    Csr::from_triplets(inputs, outputs, &t).unwrap()
+}
+
+/// Circulant layers (`layout::Circulant`: a lane four outputs, a vector load a slot and row)
+/// against the same runs with them gathered entry by entry (`ItemChoice::Gathers`): the same
+/// categories and every output bit for bit (the same fused multiply-adds in the same order;
+/// layer 1 is one value on binary rows, summed as integers, so no atomics' order moves a
+/// bit), and both against the reference; some rows finish on the way and some reach the end.
+/// Layers 2–7 are circulant: 16-byte loads (offsets 0
+/// mod 4), 8-byte pairs (2 mod 4), 1 to 4 slots, weights of several values, a halving layer;
+/// the last layer is not (gathered in every run). `width` 256 runs narrow shared tiles;
+/// 4096 wide ones, 4 rows a tile (split tiles, next in global memory, and shared ones); a run
+/// with a launch after every layer carries rows into circulant layers; one with per-neuron
+/// biases loads them a float4 at a time.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn circulant_items_agree_with_their_gathers() {
+    let gpu = spdnn_gputest::gpu();
+    let inputs = 1024;
+    for width in [256usize, 4096] {
+        let rows = sized(if width > 256 { 600 } else { 3000 }, 96);
+        // Layer 1: output c sums 16 inputs spread over the row, one value.
+        let mut first: Vec<(u32, u32, f32)> = (0..width as u32)
+            .flat_map(|c| (0..16u32).map(move |t| ((c * 3 + t * 37) % inputs as u32, c, 0.25)))
+            .collect();
+        first.sort_by_key(|&(k, c, _)| (k, c));
+        first.dedup_by_key(|t| (t.0, t.1));
+        let half = width / 2;
+        let mut last: Vec<(u32, u32, f32)> = (0..half as u32)
+            .flat_map(|k| [(k, (k * 7 + 3) % 64, 0.5), (k, (k * 13 + 1) % 64, 0.25)])
+            .collect();
+        last.sort_by_key(|&(k, c, _)| (k, c));
+        last.dedup_by_key(|t| (t.0, t.1));
+        let w = width as u32;
+        let layers = vec![
+            Csr::from_triplets(inputs, width, &first).unwrap(),
+            circulant_layer(width, width, &[(0, 1.0), (2, 1.0)]),
+            circulant_layer(width, width, &[(w - 8, 0.5), (0, 1.0), (12, 0.25)]),
+            circulant_layer(
+                width,
+                width,
+                &[(0, 0.75), (6, 0.5), (10, 0.5), (w - 2, 0.125)],
+            ),
+            circulant_layer(width, width, &[(w / 2, 1.0), (4, 1.5)]),
+            circulant_layer(width, half, &[(0, 1.0)]),
+            circulant_layer(half, half, &[(0, 0.5), (half as u32 / 2, 0.5)]),
+            Csr::from_triplets(half, 64, &last).unwrap(),
+        ];
+        let input = spdnn_sdgc::images::synthetic(rows, inputs, 7)
+            .unwrap()
+            .features;
+        let p = Problem {
+            layers,
+            input,
+            bias: -0.3,
+            upper: 32.0,
+        };
+        let biases: Vec<Vec<f32>> = p
+            .layers
+            .iter()
+            .enumerate()
+            .map(|(l, layer)| {
+                (0..layer.ncols())
+                    .map(|c| -0.05 * ((c * 7 + l) % 9) as f32)
+                    .collect()
+            })
+            .collect();
+        let tiles = if width > 256 { Some(4) } else { None };
+        let cases = [
+            ("shared", options(|o| o.tile_rows = tiles)),
+            (
+                "split",
+                options(|o| {
+                    o.tile_rows = tiles;
+                    o.placement = PlacementChoice::Split;
+                }),
+            ),
+            (
+                "tiles of 3, cut after every layer",
+                options(|o| {
+                    o.tile_rows = Some(3);
+                    o.cuts = Some((1..p.layers.len()).collect());
+                }),
+            ),
+            ("per-neuron biases", options(|o| o.tile_rows = tiles)),
+        ];
+        for (name, base) in cases {
+            let case = format!("{width} wide, {rows} rows, {name}");
+            eprintln!("circulant items: {case}");
+            let base = BlockDependOptions {
+                compress: false,
+                grid_blocks: sized(None, Some(SANITIZE_GRID_BLOCKS)),
+                ..base
+            };
+            let biased = name == "per-neuron biases";
+            let run = |o: BlockDependOptions| {
+                if biased {
+                    infer_with_biases(&gpu, &p.layers, &p.input, &biases, p.upper, &o, &spec())
+                } else {
+                    run_with(o)(&gpu, &p)
+                }
+                .unwrap_or_else(|e| panic!("{case}: {e}"))
+            };
+            let circulant = run(base.clone());
+            assert_eq!(
+                circulant.detail("circulant"),
+                Some("2-7"),
+                "{case}: {:?}",
+                circulant.details
+            );
+            let gathers = run(BlockDependOptions {
+                items: ItemChoice::Gathers,
+                ..base
+            });
+            assert!(
+                gathers
+                    .detail("items")
+                    .is_some_and(|v| v.contains("exact-gathers")),
+                "{case}: {:?}",
+                gathers.details
+            );
+            assert_eq!(circulant.categories, gathers.categories, "{case}");
+            let (a, b) = (
+                circulant.output.as_deref().unwrap_or_default(),
+                gathers.output.as_deref().unwrap_or_default(),
+            );
+            assert_eq!(a.len(), b.len(), "{case}: output sizes");
+            assert!(!a.is_empty(), "{case}: no outputs kept");
+            let differing = a
+                .iter()
+                .zip(b)
+                .filter(|(x, y)| x.to_bits() != y.to_bits())
+                .count();
+            assert_eq!(differing, 0, "{case}: outputs not bit for bit the gathers'");
+            if biased {
+                let problem = BiasedProblem {
+                    layers: p.layers.clone(),
+                    input: p.input.clone(),
+                    biases: biases.clone(),
+                    upper: p.upper,
+                };
+                spdnn_gputest::biased::compare(
+                    &problem,
+                    &circulant,
+                    Tolerance::Relative(1e-4),
+                    0.0,
+                )
+                .unwrap_or_else(|e| panic!("{case}: {e}"));
+            } else {
+                compare(&p, &circulant, Tolerance::Relative(1e-4))
+                    .unwrap_or_else(|e| panic!("{case}: {e}"));
+            }
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn official_1024_network() {

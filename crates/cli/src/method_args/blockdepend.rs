@@ -41,8 +41,10 @@ pub struct BlockDependArgs {
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub bd_format: Option<FormatArg>,
     /// How the layers' work items run: `auto` (exact items, one compiled instance per row
-    /// count, wherever the tile lies in shared memory) or `predicated` (every item runs 8
-    /// rows, those it lacks switched off: the kernel before, for A/B runs) [default: auto].
+    /// count, wherever the tile lies in shared memory; circulant layers a lane four outputs),
+    /// `gathers` (exact items, circulant layers gathered entry by entry like the others) or
+    /// `predicated` (every item runs 8 rows, those it lacks switched off); the last two are
+    /// the kernels before, for A/B runs [default: auto].
     #[arg(long, value_enum, value_name = "ITEMS")]
     pub bd_items: Option<ItemsArg>,
     /// Which launches after the first may spread their few rows over the whole GPU, one
@@ -129,6 +131,8 @@ pub enum ItemsArg {
     Auto,
     /// Predicated items everywhere.
     Predicated,
+    /// Exact items, circulant layers gathered entry by entry like the others.
+    Gathers,
 }
 
 /// Which launches spread their rows.
@@ -197,6 +201,7 @@ impl GroupArgs for BlockDependArgs {
                 bd.items = match items {
                     ItemsArg::Auto => ItemChoice::Auto,
                     ItemsArg::Predicated => ItemChoice::Predicated,
+                    ItemsArg::Gathers => ItemChoice::Gathers,
                 };
             }
             if let Some(spread) = self.bd_spread {
