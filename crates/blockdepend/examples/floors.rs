@@ -138,8 +138,7 @@ fn report(
     )?;
     let started = Instant::now();
     let layout = Layout::build(&chain, FormatChoice::Auto)?;
-    let cuts = plan::cut_points(layout.layers.len(), None)?;
-    let segments = plan::plan(&layout, &H200, &cuts, PlacementChoice::Auto, None)?;
+    let segments = plan::launches(&layout, &H200, None, PlacementChoice::Auto, None)?;
     let grids = vec![BLOCKS; segments.len()];
     let emulation = emulate(
         &layout,
