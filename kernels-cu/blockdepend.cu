@@ -173,40 +173,6 @@ __device__ __forceinline__ BdLayer bd_layer_at(const unsigned int* __restrict__ 
     return bd_layer_from(desc + (unsigned long long)l * BD_DESC_WORDS);
 }
 
-// Brings the 128-byte lines of bytes [from, from + bytes) into this SM's L1, one line a lane
-// of the calling threads from `first` in steps of `step`: no result, no wait.
-__device__ __forceinline__ void bd_prefetch_l1(const void* from, unsigned long long bytes, unsigned int first,
-                                               unsigned int step) {
-    const unsigned long long start = reinterpret_cast<unsigned long long>(from) & ~127ull;
-    const unsigned long long end = reinterpret_cast<unsigned long long>(from) + bytes;
-    for (unsigned long long line = start + 128ull * first; line < end; line += 128ull * step) {
-        asm volatile("prefetch.global.L1 [%0];\n" ::"l"(line));
-    }
-}
-
-// During layer l of a tile, the lines layer l + 1 reads first into L1 (its group starts, or
-// its circulant table), so that its items do not wait on an L2 round trip for them after its
-// barrier: each of a tile's layers waited on three in a row (its descriptor, prefetched at the
-// tile's start, then these, then its first entries). By the last warp of the block.
-template <unsigned int THREADS>
-__device__ __forceinline__ void bd_prefetch_next_layer(const unsigned int* __restrict__ desc,
-                                                       const unsigned int* __restrict__ group_starts,
-                                                       const uint2* __restrict__ ell, unsigned int next) {
-    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
-    if (threadIdx.x / SPDNN_WARP_SIZE != THREADS / SPDNN_WARP_SIZE - 1u) {
-        return;
-    }
-    const BdLayer layer = bd_layer_at(desc, next);
-    if (layer.format == BD_FORMAT_DENSE) {
-        return;
-    }
-    const unsigned int groups = (layer.out_width + 31u) / 32u;
-    bd_prefetch_l1(group_starts + layer.group_table, 4ull * (groups + 1u), lane, SPDNN_WARP_SIZE);
-    if (layer.circulant != 0u && lane == 0) {
-        bd_prefetch_l1(ell + layer.circulant, 8ull * (1u + BD_CIRCULANT_SLOTS), 0, 1);
-    }
-}
-
 // One ELL entry as the (input, weight) it multiplies with: a stored pair as it is; a scaled
 // entry (16 or 32 bits) as its low `shift` bits and float(m)·base of the multiple m above
 // them, one multiply rounded to nearest (__fmul_rn: never contracted), exactly the weight the
@@ -1391,16 +1357,6 @@ __device__ __forceinline__ void bd_chain(
         if (threadIdx.x == 0) {
             tile.live_count = n;
         }
-        // The tile's layers' descriptors into L1 (a line holds four), and its first layer's
-        // group starts or table (not in global tiles: it took their dense set's instance from
-        // 80 registers to 96).
-        if (PLACE != BD_PLACE_GLOBAL) {
-            bd_prefetch_l1(desc + (unsigned long long)done * BD_DESC_WORDS, 4ull * BD_DESC_WORDS * (end - done),
-                           threadIdx.x, THREADS);
-            if (done < end) {
-                bd_prefetch_next_layer<THREADS>(desc, group_starts, ell, done);
-            }
-        }
         __syncthreads();
         if (first == 0) {
             bd_retire<THREADS>(tile, cur, stride, first_layer.out_width, 1, suffix_start, upper, state);
@@ -1411,9 +1367,6 @@ __device__ __forceinline__ void bd_chain(
                 break;
             }
             const BdLayer layer = bd_layer_at(desc, l);
-            if (PLACE != BD_PLACE_GLOBAL && l + 1u < end) {
-                bd_prefetch_next_layer<THREADS>(desc, group_starts, ell, l + 1u);
-            }
             // Tiles in global memory keep the predicated items: their tiles hold 32 rows (full
             // items), and the exact instances took bd_chain_global from 64 to 128 registers.
             if (BD_RUNS(BD_CIRCULANT_CODE) && PLACE != BD_PLACE_GLOBAL && exact_items > 1u &&
