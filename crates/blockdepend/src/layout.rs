@@ -673,7 +673,9 @@ impl Circulant {
     /// `starts`, proved entry by entry, padding included; `None` unless every group has the
     /// same 1 ..= [`CIRCULANT_MAX_SLOTS`] slots, the outputs fill whole groups of 32, the
     /// inputs come in fours and every offset is even (so a lane's four inputs of a slot are
-    /// one or two aligned runs of consecutive floats, never across the wrap).
+    /// one or two aligned runs of consecutive floats, never across the wrap), and there are
+    /// no more outputs than inputs (so `c + d_s < 2·in`: the kernel wraps with one
+    /// subtraction).
     pub fn of(
         entries: &[[u32; 2]],
         starts: &[u32],
@@ -681,6 +683,7 @@ impl Circulant {
         out_width: usize,
     ) -> Option<Self> {
         if out_width == 0
+            || out_width > in_width
             || !out_width.is_multiple_of(WARP)
             || !in_width.is_multiple_of(CIRCULANT_OUTPUTS)
             || in_width > u32::MAX as usize
@@ -1540,20 +1543,21 @@ mod tests {
 
     #[test]
     fn circulant_layers_get_their_table_in_offset_order() {
-        let first = csr(8, 64, &[(0, 0, 1.0), (3, 40, 0.5)]);
-        let aligned = circulant_layer(64, 96, &[(20, 0.5), (0, 1.5), (8, 0.25)]);
+        let first = csr(8, 128, &[(0, 0, 1.0), (3, 40, 0.5)]);
+        let aligned = circulant_layer(128, 96, &[(20, 0.5), (0, 1.5), (8, 0.25)]);
         let unaligned = circulant_layer(96, 64, &[(6, 1.0), (0, 1.0)]);
         let one = circulant_layer(64, 32, &[(0, 2.0)]);
-        let mut other = circulant_layer(32, 64, &[(0, 1.0), (4, 1.0)]);
+        let mut other = circulant_layer(32, 32, &[(0, 1.0), (4, 1.0)]);
         other = csr(
             32,
-            64,
+            32,
             &other
                 .triplets()
-                .map(|(k, c, v)| if c == 37 { (k, c, 3.0) } else { (k, c, v) })
+                .map(|(k, c, v)| if c == 17 { (k, c, 3.0) } else { (k, c, v) })
                 .collect::<Vec<_>>(),
         );
         let chain = chain_of(vec![first, aligned, unaligned, one, other]);
+        assert_eq!(chain.layers()[1].nrows(), 128);
         for choice in [FormatChoice::Auto, FormatChoice::Ell] {
             let layout = Layout::build(&chain, choice).unwrap();
             let table = |l: usize| {
@@ -1606,6 +1610,8 @@ mod tests {
             circulant_layer(64, 48, &[(0, 1.0), (4, 1.0)]),
             // Inputs not a multiple of 4.
             circulant_layer(66, 64, &[(0, 1.0), (4, 1.0)]),
+            // More outputs than inputs.
+            circulant_layer(64, 96, &[(0, 1.0), (4, 1.0)]),
             // More slots than the kernel compiles.
             circulant_layer(64, 64, &[(0, 1.0), (2, 1.0), (4, 1.0), (6, 1.0), (8, 1.0)]),
             // An offset that differs by column.
