@@ -22,6 +22,8 @@ use spdnn_gputest::{
 
 mod common;
 
+use common::circulant_layer;
+
 /// One warm-up and two timed runs (one at sanitize scale), the output kept.
 fn spec() -> RunSpec {
     spdnn_gputest::run_spec(1, 2)
@@ -204,19 +206,6 @@ fn generated_challenge_networks() {
     );
 }
 
-/// A layer of `inputs × outputs` whose output `c` reads input `(c + d) mod inputs` with
-/// weight `w`, for each `(d, w)` of `slots`.
-fn circulant_layer(inputs: usize, outputs: usize, slots: &[(u32, f32)]) -> Csr {
-    let t: Vec<(u32, u32, f32)> = (0..outputs as u32)
-        .flat_map(|c| {
-            slots
-                .iter()
-                .map(move |&(d, w)| ((c + d) % inputs as u32, c, w))
-        })
-        .collect();
-    Csr::from_triplets(inputs, outputs, &t).unwrap()
-}
-
 /// Circulant layers (`layout::Circulant`: a lane four outputs, a vector load a slot and row)
 /// against the same runs with them gathered entry by entry (`ItemChoice::Gathers`): the same
 /// categories and every output bit for bit (the same fused multiply-adds in the same order;
@@ -335,13 +324,7 @@ fn circulant_items_agree_with_their_gathers() {
                 "{case}: {:?}",
                 gathers.details
             );
-            assert_eq!(circulant.categories, gathers.categories, "{case}");
-            let (a, b) = (
-                circulant.output.as_deref().unwrap_or_default(),
-                gathers.output.as_deref().unwrap_or_default(),
-            );
-            assert_eq!(a.len(), b.len(), "{case}: output sizes");
-            assert!(!a.is_empty(), "{case}: no outputs kept");
+            let (a, b) = same_categories_and_outputs(&circulant, &gathers, &case);
             let differing = a
                 .iter()
                 .zip(b)
@@ -657,6 +640,23 @@ fn assert_tiles_fill(result: &GpuInference, rows: usize, cap: usize, case: &str)
     );
 }
 
+/// Asserts that two runs of one problem found the same categories and kept outputs of the
+/// same, non-zero size; returns the outputs to compare.
+fn same_categories_and_outputs<'a>(
+    a: &'a GpuInference,
+    b: &'a GpuInference,
+    case: &str,
+) -> (&'a [f32], &'a [f32]) {
+    assert_eq!(a.categories, b.categories, "{case}");
+    let (x, y) = (
+        a.output.as_deref().unwrap_or_default(),
+        b.output.as_deref().unwrap_or_default(),
+    );
+    assert_eq!(x.len(), y.len(), "{case}: output sizes");
+    assert!(!x.is_empty(), "{case}: no outputs kept");
+    (x, y)
+}
+
 /// A case of [`exact_and_predicated_items_agree_on`]: width, rows, placement, most rows a tile.
 type ItemsCase = (usize, usize, PlacementChoice, Option<usize>);
 
@@ -724,13 +724,7 @@ fn exact_and_predicated_items_agree_on(cases: &[ItemsCase], predicated_when_sani
                 .is_some_and(|v| !v.contains("exact")),
             "{case}"
         );
-        assert_eq!(exact.categories, predicated.categories, "{case}");
-        let (a, b) = (
-            exact.output.as_deref().unwrap_or_default(),
-            predicated.output.as_deref().unwrap_or_default(),
-        );
-        assert_eq!(a.len(), b.len(), "{case}: output sizes");
-        assert!(!a.is_empty(), "{case}: no outputs kept");
+        let (a, b) = same_categories_and_outputs(&exact, &predicated, &case);
         let worst = a
             .iter()
             .zip(b)

@@ -337,3 +337,17 @@ fn wide_scaled_layer(n: u32, shift: u32, most: u32) -> Csr {
     t.dedup_by_key(|&mut (i, j, _)| (i, j));
     Csr::from_triplets(n as usize, n as usize, &t).unwrap()
 }
+
+/// A layer of `inputs × outputs` whose output `c` reads input `(c + d) mod inputs` with
+/// weight `w`, for each `(d, w)` of `slots`: circulant (`layout::Circulant`) where its shape
+/// and offsets allow.
+pub fn circulant_layer(inputs: usize, outputs: usize, slots: &[(u32, f32)]) -> Csr {
+    let t: Vec<(u32, u32, f32)> = (0..outputs as u32)
+        .flat_map(|c| {
+            slots
+                .iter()
+                .map(move |&(d, w)| ((c + d) % inputs as u32, c, w))
+        })
+        .collect();
+    Csr::from_triplets(inputs, outputs, &t).unwrap()
+}
