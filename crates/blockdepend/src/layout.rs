@@ -608,8 +608,9 @@ fn build_ell(columns: &Csr) -> (Vec<u32>, Vec<[u32; 2]>, usize, usize) {
         let base = entries.len();
         entries.resize(base + slots * WARP, [0u32, 0.0f32.to_bits()]);
         // A circulant layer's slot s reads input (c + d_s) mod in in every column c: the
-        // lanes' consecutive inputs, a wavefront a slot (the least), and the same order in
-        // every group, which the circulant items need ([`Circulant`]).
+        // lanes' consecutive inputs (a wavefront a slot, the least, where the inputs are a
+        // multiple of 32 wide: no two lanes' inputs share a bank across the wrap), and the
+        // same order in every group, which the circulant items need ([`Circulant`]).
         let order = match &offsets {
             Some(offsets) => circulant_order(columns, cols.clone(), offsets),
             None => slot_order(&inputs, slots),

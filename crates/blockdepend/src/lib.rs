@@ -355,12 +355,14 @@ pub struct BlockDependOptions {
 #[serde(rename_all = "snake_case")]
 pub enum KernelFormats {
     /// The layers' formats for a chain with scaled layers and no pair layers (the measured
-    /// gains); every format otherwise.
+    /// gains); every format otherwise. Either way with [`CIRCULANT_ITEMS`] where a layer is
+    /// circulant.
     #[default]
     Auto,
     /// The formats of the chain's layers after the first ([`Layout::formats`]).
     Layers,
-    /// Every format ([`ALL_FORMATS`]): the kernels before, for A/B runs.
+    /// Every format ([`ALL_FORMATS`], and [`CIRCULANT_ITEMS`] where a layer is circulant):
+    /// the kernels before the per-set modules, for A/B runs.
     Every,
 }
 

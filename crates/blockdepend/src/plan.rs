@@ -387,6 +387,12 @@ pub enum Spread {
     Spread,
 }
 
+/// Whether a launch after the first running `layers` spreads under [`SpreadChoice::Auto`]:
+/// one of them is at least [`SPREAD_LAYER_BYTES`].
+pub fn spreads_by_default(layers: &[LayerLayout]) -> bool {
+    layers.iter().any(|l| l.bytes >= SPREAD_LAYER_BYTES)
+}
+
 /// `segments` of `layout` with the spread `choice` allows: never the first (it reads the
 /// sparse input); only tiles in shared memory, or split ones of at least two rows (a chunk
 /// takes half), with exact items.
@@ -395,9 +401,7 @@ pub fn choose_spread(segments: &mut [Segment], layout: &Layout, choice: SpreadCh
         let exact = matches!(s.items, Items::Exact | Items::Gathers);
         let eligible = index > 0 && exact && s.spread_chunk() > 0;
         let wanted = match choice {
-            SpreadChoice::Auto => layout.layers[s.first..s.end]
-                .iter()
-                .any(|l| l.bytes >= SPREAD_LAYER_BYTES),
+            SpreadChoice::Auto => spreads_by_default(&layout.layers[s.first..s.end]),
             SpreadChoice::Always => true,
             SpreadChoice::Off => false,
         };
@@ -826,17 +830,15 @@ pub fn launches(
 }
 
 /// The default cuts of `layout` ([`cut_points`]: 4, 8, 16 below its layers), the last moved
-/// to [`TILES_LAST_CUT`] where the layers up to it are below [`SPREAD_LAYER_BYTES`] (the
-/// launch before it runs tiles, not a spread) and the network is deeper.
+/// to [`TILES_LAST_CUT`] where the launch before it would not spread ([`spreads_by_default`]:
+/// it runs tiles) and the network is deeper.
 pub fn default_cuts(layout: &Layout) -> Vec<usize> {
     let layers = layout.layers.len();
     let mut cuts = cut_points(layers, None).unwrap_or_default();
     if let [.., before, last] = cuts[..]
         && last == LAST_CUT
         && TILES_LAST_CUT < layers
-        && layout.layers[before..TILES_LAST_CUT]
-            .iter()
-            .all(|l| l.bytes < SPREAD_LAYER_BYTES)
+        && !spreads_by_default(&layout.layers[before..TILES_LAST_CUT])
     {
         *cuts.last_mut().expect("two cuts at least") = TILES_LAST_CUT;
     }
