@@ -1117,6 +1117,23 @@ __device__ __forceinline__ void bd_layer_circulant(const BdLayer& layer, unsigne
                                                                  upper);
 }
 
+// This lane's row's outputs c < width of a layer, for its checks: their largest and least
+// (clipped outputs lie in [0, upper]: some output is nonzero iff the largest is > 0, all are
+// at the bound iff the least is; two instructions an output where the flags took five).
+__device__ __forceinline__ void bd_lane_range(float v, unsigned int c, unsigned int width, float& largest,
+                                              float& least) {
+    if (c < width) {
+        largest = fmaxf(largest, v);
+        least = fminf(least, v);
+    }
+}
+
+// The range of four real outputs (bd_lane_range), six instructions and two to merge.
+__device__ __forceinline__ void bd_quad_range(float4 v, float& largest, float& least) {
+    largest = fmaxf(largest, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
+    least = fminf(least, fminf(fminf(v.x, v.y), fminf(v.z, v.w)));
+}
+
 // The retirement rule, for tiles (bd_retire) and spread launches (bd_spread_live): after
 // `done` layers a row stays live unless it is all zero, or all at the bound with
 // done >= suffix_start.
@@ -1154,20 +1171,28 @@ __device__ __forceinline__ void bd_retire(BdTile& tile, const float* cur, unsign
     const unsigned int warp_row = lane >> group_bits;
     const unsigned int group_mask =
         (group_bits == 5u ? SPDNN_FULL_MASK : (1u << group) - 1u) << (warp_row << group_bits);
+    // Quads whose four outputs are all real; the one after them, if any, holds padding too.
+    const unsigned int full = width / 4u;
     for (unsigned int p0 = warp * rows_a_warp; p0 < live; p0 += warps * rows_a_warp) {
         const unsigned int p = p0 + warp_row;
         const unsigned int slot = p < live ? tile.live[p] : 0u;
-        bool nonzero = false;
-        bool at_bound = true;
-        // This lane's float4s of the row: from `first`, every `step`-th.
+        // This lane's part of the row's range (bd_lane_range): clipped outputs lie in [0, upper],
+        // so the row is nonzero iff its largest output is > 0, and all at the bound iff its
+        // least real one is upper; 8 instructions a float4 where the flags took ~22.
+        float largest = 0.0f;
+        float least = upper;
+        // This lane's float4s of the row: from `first`, every `step`-th (a power of two).
         const auto check = [&](unsigned int first, unsigned int step) {
             const float4* row = reinterpret_cast<const float4*>(cur + slot * stride);
-            for (unsigned int q = first; q < quads; q += step) {
-                const float4 v = row[q];
-                const unsigned int c = 4u * q;
-                nonzero |= (v.x != 0.0f) | (v.y != 0.0f) | (v.z != 0.0f) | (v.w != 0.0f);
-                at_bound &= (v.x == upper) & (c + 1u >= width || v.y == upper) & (c + 2u >= width || v.z == upper) &
-                            (c + 3u >= width || v.w == upper);
+            for (unsigned int q = first; q < full; q += step) {
+                bd_quad_range(row[q], largest, least);
+            }
+            if (full < quads && (full & (step - 1u)) == first) {
+                const float4 v = row[full];
+                const unsigned int c = 4u * full;
+                bd_lane_range(v.x, c, width, largest, least);
+                bd_lane_range(v.y, c + 1u, width, largest, least);
+                bd_lane_range(v.z, c + 2u, width, largest, least);
             }
         };
         // A row a warp keeps the stride a constant (4096-wide rows at N = 65536: 32 float4s
@@ -1177,6 +1202,8 @@ __device__ __forceinline__ void bd_retire(BdTile& tile, const float* cur, unsign
         } else if (p < live) {
             check(part, group);
         }
+        const bool nonzero = largest > 0.0f;
+        const bool at_bound = least == upper;
         const unsigned int nonzero_lanes = __ballot_sync(SPDNN_FULL_MASK, nonzero);
         const unsigned int off_bound_lanes = __ballot_sync(SPDNN_FULL_MASK, !at_bound);
         if (part == 0 && p < live) {
@@ -1439,17 +1466,6 @@ __device__ __forceinline__ void bd_chain(
 // outputs over its inputs once every group is summed: a lane reads and writes only its own
 // row, so one buffer does. Lanes whose rows finished (or that have none) run along with the
 // warp and write nothing outside it.
-
-// This lane's row's outputs c < width of a layer, for its checks: their largest and least
-// (clipped outputs lie in [0, upper]: some output is nonzero iff the largest is > 0, all are
-// at the bound iff the least is; two instructions an output where the flags took five).
-__device__ __forceinline__ void bd_lane_range(float v, unsigned int c, unsigned int width, float& largest,
-                                              float& least) {
-    if (c < width) {
-        largest = fmaxf(largest, v);
-        least = fminf(least, v);
-    }
-}
 
 // Layer 1's scatter of the warp's nonzeros 0..total-1 (columns cols, values vals) for scaled
 // entries, V (2 or 4) a nonzero, into the warp's buffer at window address buffer: binary
