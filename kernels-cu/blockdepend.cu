@@ -1316,6 +1316,29 @@ __device__ __forceinline__ unsigned int bd_next_tile(unsigned int* queue, unsign
     return base;
 }
 
+// Whether a tile of placement PLACE runs a layer whose circulant table is at `circulant` (0:
+// none; descriptor word 7) in circulant items (bd_layer_circulant).
+template <unsigned int PLACE>
+__device__ __forceinline__ bool bd_runs_circulant(unsigned int circulant, unsigned int exact_items) {
+    return BD_RUNS(BD_CIRCULANT_CODE) && PLACE != BD_PLACE_GLOBAL && exact_items > 1u && circulant != 0u;
+}
+
+// Whether a tile skips its row check after `done` layers (of a launch ending at layer `end`):
+// when the next layer of the launch runs circulant items, whose work a row (an LDS.128, four
+// FFMA and a share of an STS.128 a slot and four outputs) is about what the check's is (an
+// LDS.128 and eight FMNMX a float4, two votes and three barriers a tile), so computing the
+// rows that died costs less than finding them. Exact either way: a zero row stays zero
+// (biases are at most 0) and a row at the bound past suffix_start stays there (proved), so the
+// next check finishes them with the same state; the launch's last layer is always checked.
+// Only the next layer's word 7 is read: its whole descriptor (bd_layer_at) took the
+// circulant set's shared instance from 64 registers to 48 with 32 bytes of spills.
+template <unsigned int PLACE>
+__device__ __forceinline__ bool bd_check_deferred(const unsigned int* __restrict__ desc, unsigned int done,
+                                                  unsigned int end, unsigned int exact_items) {
+    return done < end &&
+           bd_runs_circulant<PLACE>(__ldg(desc + (unsigned long long)done * BD_DESC_WORDS + 7u), exact_items);
+}
+
 // The persistent loop of one launch. PLACE: BD_PLACE_SHARED, both tile buffers in dynamic
 // shared memory; BD_PLACE_SPLIT, the first in dynamic shared memory and the second in
 // scratch (block b at b · tile_max · stride floats); BD_PLACE_GLOBAL, both in scratch (block
@@ -1385,7 +1408,7 @@ __device__ __forceinline__ void bd_chain(
             tile.live_count = n;
         }
         __syncthreads();
-        if (first == 0) {
+        if (first == 0 && !bd_check_deferred<PLACE>(desc, 1, end, exact_items)) {
             bd_retire<THREADS>(tile, cur, stride, first_layer.out_width, 1, suffix_start, upper, state);
         }
         for (unsigned int l = done; l < end; ++l) {
@@ -1396,8 +1419,7 @@ __device__ __forceinline__ void bd_chain(
             const BdLayer layer = bd_layer_at(desc, l);
             // Tiles in global memory keep the predicated items: their tiles hold 32 rows (full
             // items), and the exact instances took bd_chain_global from 64 to 128 registers.
-            if (BD_RUNS(BD_CIRCULANT_CODE) && PLACE != BD_PLACE_GLOBAL && exact_items > 1u &&
-                layer.circulant != 0u) {
+            if (bd_runs_circulant<PLACE>(layer.circulant, exact_items)) {
                 bd_layer_circulant<THREADS, PLACE == BD_PLACE_SHARED>(layer, l, ell + layer.circulant, cur, next,
                                                                       stride, live, tile, bias, biases, bias_stride,
                                                                       upper);
@@ -1417,7 +1439,9 @@ __device__ __forceinline__ void bd_chain(
                 cur = next;
                 next = swap;
             }
-            bd_retire<THREADS>(tile, cur, stride, layer.out_width, l + 1, suffix_start, upper, state);
+            if (!bd_check_deferred<PLACE>(desc, l + 1, end, exact_items)) {
+                bd_retire<THREADS>(tile, cur, stride, layer.out_width, l + 1, suffix_start, upper, state);
+            }
         }
         bd_finish_tile<THREADS>(tile, cur, stride, carry_out_ids, carry_out_vals, carry_out_count, carry_out_stride,
                                 state, out, out_width);

@@ -264,7 +264,9 @@ impl Ctx<'_> {
                 self.first_layer(&mut tile, segment, input, base, n);
                 result.computed.push((0, n));
                 done = 1;
-                self.retire(&mut tile, done, &mut result.finished);
+                if !segment.check_deferred(self.layout, done) {
+                    self.retire(&mut tile, done, &mut result.finished);
+                }
             }
             Source::Carried {
                 ids,
@@ -284,7 +286,9 @@ impl Ctx<'_> {
             }
             result.computed.push((l, tile.live.len()));
             self.layer(&mut tile, l)?;
-            self.retire(&mut tile, l + 1, &mut result.finished);
+            if !segment.check_deferred(self.layout, l + 1) {
+                self.retire(&mut tile, l + 1, &mut result.finished);
+            }
         }
         let last = self.layout.layers[segment.end - 1].out_width;
         for &slot in &tile.live {
@@ -450,13 +454,15 @@ pub fn run<'a>(
         crate::Bias::PerNeuron(_) => -1.0,
     };
     let layout = Layout::build(&chain, options.format)?;
-    let segments = crate::plan::launches(
+    let mut segments = crate::plan::launches(
         &layout,
         limits,
         options.cuts.as_deref(),
         options.placement,
         options.tile_rows,
     )?;
+    // The items decide where a tile checks its rows (Segment::check_deferred), as on the device.
+    crate::plan::choose_items(&mut segments, options.items);
     let grids = vec![blocks.max(1); segments.len()];
     let emulation = emulate(
         &layout,

@@ -563,6 +563,23 @@ impl Segment {
         }
     }
 
+    /// Whether its tiles run `layer` in circulant items (the kernel's `bd_runs_circulant`):
+    /// exact items in a tile of shared memory (shared or split), a layer proved circulant.
+    pub fn runs_circulant(&self, layer: &crate::layout::LayerLayout) -> bool {
+        self.items == Items::Exact
+            && matches!(self.placement, Placement::Shared | Placement::Split)
+            && layer.circulant != 0
+    }
+
+    /// Whether its tiles skip the row check after `done` layers (the kernel's
+    /// `bd_check_deferred`): when the next layer of the launch runs circulant items, whose work
+    /// a row is about the check's, so the rows that died are computed rather than found; the
+    /// next check finishes them in the same state (zero rows stay zero, rows at the bound past
+    /// the proved suffix stay there). The launch's last layer is always checked.
+    pub fn check_deferred(&self, layout: &Layout, done: usize) -> bool {
+        done < self.end && self.runs_circulant(&layout.layers[done])
+    }
+
     /// Floats of one block's tile buffers (two of `tile × stride`; a lanes block's one a
     /// warp of [`LANE_PITCH`] floats a column).
     pub fn tile_floats(&self) -> usize {

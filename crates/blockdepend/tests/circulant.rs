@@ -121,3 +121,55 @@ fn generated_challenge_layers_are_circulant_until_the_first_cycle_ends() {
     assert_eq!(layout.ell[at + 1][0], 0);
     assert_eq!(layout.ell[at + 2][0], 4);
 }
+
+#[test]
+fn tiles_check_their_rows_after_the_circulant_layers_only() {
+    // A tile skips its row check before a circulant layer (plan::Segment::check_deferred):
+    // rows that died run through the cheap layer and the next check finishes them in the same
+    // state. Against the gathers (a check after every layer): the same states and values, the
+    // same rows carried between launches, and more rows computed in the circulant layers.
+    use spdnn_blockdepend::emulate::run;
+    use spdnn_blockdepend::{BlockDependOptions, ItemChoice};
+    let p = spdnn_gputest::challenge_problem_mnist(4096, 12, 300, 5);
+    let emulate = |items| {
+        let options = BlockDependOptions {
+            items,
+            ..BlockDependOptions::default()
+        };
+        run(
+            &p.layers,
+            &p.input,
+            p.bias,
+            p.upper,
+            &options,
+            &common::BIG,
+            8,
+        )
+        .unwrap()
+    };
+    let (exact, gathers) = (emulate(ItemChoice::Auto), emulate(ItemChoice::Gathers));
+    let deferred: Vec<usize> = exact
+        .segments
+        .iter()
+        .flat_map(|s| (s.first + 1..s.end).filter(|&done| s.check_deferred(&exact.layout, done)))
+        .collect();
+    // Launches 1-4 and 5-8: no check after layers 1, 2, 3 and 5, 6, 7.
+    assert_eq!(deferred, [1, 2, 3, 5, 6, 7], "{:?}", exact.segments);
+    assert!(
+        gathers
+            .segments
+            .iter()
+            .all(|s| (1..s.end).all(|done| !s.check_deferred(&gathers.layout, done)))
+    );
+    let (a, b) = (&exact.emulation, &gathers.emulation);
+    assert_eq!(a.states, b.states);
+    assert_eq!(a.values(p.upper), b.values(p.upper));
+    assert_eq!(a.carried, b.carried);
+    assert!(
+        a.computed.iter().zip(&b.computed).all(|(x, y)| x >= y),
+        "{:?} against {:?}",
+        a.computed,
+        b.computed
+    );
+    assert!(a.computed[1..8].iter().sum::<usize>() > b.computed[1..8].iter().sum::<usize>());
+}
