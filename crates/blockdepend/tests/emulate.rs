@@ -146,7 +146,16 @@ fn check_scaled_against_pairs(
             .iter()
             .zip(&pairs.emulation.output)
             .any(|(a, b)| a.to_bits() != b.to_bits())
-        || scaled.emulation.computed != pairs.emulation.computed
+        // The same rows between launches; within a launch the scaled layout's tiles may skip
+        // the checks before circulant layers (which the pairs layout has none of), and then
+        // compute more rows there (Segment::check_deferred).
+        || scaled.emulation.carried != pairs.emulation.carried
+        || scaled
+            .emulation
+            .computed
+            .iter()
+            .zip(&pairs.emulation.computed)
+            .any(|(a, b)| a < b)
     {
         return Err("scaled and pair entries give different results".into());
     }
