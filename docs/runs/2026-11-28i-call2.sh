@@ -1,25 +1,27 @@
 #!/usr/bin/env bash
-# Device call 3 of the session 2026-11-28i (one H200). Pack: 6f4f27f + the range check (uncommitted),
-# "range" = the pack's binary (bd_retire's row check as a range: a lane's largest and least output,
-# 8 instructions a float4 where the flags took ~22), "base" = spdnn-base (HEAD 6f4f27f's kernel).
-# Call 2 ran this A/B with SPDNN_KERNELS_CU pointing at two kernel folders: the binaries embed
-# their kernels (include_str!), so both sides ran the base kernel (0.233-0.240 ms both) and its
-# tests tested nothing new. This call repeats it with two binaries.
+# Device call 2 of the session 2026-11-28i (one H200). Pack: e16b863's binaries (the kernels are read
+# at run time from SPDNN_KERNELS_CU): "range" = the working tree's kernels-cu (bd_retire's row check
+# as a range: a lane's largest and least output, 8 instructions a float4 where the flags took ~22),
+# "base" = .device/kc-base (HEAD 6f4f27f's kernels-cu, the same .cu as e16b863).
 # Call 1's ncu source counters of 4096: bd_retire is ~25 % of launch 1's warp instructions (the loop
 # after layers 2-4 12 M of 86.8 M, the check after layer 1 ~9 M), ~35 % of launch 2's, ~10 % of
 # launch 3's; launch 1 issues 0.69 a scheduler-cycle (mostly issue-bound).
 # Predicted: launch 1 -10 % instructions -> ~-5 % time (0.172 -> ~0.163), launch 2 0.029 -> ~0.026,
 # launch 3 -1-2 %: 4096-120 0.240 -> ~0.228 ms; 16384 and 65536 -2-4 %; 1024 unchanged (lanes and
 # warps check in their own code).
+# (Written after the call: this A/B measured nothing. SPDNN_KERNELS_CU serves the kernel-table
+# checks only; the binaries embed their kernels with include_str!, so both sides and the tests ran
+# e16b863's kernel: the range variant's runs loaded the base's PTX from the cache. Call 3 repeats
+# it with two binaries.)
 . .device/preamble.sh
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader > $OUT/gpu.txt
 cat $OUT/gpu.txt
-variants base
+KB=$PWD/.device/kc-base; KR=$PWD/kernels-cu
 ab() { # NAME ROUNDS ARGS...
   local name=$1 rounds=$2; shift 2
   for i in $(seq $rounds); do
-    bd $name-base$i $W/spdnn-base "$@"
-    bd $name-range$i $W/bin/spdnn "$@"
+    SPDNN_KERNELS_CU=$KB bd $name-base$i $W/bin/spdnn "$@"
+    SPDNN_KERNELS_CU=$KR bd $name-range$i $W/bin/spdnn "$@"
   done
 }
 for n in 4096 16384; do
@@ -30,22 +32,7 @@ for n in 4096 16384; do
   rm -f $net
 done
 OFF="--weights $W/data/sdgc/neuron1024.tar.gz --neurons 1024 --layers 120 --mnist --truth $W/data/sdgc/neuron1024-l120-categories.tsv"
-ab 1024-120 2 $OFF
-ncu_k() { # NAME SKIP ARGS...
-  local name=$1 skip=$2; shift 2
-  timeout 150 ncu -o $R/k-$name --kernel-name regex:bd_chain --launch-skip $skip --launch-count 1 --section SpeedOfLight --section SchedulerStats \
-    --section WarpStateStats --section InstructionStats --section Occupancy --section LaunchStats --section SourceCounters \
-    $W/bin/spdnn infer --method blockdepend "$@" --warmup 0 --repetitions 1 > $R/ncu-$name.log 2>&1
-  el "ncu $name rc=$?"
-  ncu -i $R/k-$name.ncu-rep > $R/ncu-$name.txt 2>&1
-  ncu -i $R/k-$name.ncu-rep --page source --csv --print-source sass > $R/ncu-$name-sass.csv 2>&1
-  rm -f $R/k-$name.ncu-rep
-  grep -E "Duration|Executed Instructions |Issued Warp|No Eligible|Eligible Warps|Registers Per" $R/ncu-$name.txt | head -8
-}
-net=$W/g4096-120.bin
-timeout 90 $W/bin/spdnn generate --neurons 4096 --layers 120 --seed 0 --cache $net > $R/gen4096b.log 2>&1
-ncu_k 4096-l1-range 0 --weights $net --neurons 4096 --layers 120 --mnist
-rm -f $net --warmup 3 --repetitions 30
+ab 1024-120 2 $OFF --warmup 3 --repetitions 30
 timeout 60 $W/tests/spdnn-cuda--gpu --include-ignored --test-threads=2 > $R/tests-cuda.txt 2>&1
 el "cuda GPU tests rc=$? $(grep -E '^test result' $R/tests-cuda.txt)"
 PROPTEST_CASES=8 timeout 200 $W/tests/spdnn-blockdepend--gpu --include-ignored --test-threads=2 > $R/tests-blockdepend.txt 2>&1
