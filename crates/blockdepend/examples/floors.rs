@@ -194,11 +194,7 @@ fn report(
         layout.layers.iter().map(|l| l.out_width).max().unwrap_or(0),
         (categories as f64 * scale).round()
     );
-    let circulant: Vec<usize> = (0..layout.layers.len())
-        .filter(|&l| layout.layers[l].circulant != 0)
-        .map(|l| l + 1)
-        .collect();
-    println!("circulant layers: {circulant:?}");
+    println!("circulant layers: {:?}", layout.circulant_layers());
     let at = |l: usize| computed.get(l - 1).map_or(0.0, |&c| c as f64 * scale);
     println!(
         "rows computed by layer 1, 2, 3, 5, 10, 15, 20, 25, 30, 50, 100: {:?}",

@@ -745,7 +745,7 @@ pub(crate) fn sizes(
 /// The circulant layers of `layout`, counted from 1, in runs (`2-8 12`), or `None`.
 fn circulant_layers(layout: &Layout) -> Option<String> {
     let mut runs: Vec<(usize, usize)> = Vec::new();
-    for l in (1..=layout.layers.len()).filter(|&l| layout.layers[l - 1].circulant != 0) {
+    for l in layout.circulant_layers() {
         match runs.last_mut() {
             Some((_, end)) if *end + 1 == l => *end = l,
             _ => runs.push((l, l)),
@@ -753,13 +753,7 @@ fn circulant_layers(layout: &Layout) -> Option<String> {
     }
     (!runs.is_empty()).then(|| {
         runs.iter()
-            .map(|&(a, b)| {
-                if a == b {
-                    a.to_string()
-                } else {
-                    format!("{a}-{b}")
-                }
-            })
+            .map(|&(first, last)| plan::layers_label(first, last))
             .collect::<Vec<_>>()
             .join(" ")
     })

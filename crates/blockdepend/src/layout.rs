@@ -1151,6 +1151,13 @@ impl Layout {
         )
     }
 
+    /// The layers proved circulant ([`Circulant`]: a table in [`Layout::ell`]), counted from 1.
+    pub fn circulant_layers(&self) -> Vec<usize> {
+        (1..=self.layers.len())
+            .filter(|&l| self.layers[l - 1].circulant != 0)
+            .collect()
+    }
+
     /// The formats of the layers after the first, as a set of [`Format::bit`]s, and the
     /// bit of [`CIRCULANT_CODE`] when a layer is circulant: what a module running this
     /// layout must be compiled for ([`crate::for_formats`]).

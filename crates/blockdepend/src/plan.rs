@@ -553,14 +553,19 @@ pub struct Segment {
     pub model: SegmentModel,
 }
 
+/// Layers `first..=last` (counted from 1) as reports name them: `first`, or `first-last`.
+pub fn layers_label(first: usize, last: usize) -> String {
+    if first == last {
+        first.to_string()
+    } else {
+        format!("{first}-{last}")
+    }
+}
+
 impl Segment {
     /// `first+1-end` (1-based, inclusive), as stages and reports name it.
     pub fn label(&self) -> String {
-        if self.end == self.first + 1 {
-            format!("{}", self.first + 1)
-        } else {
-            format!("{}-{}", self.first + 1, self.end)
-        }
+        layers_label(self.first + 1, self.end)
     }
 
     /// Whether its tiles run `layer` in circulant items (the kernel's `bd_runs_circulant`):
@@ -1009,6 +1014,12 @@ mod tests {
         assert!(cut_points(5, Some(&[3, 3])).is_err());
         assert!(cut_points(5, Some(&[0])).is_err());
         assert!(cut_points(5, Some(&[5])).is_err());
+    }
+
+    #[test]
+    fn layer_ranges_are_labelled_from_1() {
+        assert_eq!(layers_label(3, 3), "3");
+        assert_eq!(layers_label(2, 8), "2-8");
     }
 
     #[test]
