@@ -106,6 +106,9 @@
 #ifndef BD_LANES_BATCH
 #error "BD_LANES_BATCH must come from Rust (-D)"
 #endif
+#ifndef BD_LANES_CHUNK
+#error "BD_LANES_CHUNK must come from Rust (-D)"
+#endif
 #ifndef BD_WARPS_THREADS
 #error "BD_WARPS_THREADS must come from Rust (-D)"
 #endif
@@ -1477,7 +1480,7 @@ __device__ __forceinline__ void bd_chain(
 // cost a barrier each layer. Where every row of a launch is narrow (at most
 // BD_LANES_GROUPS groups of 32 floats) and no layer after the first is dense,
 // bd_chain_lanes gives each warp 32 rows of its own, a row a lane: no block barrier, no live
-// list, the checks in registers. A warp's buffer holds column c of its row r at
+// list, the check in registers. A warp's buffer holds column c of its row r at
 // c · BD_LANE_PITCH + r (a pitch of 33: the lanes' reads of one column fall on 32 banks, and
 // so do one lane's reads of consecutive columns).
 //
@@ -1488,8 +1491,11 @@ __device__ __forceinline__ void bd_chain(
 // every lane takes in turn with two shuffles; each lane sums its own row in registers in
 // slot order from 0, as bd_item does (the same outputs bit for bit), and writes the layer's
 // outputs over its inputs once every group is summed: a lane reads and writes only its own
-// row, so one buffer does. Lanes whose rows finished (or that have none) run along with the
-// warp and write nothing outside it.
+// row, so one buffer does. Circulant layers turn the roles (bd_lanes_circulant): lane j
+// computes output column j + 32 g of all 32 rows, the same sums. The warp computes all its
+// rows whatever their state, so it checks them once, after the launch's last layer (a row
+// that finished earlier is found there in the same state); lanes that have no row run along
+// and write nothing outside the warp.
 
 // Layer 1's scatter of the warp's nonzeros 0..total-1 (columns cols, values vals) for scaled
 // entries, V (2 or 4) a nonzero, into the warp's buffer at window address buffer: binary
@@ -1588,15 +1594,13 @@ __device__ __forceinline__ void bd_lanes_scatter_pairs(unsigned int buffer, cons
 // Layer 1 for the warp's rows base .. base+n-1 (row r on lane r) into its buffer (window
 // address buffer; starts: the warp's 33 words for its rows' starts): zeroed, every input
 // nonzero's entries added into its row's column, then each lane's row converted (integer
-// sums of a scaled layer on binary input), biased and clipped; largest and least: its
-// outputs' range over the layer's `width` columns (bd_lane_range).
+// sums of a scaled layer on binary input), biased and clipped.
 __device__ __forceinline__ void bd_lanes_first_layer(
     unsigned int buffer, unsigned int* starts, unsigned int base, unsigned int n,
     const unsigned int* __restrict__ x_offsets, const unsigned int* __restrict__ x_cols,
     const float* __restrict__ x_vals, unsigned int x_binary, const unsigned int* __restrict__ w1_offsets,
     const uint2* __restrict__ w1_entries, unsigned int w1_ell, unsigned int w1_bits, float w1_base,
-    unsigned int width, float bias, const float* __restrict__ biases, float upper, float& largest,
-    float& least) {
+    unsigned int width, float bias, const float* __restrict__ biases, float upper) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int padded = bd_round32(width);
     for (unsigned int i = lane; i < padded * BD_LANE_PITCH / 4u; i += SPDNN_WARP_SIZE) {
@@ -1630,22 +1634,19 @@ __device__ __forceinline__ void bd_lanes_first_layer(
     for (unsigned int c = 0; c < padded; ++c) {
         const float v = bd_lds(mine + 4u * BD_LANE_PITCH * c);
         const float b = biases != nullptr ? __ldg(biases + c) : bias;
-        const float y = bd_first_output(v, integer_sums, w1_base, b, upper);
-        bd_sts(mine + 4u * BD_LANE_PITCH * c, y);
-        bd_lane_range(y, c, width, largest, least);
+        bd_sts(mine + 4u * BD_LANE_PITCH * c, bd_first_output(v, integer_sums, w1_base, b, upper));
     }
 }
 
 // Layer l (ELL, any of its forms) over this lane's row (window address `mine`: its column 0
 // in the warp's buffer), at most BD_LANES_GROUPS groups of 32 outputs: the sums of every
 // group in registers (per slot, lane j's entry (input, weight) of output j goes to every lane
-// by shuffles), then the bias, the clip, the outputs written over the inputs, and their range
-// over the layer's out_width columns (bd_lane_range).
+// by shuffles), then the bias, the clip and the outputs written over the inputs.
 __device__ __forceinline__ void bd_lanes_layer(const BdLayer& layer, unsigned int l, unsigned int mine,
                                                const uint2* __restrict__ ell,
                                                const unsigned int* __restrict__ group_starts, float bias,
                                                const float* __restrict__ biases, unsigned int bias_stride,
-                                               float upper, float& largest, float& least) {
+                                               float upper) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int groups = (layer.out_width + 31u) / 32u;
     // The groups' slot ranges, loaded before any group's entries.
@@ -1677,18 +1678,113 @@ __device__ __forceinline__ void bd_lanes_layer(const BdLayer& layer, unsigned in
     for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
         if (g < groups) {
             const unsigned int c0 = g * 32u;
-            // One scalar bias needs no shuffle (the challenge's networks); per-neuron biases
-            // are loaded a lane an output and shuffled.
-            const float lane_bias =
-                bias_stride != 0u ? __ldg(biases + (unsigned long long)l * bias_stride + c0 + lane) : bias;
+            if (bias_stride != 0u) {
+                // Per-neuron biases: loaded a lane an output and shuffled.
+                const float lane_bias = __ldg(biases + (unsigned long long)l * bias_stride + c0 + lane);
 #pragma unroll
-            for (unsigned int j = 0; j < SPDNN_WARP_SIZE; ++j) {
-                const float b = bias_stride != 0u ? __shfl_sync(SPDNN_FULL_MASK, lane_bias, j) : bias;
-                const float y = spdnn_clamp_activation(acc[g][j] + b, upper);
-                bd_sts(mine + 4u * BD_LANE_PITCH * (c0 + j), y);
-                bd_lane_range(y, c0 + j, layer.out_width, largest, least);
+                for (unsigned int j = 0; j < SPDNN_WARP_SIZE; ++j) {
+                    const float b = __shfl_sync(SPDNN_FULL_MASK, lane_bias, j);
+                    bd_sts(mine + 4u * BD_LANE_PITCH * (c0 + j), spdnn_clamp_activation(acc[g][j] + b, upper));
+                }
+            } else {
+#pragma unroll
+                for (unsigned int j = 0; j < SPDNN_WARP_SIZE; ++j) {
+                    bd_sts(mine + 4u * BD_LANE_PITCH * (c0 + j), spdnn_clamp_activation(acc[g][j] + bias, upper));
+                }
             }
         }
+    }
+}
+
+// Layer l, circulant (table: [slots, aligned], then [d_s, w_s bits] a slot; S slots), over
+// the warp's 32 rows (warp_rows: its buffer) with the roles of bd_lanes_layer turned: lane j
+// computes outputs 32 g + j of every row, whose slot-s input (32 g + j + d_s) mod in is the
+// same column for all 32 rows, so each multiply-add is one shared load at a constant offset
+// and one fused multiply-add, where bd_lanes_layer spends two shuffles more. A row's outputs
+// read that row only, so the rows go BD_LANES_CHUNK at a time, each chunk's outputs written
+// over its inputs once the warp has read them. The same fused multiply-adds in the same slot order from 0: bit for bit
+// bd_lanes_layer's outputs. Padding columns get 0.
+template <unsigned int S>
+__device__ __forceinline__ void bd_lanes_circulant(const BdLayer& layer, unsigned int l,
+                                                   const uint2* __restrict__ table, float* warp_rows, float bias,
+                                                   const float* __restrict__ biases, unsigned int bias_stride,
+                                                   float upper) {
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int groups = (layer.out_width + 31u) / 32u;
+    // Per group: this lane's output column, its inputs' columns at each slot, its bias.
+    const float* inputs[BD_LANES_GROUPS][S];
+    float* outputs[BD_LANES_GROUPS];
+    float b[BD_LANES_GROUPS];
+    bool real[BD_LANES_GROUPS];
+    float w[S];
+#pragma unroll
+    for (unsigned int s = 0; s < S; ++s) {
+        w[s] = __uint_as_float(__ldg(table + 1u + s).y);
+    }
+#pragma unroll
+    for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
+        const unsigned int c = g * 32u + lane;
+#pragma unroll
+        for (unsigned int s = 0; s < S; ++s) {
+            inputs[g][s] = warp_rows + BD_LANE_PITCH * ((c + __ldg(table + 1u + s).x) % layer.in_width);
+        }
+        outputs[g] = warp_rows + BD_LANE_PITCH * c;
+        real[g] = c < layer.out_width;
+        b[g] = bias_stride != 0u && real[g] ? __ldg(biases + (unsigned long long)l * bias_stride + c) : bias;
+    }
+#pragma unroll 1
+    for (unsigned int r0 = 0; r0 < SPDNN_WARP_SIZE; r0 += BD_LANES_CHUNK) {
+        float acc[BD_LANES_GROUPS][BD_LANES_CHUNK];
+#pragma unroll
+        for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
+#pragma unroll
+            for (unsigned int r = 0; r < BD_LANES_CHUNK; ++r) {
+                acc[g][r] = 0.0f;
+                if (g < groups) {
+#pragma unroll
+                    for (unsigned int s = 0; s < S; ++s) {
+                        acc[g][r] = fmaf(inputs[g][s][r0 + r], w[s], acc[g][r]);
+                    }
+                }
+            }
+        }
+        // Every lane has read the chunk's inputs: its outputs may overwrite them.
+        __syncwarp();
+#pragma unroll
+        for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
+            if (g < groups) {
+#pragma unroll
+                for (unsigned int r = 0; r < BD_LANES_CHUNK; ++r) {
+                    outputs[g][r0 + r] = real[g] ? spdnn_clamp_activation(acc[g][r] + b[g], upper) : 0.0f;
+                }
+            }
+        }
+    }
+    // The next layer reads the rows every lane wrote.
+    __syncwarp();
+}
+
+// bd_lanes_circulant for `slots` (1 .. S) known only at run time: one instance per count.
+template <unsigned int S = BD_CIRCULANT_SLOTS>
+__device__ __forceinline__ void bd_lanes_circulant_slots(unsigned int slots, const BdLayer& layer, unsigned int l,
+                                                         const uint2* __restrict__ table, float* warp_rows,
+                                                         float bias, const float* __restrict__ biases,
+                                                         unsigned int bias_stride, float upper) {
+    if (slots == S) {
+        bd_lanes_circulant<S>(layer, l, table, warp_rows, bias, biases, bias_stride, upper);
+    } else if constexpr (S > 1) {
+        bd_lanes_circulant_slots<S - 1>(slots, layer, l, table, warp_rows, bias, biases, bias_stride, upper);
+    }
+}
+
+// This lane's row's range over the first `width` columns (bd_lane_range), read back from the
+// warp's buffer (window address `mine`: its column 0).
+__device__ __forceinline__ void bd_lanes_row_range(unsigned int mine, unsigned int width, float& largest,
+                                                   float& least) {
+    for (unsigned int c = 0; c < width; ++c) {
+        const float v = bd_lds(mine + 4u * BD_LANE_PITCH * c);
+        largest = fmaxf(largest, v);
+        least = fminf(least, v);
     }
 }
 
@@ -1704,6 +1800,7 @@ __device__ __forceinline__ void bd_chain_lanes_loop(unsigned int (*lane_starts)[
     const unsigned int warp = threadIdx.x / SPDNN_WARP_SIZE;
     const unsigned int buffer =
         (unsigned int)__cvta_generic_to_shared(bd_dynamic) + 4u * warp * stride * BD_LANE_PITCH;
+    float* warp_rows = reinterpret_cast<float*>(bd_dynamic) + warp * stride * BD_LANE_PITCH;
     const unsigned int mine = buffer + 4u * lane;
     const unsigned int count = first == 0 ? x_rows : *carry_in_count;
     const BdLayer first_layer = bd_layer_at(desc, 0);
@@ -1722,18 +1819,12 @@ __device__ __forceinline__ void bd_chain_lanes_loop(unsigned int (*lane_starts)[
         bool live = lane < n;
         unsigned int done = first;
         if (first == 0) {
-            float largest = 0.0f;
-            float least = upper;
             id = base + lane;
             bd_lanes_first_layer(buffer, lane_starts[warp], base, n, x_offsets, x_cols, x_vals, x_binary,
                                  w1_offsets, w1_entries, first_layer.dense_stride, first_layer.group_table,
                                  __uint_as_float(desc[BD_DESC_WORDS - 1]), first_layer.out_width, bias,
-                                 bias_stride != 0u ? biases : nullptr, upper, largest, least);
+                                 bias_stride != 0u ? biases : nullptr, upper);
             done = 1;
-            if (live && !bd_keeps(largest > 0.0f, least == upper, done, suffix_start)) {
-                state[id] = bd_finished_state(largest > 0.0f);
-                live = false;
-            }
         } else if (live) {
             id = carry_in_ids[base + lane];
             const float4* from =
@@ -1747,15 +1838,27 @@ __device__ __forceinline__ void bd_chain_lanes_loop(unsigned int (*lane_starts)[
                 bd_sts(at + 12u * BD_LANE_PITCH, v.w);
             }
         }
+        // A warp computes its 32 rows whether or not they finished, so it checks them after the
+        // launch's last layer only: rows that finished earlier are found there in the same
+        // state (zero rows stay zero, biases being <= 0; rows at the bound past the proved
+        // suffix stay there), as where tiles defer their checks (bd_check_deferred).
         for (unsigned int l = done; l < end; ++l) {
-            if (!__any_sync(SPDNN_FULL_MASK, live)) {
-                break;
+            const BdLayer layer = bd_layer_at(desc, l);
+            if (bd_runs_circulant<BD_PLACE_SHARED>(layer.circulant, exact_items)) {
+                __syncwarp();
+                const uint2* table = ell + layer.circulant;
+                bd_lanes_circulant_slots(__ldg(table).x, layer, l, table, warp_rows, bias, biases, bias_stride,
+                                         upper);
+            } else {
+                bd_lanes_layer(layer, l, mine, ell, group_starts, bias, biases, bias_stride, upper);
             }
+        }
+        __syncwarp();
+        {
             float largest = 0.0f;
             float least = upper;
-            bd_lanes_layer(bd_layer_at(desc, l), l, mine, ell, group_starts, bias, biases, bias_stride, upper,
-                           largest, least);
-            if (live && !bd_keeps(largest > 0.0f, least == upper, l + 1, suffix_start)) {
+            bd_lanes_row_range(mine, out_width, largest, least);
+            if (live && !bd_keeps(largest > 0.0f, least == upper, end, suffix_start)) {
                 state[id] = bd_finished_state(largest > 0.0f);
                 live = false;
             }

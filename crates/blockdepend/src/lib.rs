@@ -93,6 +93,7 @@ pub const DEFINES: &[Define] = &[
     ),
     Define::new("BD_LANES_BLOCKS", plan::LANES_BLOCKS as u64),
     Define::new("BD_LANES_BATCH", plan::LANES_SCATTER_BATCH as u64),
+    Define::new("BD_LANES_CHUNK", plan::LANES_CIRCULANT_CHUNK as u64),
     Define::new("BD_WARPS_THREADS", plan::WARPS_THREADS as u64),
     Define::new("BD_WARPS_ROWS", plan::WARPS_ROWS as u64),
     Define::new(

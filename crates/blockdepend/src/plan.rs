@@ -88,6 +88,11 @@ pub const LANE_PITCH: usize = WARP + 1;
 /// keeps a layer's sums in registers until every group is summed, then writes them over its
 /// inputs (one buffer of 8.25 KiB a warp at 64 columns).
 pub const LANES_MAX_STRIDE: usize = 64;
+/// Rows a lanes warp sums at once in a circulant layer (`BD_LANES_CHUNK`; `bd_lanes_circulant`,
+/// a lane one output column of the warp's 32 rows): a row's outputs read only that row, so a
+/// chunk's outputs go over its inputs before the next chunk. All 32 rows at once spilled 72–80
+/// bytes at the 128 registers of `bd_chain_lanes` (NVRTC 13.0, sm_90); 8 rows spill none.
+pub const LANES_CIRCULANT_CHUNK: usize = 8;
 /// Threads of a warps block (`BD_WARPS_THREADS`): 16 warps, one block an SM, so that each
 /// layer's weights are staged once an SM (more blocks an SM would read them once a block).
 pub const WARPS_THREADS: usize = 512;
@@ -568,21 +573,28 @@ impl Segment {
         layers_label(self.first + 1, self.end)
     }
 
-    /// Whether its tiles run `layer` in circulant items (the kernel's `bd_runs_circulant`):
-    /// exact items in a tile of shared memory (shared or split), a layer proved circulant.
+    /// Whether it runs `layer` with the circulant layers' code (the kernel's
+    /// `bd_runs_circulant`): exact items, a layer proved circulant, and tiles in shared memory
+    /// (shared or split: circulant items) or a row a lane (`bd_lanes_circulant`).
     pub fn runs_circulant(&self, layer: &crate::layout::LayerLayout) -> bool {
         self.items == Items::Exact
-            && matches!(self.placement, Placement::Shared | Placement::Split)
+            && matches!(
+                self.placement,
+                Placement::Shared | Placement::Split | Placement::Lanes
+            )
             && layer.circulant != 0
     }
 
-    /// Whether its tiles skip the row check after `done` layers (the kernel's
-    /// `bd_check_deferred`): when the next layer of the launch runs circulant items, whose work
-    /// a row is about the check's, so the rows that died are computed rather than found; the
-    /// next check finishes them in the same state (zero rows stay zero, rows at the bound past
-    /// the proved suffix stay there). The launch's last layer is always checked.
+    /// Whether it skips the row check after `done` layers: tiles (the kernel's
+    /// `bd_check_deferred`) when the next layer of the launch runs circulant items, whose work
+    /// a row is about the check's, so the rows that died are computed rather than found; a
+    /// row a lane after every layer but the last (a warp computes its 32 rows whether or not
+    /// they finished). The next check finishes such rows in the same state (zero rows stay
+    /// zero, rows at the bound past the proved suffix stay there). The launch's last layer is
+    /// always checked.
     pub fn check_deferred(&self, layout: &Layout, done: usize) -> bool {
-        done < self.end && self.runs_circulant(&layout.layers[done])
+        done < self.end
+            && (self.placement == Placement::Lanes || self.runs_circulant(&layout.layers[done]))
     }
 
     /// Floats of one block's tile buffers (two of `tile × stride`; a lanes block's one a

@@ -173,3 +173,60 @@ fn tiles_check_their_rows_after_the_circulant_layers_only() {
     );
     assert!(a.computed[1..8].iter().sum::<usize>() > b.computed[1..8].iter().sum::<usize>());
 }
+
+#[test]
+fn lanes_check_their_rows_after_the_launch_only() {
+    // A row a lane checks its rows after the launch's last layer only (a warp computes its
+    // rows whatever their state; plan::Segment::check_deferred): on a compressed 1024-12
+    // challenge network the lanes launch (layers 1-6) defers after layers 1-5 and the states
+    // and values are those of shared tiles with a check after every layer.
+    use spdnn_blockdepend::emulate::run;
+    use spdnn_blockdepend::plan::Placement;
+    use spdnn_blockdepend::{BlockDependOptions, ItemChoice, PlacementChoice};
+    let p = spdnn_gputest::challenge_problem_mnist(1024, 12, 300, 5);
+    let emulate = |placement, items| {
+        let options = BlockDependOptions {
+            placement,
+            items,
+            ..BlockDependOptions::default()
+        };
+        run(
+            &p.layers,
+            &p.input,
+            p.bias,
+            p.upper,
+            &options,
+            &common::BIG,
+            8,
+        )
+        .unwrap()
+    };
+    let lanes = emulate(PlacementChoice::Auto, ItemChoice::Auto);
+    let first = &lanes.segments[0];
+    assert_eq!(
+        (first.placement, first.first, first.end),
+        (Placement::Lanes, 0, 6),
+        "{:?}",
+        lanes.segments
+    );
+    let deferred: Vec<usize> = (1..=first.end)
+        .filter(|&done| first.check_deferred(&lanes.layout, done))
+        .collect();
+    assert_eq!(deferred, [1, 2, 3, 4, 5]);
+    let tiles = emulate(PlacementChoice::Shared, ItemChoice::Gathers);
+    assert!(
+        tiles
+            .segments
+            .iter()
+            .all(|s| s.placement == Placement::Shared)
+    );
+    assert!(
+        tiles
+            .segments
+            .iter()
+            .all(|s| (s.first + 1..=s.end).all(|done| !s.check_deferred(&tiles.layout, done)))
+    );
+    let (a, b) = (&lanes.emulation, &tiles.emulation);
+    assert_eq!(a.states, b.states);
+    assert_eq!(a.values(p.upper), b.values(p.upper));
+}

@@ -174,9 +174,27 @@ fn problem(layers: Vec<Csr>, input: Csr, bias: f32, upper: f32) -> Problem {
 
 #[test]
 fn all_saturating_rows_retire_after_the_first_layer() {
+    // Tiles retire them after layer 1; a row a lane computes them through its launch and
+    // checks them after its last layer (Segment::check_deferred). No later layer computes one.
     let p = spdnn_gputest::all_saturating_problem(64, 12, 50);
     let result = emulate(&p, &default_knobs()).unwrap();
     assert!(result.emulation.states.iter().all(|&s| s == STATE_BOUND));
+    let first = &result.segments[0];
+    let through = match first.placement {
+        Placement::Lanes => first.end,
+        _ => 1,
+    };
+    let computed = &result.emulation.computed;
+    assert!(computed[..through].iter().all(|&c| c == 50), "{computed:?}");
+    assert!(computed[through..].iter().all(|&c| c == 0), "{computed:?}");
+    let tiles = Knobs {
+        options: BlockDependOptions {
+            placement: PlacementChoice::Shared,
+            ..default_knobs().options
+        },
+        ..default_knobs()
+    };
+    let result = emulate(&p, &tiles).unwrap();
     assert_eq!(result.emulation.computed[0], 50);
     assert!(result.emulation.computed[1..].iter().all(|&c| c == 0));
     check(&p, &default_knobs(), None).unwrap();

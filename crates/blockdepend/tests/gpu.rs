@@ -213,16 +213,18 @@ fn generated_challenge_networks() {
 /// bit), and both against the reference; some rows finish on the way and some reach the end.
 /// Layers 2–7 are circulant: 16-byte loads (offsets 0
 /// mod 4), 8-byte pairs (2 mod 4), 1 to 4 slots, weights of several values, a halving layer;
-/// the last layer is not (gathered in every run). `width` 256 runs narrow shared tiles;
-/// 4096 wide ones, 4 rows a tile (split tiles, next in global memory, and shared ones); a run
-/// with a launch after every layer carries rows into circulant layers; one with per-neuron
-/// biases loads them a float4 at a time.
+/// the last layer is not (gathered in every run). `width` 64 runs its first launch a row a
+/// lane (`bd_lanes_circulant`: a lane one output column of all 32 rows of its warp, against
+/// the shuffled entries of `bd_lanes_layer`); 256 narrow shared tiles; 4096 wide ones, 4 rows
+/// a tile (split tiles, next in global memory, and shared ones); a run with a launch after
+/// every layer carries rows into circulant layers; one with per-neuron biases loads them a
+/// float4 at a time (a lane one bias a layer, a row a lane).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn circulant_items_agree_with_their_gathers() {
     let gpu = spdnn_gputest::gpu();
     let inputs = 1024;
-    for width in [256usize, 4096] {
+    for width in [64usize, 256, 4096] {
         let rows = sized(if width > 256 { 600 } else { 3000 }, 96);
         // Layer 1: output c sums 16 inputs spread over the row, one value.
         let mut first: Vec<(u32, u32, f32)> = (0..width as u32)
@@ -313,6 +315,13 @@ fn circulant_items_agree_with_their_gathers() {
                 "{case}: {:?}",
                 circulant.details
             );
+            if width == 64 && (name == "shared" || biased) {
+                assert!(
+                    lanes_ran(&circulant, false),
+                    "{case}: {:?}",
+                    circulant.details
+                );
+            }
             let gathers = run(BlockDependOptions {
                 items: ItemChoice::Gathers,
                 ..base
