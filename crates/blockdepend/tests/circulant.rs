@@ -128,25 +128,9 @@ fn tiles_check_their_rows_after_the_circulant_layers_only() {
     // rows that died run through the cheap layer and the next check finishes them in the same
     // state. Against the gathers (a check after every layer): the same states and values, the
     // same rows carried between launches, and more rows computed in the circulant layers.
-    use spdnn_blockdepend::emulate::run;
-    use spdnn_blockdepend::{BlockDependOptions, ItemChoice};
+    use spdnn_blockdepend::{ItemChoice, PlacementChoice};
     let p = spdnn_gputest::challenge_problem_mnist(4096, 12, 300, 5);
-    let emulate = |items| {
-        let options = BlockDependOptions {
-            items,
-            ..BlockDependOptions::default()
-        };
-        run(
-            &p.layers,
-            &p.input,
-            p.bias,
-            p.upper,
-            &options,
-            &common::BIG,
-            8,
-        )
-        .unwrap()
-    };
+    let emulate = |items| emulate_challenge(&p, PlacementChoice::Auto, items);
     let (exact, gathers) = (emulate(ItemChoice::Auto), emulate(ItemChoice::Gathers));
     let deferred: Vec<usize> = exact
         .segments
@@ -180,27 +164,10 @@ fn lanes_check_their_rows_after_the_launch_only() {
     // rows whatever their state; plan::Segment::check_deferred): on a compressed 1024-12
     // challenge network the lanes launch (layers 1-6) defers after layers 1-5 and the states
     // and values are those of shared tiles with a check after every layer.
-    use spdnn_blockdepend::emulate::run;
     use spdnn_blockdepend::plan::Placement;
-    use spdnn_blockdepend::{BlockDependOptions, ItemChoice, PlacementChoice};
+    use spdnn_blockdepend::{ItemChoice, PlacementChoice};
     let p = spdnn_gputest::challenge_problem_mnist(1024, 12, 300, 5);
-    let emulate = |placement, items| {
-        let options = BlockDependOptions {
-            placement,
-            items,
-            ..BlockDependOptions::default()
-        };
-        run(
-            &p.layers,
-            &p.input,
-            p.bias,
-            p.upper,
-            &options,
-            &common::BIG,
-            8,
-        )
-        .unwrap()
-    };
+    let emulate = |placement, items| emulate_challenge(&p, placement, items);
     let lanes = emulate(PlacementChoice::Auto, ItemChoice::Auto);
     let first = &lanes.segments[0];
     assert_eq!(
@@ -229,4 +196,28 @@ fn lanes_check_their_rows_after_the_launch_only() {
     let (a, b) = (&lanes.emulation, &tiles.emulation);
     assert_eq!(a.states, b.states);
     assert_eq!(a.values(p.upper), b.values(p.upper));
+}
+
+/// The CPU emulation of `p` with the default options but `placement` and `items`, on a
+/// device of `common::BIG`'s shape with 8 blocks.
+fn emulate_challenge(
+    p: &spdnn_gputest::Problem,
+    placement: spdnn_blockdepend::PlacementChoice,
+    items: spdnn_blockdepend::ItemChoice,
+) -> spdnn_blockdepend::emulate::EmulatedRun<'_> {
+    let options = spdnn_blockdepend::BlockDependOptions {
+        placement,
+        items,
+        ..spdnn_blockdepend::BlockDependOptions::default()
+    };
+    spdnn_blockdepend::emulate::run(
+        &p.layers,
+        &p.input,
+        p.bias,
+        p.upper,
+        &options,
+        &common::BIG,
+        8,
+    )
+    .unwrap()
 }
