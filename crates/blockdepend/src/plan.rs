@@ -279,7 +279,8 @@ pub enum Items {
     /// and the ELL gathers use 32-bit shared-memory addresses (tiles in shared memory: the
     /// shared and split placements). About 3.3–3.8 instructions a multiply-add on sm_90
     /// (docs/blockdepend.md). Circulant layers ([`crate::layout::Circulant`]) run circulant
-    /// items: a lane four consecutive outputs, a vector load a slot and row.
+    /// items: a lane four consecutive outputs, a vector load a slot and row; a row a lane
+    /// ([`Placement::Lanes`]) runs them with a lane one output column of its warp's 32 rows.
     Exact,
     /// [`Items::Exact`] with circulant layers gathered entry by entry like the others (the
     /// kernel before the circulant items, for A/B runs).

@@ -41,7 +41,8 @@ pub struct BlockDependArgs {
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub bd_format: Option<FormatArg>,
     /// How the layers' work items run: `auto` (exact items, one compiled instance per row
-    /// count, wherever the tile lies in shared memory; circulant layers a lane four outputs),
+    /// count, wherever the tile lies in shared memory; circulant layers a lane four outputs,
+    /// or a row a lane: a lane one output column of its warp's 32 rows),
     /// `gathers` (exact items, circulant layers gathered entry by entry like the others) or
     /// `predicated` (every item runs 8 rows, those it lacks switched off); the last two are
     /// the kernels before, for A/B runs [default: auto].
