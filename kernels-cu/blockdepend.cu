@@ -1702,8 +1702,8 @@ __device__ __forceinline__ void bd_lanes_layer(const BdLayer& layer, unsigned in
 // same column for all 32 rows, so each multiply-add is one shared load at a constant offset
 // and one fused multiply-add, where bd_lanes_layer spends two shuffles more. A row's outputs
 // read that row only, so the rows go BD_LANES_CHUNK at a time, each chunk's outputs written
-// over its inputs once the warp has read them. The same fused multiply-adds in the same slot order from 0: bit for bit
-// bd_lanes_layer's outputs. Padding columns get 0.
+// over its inputs once the warp has read them. The same fused multiply-adds in the same slot
+// order from 0: bit for bit bd_lanes_layer's outputs. Padding columns get 0.
 template <unsigned int S>
 __device__ __forceinline__ void bd_lanes_circulant(const BdLayer& layer, unsigned int l,
                                                    const uint2* __restrict__ table, float* warp_rows, float bias,
@@ -1716,17 +1716,20 @@ __device__ __forceinline__ void bd_lanes_circulant(const BdLayer& layer, unsigne
     float* outputs[BD_LANES_GROUPS];
     float b[BD_LANES_GROUPS];
     bool real[BD_LANES_GROUPS];
+    unsigned int offset[S];
     float w[S];
 #pragma unroll
     for (unsigned int s = 0; s < S; ++s) {
-        w[s] = __uint_as_float(__ldg(table + 1u + s).y);
+        const uint2 entry = __ldg(table + 1u + s);
+        offset[s] = entry.x;
+        w[s] = __uint_as_float(entry.y);
     }
 #pragma unroll
     for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
         const unsigned int c = g * 32u + lane;
 #pragma unroll
         for (unsigned int s = 0; s < S; ++s) {
-            inputs[g][s] = warp_rows + BD_LANE_PITCH * ((c + __ldg(table + 1u + s).x) % layer.in_width);
+            inputs[g][s] = warp_rows + BD_LANE_PITCH * ((c + offset[s]) % layer.in_width);
         }
         outputs[g] = warp_rows + BD_LANE_PITCH * c;
         real[g] = c < layer.out_width;
@@ -1782,9 +1785,7 @@ __device__ __forceinline__ void bd_lanes_circulant_slots(unsigned int slots, con
 __device__ __forceinline__ void bd_lanes_row_range(unsigned int mine, unsigned int width, float& largest,
                                                    float& least) {
     for (unsigned int c = 0; c < width; ++c) {
-        const float v = bd_lds(mine + 4u * BD_LANE_PITCH * c);
-        largest = fmaxf(largest, v);
-        least = fminf(least, v);
+        bd_lane_range(bd_lds(mine + 4u * BD_LANE_PITCH * c), c, width, largest, least);
     }
 }
 
