@@ -1991,17 +1991,13 @@ __device__ __forceinline__ void bd_warps_wait(unsigned int bar, unsigned int par
 
 // The sums of G groups of 32 outputs (lane: outputs lane + 32 g) for the R rows at
 // row_at[r] (floats into rows), inputs from 0 in steps of four, one fused multiply-add each:
-// bd_dense_sums' order. G and R are known at compile time, so no instruction issues for a
-// group or a row the warp lacks (with both a run-time bound every row and group issued its
-// loads and multiply-adds predicated off: ~1300 instructions a warp and layer at 64 x 64
-// where one row needs ~270; 2026-11-28c, call 1), and so is the weights' row stride (a dense
-// layer's is 32 G): every load of a step is at a constant offset from two pointers (with the
-// stride a run-time value, 2-3 address instructions a load doubled a layer's instructions:
-// ~2100 cycles for one row of 64 x 64, call 4).
+// bd_dense_sums' order. The weights' row stride is 32 G, known at compile time: every load of
+// a step is at a constant offset from two stepping pointers (with the stride a run-time
+// value, 2-3 address instructions a load doubled a layer's instructions: ~2100 cycles for one
+// row of 64 x 64, 2026-11-28c call 4).
 template <unsigned int G, unsigned int R>
 __device__ __forceinline__ void bd_warps_sums(unsigned int inputs, const float* w, const float* rows,
-                                              const unsigned int (&row_at)[BD_WARPS_ROWS],
-                                              float (&acc)[BD_WARPS_ROWS][BD_WARPS_GROUPS]) {
+                                              const unsigned int (&row_at)[R], float (&acc)[R][G]) {
     constexpr unsigned int ws = 32u * G;
     const float* wk = w + threadIdx.x % SPDNN_WARP_SIZE;
     const float* y[R];
@@ -2035,99 +2031,107 @@ __device__ __forceinline__ void bd_warps_sums(unsigned int inputs, const float* 
     }
 }
 
-// bd_warps_sums for `rows` (1 .. BD_WARPS_ROWS) known only at run time.
-template <unsigned int G, unsigned int R = BD_WARPS_ROWS>
-__device__ __forceinline__ void bd_warps_sums_rows(unsigned int rows_live, unsigned int inputs,
-                                                   const float* w, const float* rows,
-                                                   const unsigned int (&row_at)[BD_WARPS_ROWS],
-                                                   float (&acc)[BD_WARPS_ROWS][BD_WARPS_GROUPS]) {
-    if (rows_live == R) {
-        bd_warps_sums<G, R>(inputs, w, rows, row_at, acc);
-    } else if constexpr (R > 1) {
-        bd_warps_sums_rows<G, R - 1>(rows_live, inputs, w, rows, row_at, acc);
-    }
-}
-
-// bd_warps_sums_rows for `groups` (1 .. BD_WARPS_GROUPS) known only at run time.
-template <unsigned int G = BD_WARPS_GROUPS>
-__device__ __forceinline__ void bd_warps_sums_groups(unsigned int groups, unsigned int rows_live, unsigned int inputs,
-                                                     const float* w, const float* rows,
-                                                     const unsigned int (&row_at)[BD_WARPS_ROWS],
-                                                     float (&acc)[BD_WARPS_ROWS][BD_WARPS_GROUPS]) {
-    if (groups == G) {
-        bd_warps_sums_rows<G>(rows_live, inputs, w, rows, row_at, acc);
-    } else if constexpr (G > 1) {
-        bd_warps_sums_groups<G - 1>(groups, rows_live, inputs, w, rows, row_at, acc);
-    }
-}
-
-// Layer l (descriptor d, weights w in shared memory) for the warp's live rows (bit j of
-// live: tile position first_row + j, its row at rows + (first_row + j) · stride), then the
-// retirement rule; rows that finish write their state and leave `live`.
+// Layer l (descriptor d, weights w in shared memory: G groups of 32 outputs) for the warp's R
+// live rows (bit j of live: tile position first_row + j, its row at rows + (first_row + j) ·
+// stride), then the retirement rule; rows that finish write their state and leave `live`.
+// The whole layer is compiled for the groups and rows the warp has, its setup and epilogue
+// with the sums: with only the sums so (2026-11-28c call 2), the rest of a one-row layer
+// walked every group and row slot with run-time bounds, a branch and a reconvergence barrier
+// each (~300 cycles before the sums and ~550 after them, 2026-11-28j calls 3-4). With both a
+// run-time bound, the sums issued every row and group predicated off (~1300 instructions a
+// warp and layer at 64 x 64 where one row needs ~270; 2026-11-28c call 1).
+template <unsigned int G, unsigned int R>
 __device__ __forceinline__ void bd_warps_layer(const BdLayer& d, unsigned int l, const float* w, float* rows,
-                                               unsigned int stride, unsigned int first_row, unsigned int& live, const unsigned int* ids,
-                                               float bias,
-                                               const float* __restrict__ biases, unsigned int bias_stride, float upper,
-                                               unsigned int suffix_start, unsigned char* __restrict__ state) {
+                                               unsigned int stride, unsigned int first_row, unsigned int& live,
+                                               const unsigned int* ids, float bias, const float* __restrict__ biases,
+                                               unsigned int bias_stride, float upper, unsigned int suffix_start,
+                                               unsigned char* __restrict__ state) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
-    const unsigned int groups = (d.out_width + 31u) / 32u;
     // The live rows first: row r of the sums is the warp's row which[r].
-    unsigned int which[BD_WARPS_ROWS];
-    unsigned int row_at[BD_WARPS_ROWS];
+    unsigned int which[R];
+    unsigned int row_at[R];
     unsigned int rest = live;
 #pragma unroll
-    for (unsigned int r = 0; r < BD_WARPS_ROWS; ++r) {
-        which[r] = rest != 0u ? (unsigned int)__ffs(rest) - 1u : 0u;
+    for (unsigned int r = 0; r < R; ++r) {
+        which[r] = (unsigned int)__ffs(rest) - 1u;
         rest &= rest - 1u;
         row_at[r] = (first_row + which[r]) * stride;
     }
-    const unsigned int rows_live = (unsigned int)__popc(live);
-    float b[BD_WARPS_GROUPS];
+    float b[G];
 #pragma unroll
-    for (unsigned int g = 0; g < BD_WARPS_GROUPS; ++g) {
-        b[g] = bias;
-        if (bias_stride != 0u && g < groups) {
-            b[g] = __ldg(biases + (unsigned long long)l * bias_stride + g * 32u + lane);
-        }
+    for (unsigned int g = 0; g < G; ++g) {
+        b[g] = bias_stride != 0u ? __ldg(biases + (unsigned long long)l * bias_stride + g * 32u + lane) : bias;
     }
-    float acc[BD_WARPS_ROWS][BD_WARPS_GROUPS];
+    float acc[R][G];
 #pragma unroll
-    for (unsigned int r = 0; r < BD_WARPS_ROWS; ++r) {
+    for (unsigned int r = 0; r < R; ++r) {
 #pragma unroll
-        for (unsigned int g = 0; g < BD_WARPS_GROUPS; ++g) {
+        for (unsigned int g = 0; g < G; ++g) {
             acc[r][g] = 0.0f;
         }
     }
-    bd_warps_sums_groups(groups, rows_live, (d.in_width + 3u) & ~3u, w, rows, row_at, acc);
+    bd_warps_sums<G, R>((d.in_width + 3u) & ~3u, w, rows, row_at, acc);
     // Every lane has read the rows' inputs: the outputs may overwrite them.
     __syncwarp();
+    // Only the last group has columns past out_width.
+    const bool last_real = (G - 1u) * 32u + lane < d.out_width;
 #pragma unroll
-    for (unsigned int r = 0; r < BD_WARPS_ROWS; ++r) {
-        if (r < rows_live) {
-            float* row = rows + row_at[r];
-            bool nonzero = false;
-            bool at_bound = true;
+    for (unsigned int r = 0; r < R; ++r) {
+        float* row = rows + row_at[r];
+        bool nonzero = false;
+        bool at_bound = true;
 #pragma unroll
-            for (unsigned int g = 0; g < BD_WARPS_GROUPS; ++g) {
-                const unsigned int c = g * 32u + lane;
-                if (g < groups) {
-                    const float v = spdnn_clamp_activation(acc[r][g] + b[g], upper);
-                    row[c] = v;
-                    if (c < d.out_width) {
-                        nonzero |= v != 0.0f;
-                        at_bound &= v == upper;
-                    }
-                }
-            }
-            const bool row_nonzero = __any_sync(SPDNN_FULL_MASK, nonzero);
-            const bool row_at_bound = __all_sync(SPDNN_FULL_MASK, at_bound);
-            if (!bd_keeps(row_nonzero, row_at_bound, l + 1u, suffix_start)) {
-                if (lane == 0) {
-                    state[ids[first_row + which[r]]] = bd_finished_state(row_nonzero);
-                }
-                live &= ~(1u << which[r]);
+        for (unsigned int g = 0; g < G; ++g) {
+            const float v = spdnn_clamp_activation(acc[r][g] + b[g], upper);
+            row[g * 32u + lane] = v;
+            if (g + 1u < G || last_real) {
+                nonzero |= v != 0.0f;
+                at_bound &= v == upper;
             }
         }
+        const bool row_nonzero = __any_sync(SPDNN_FULL_MASK, nonzero);
+        const bool row_at_bound = __all_sync(SPDNN_FULL_MASK, at_bound);
+        if (!bd_keeps(row_nonzero, row_at_bound, l + 1u, suffix_start)) {
+            if (lane == 0) {
+                state[ids[first_row + which[r]]] = bd_finished_state(row_nonzero);
+            }
+            live &= ~(1u << which[r]);
+        }
+    }
+}
+
+// bd_warps_layer<G, R> for `rows` (1 .. BD_WARPS_ROWS) known only at run time.
+template <unsigned int G, unsigned int R = BD_WARPS_ROWS>
+__device__ __forceinline__ void bd_warps_layer_rows(unsigned int rows_live, const BdLayer& d, unsigned int l,
+                                                    const float* w, float* rows, unsigned int stride,
+                                                    unsigned int first_row, unsigned int& live, const unsigned int* ids,
+                                                    float bias, const float* __restrict__ biases,
+                                                    unsigned int bias_stride, float upper, unsigned int suffix_start,
+                                                    unsigned char* __restrict__ state) {
+    if (rows_live == R) {
+        bd_warps_layer<G, R>(d, l, w, rows, stride, first_row, live, ids, bias, biases, bias_stride, upper,
+                             suffix_start, state);
+    } else if constexpr (R > 1) {
+        bd_warps_layer_rows<G, R - 1>(rows_live, d, l, w, rows, stride, first_row, live, ids, bias, biases,
+                                      bias_stride, upper, suffix_start, state);
+    }
+}
+
+// bd_warps_layer_rows for `groups` (1 .. BD_WARPS_GROUPS) known only at run time.
+template <unsigned int G = BD_WARPS_GROUPS>
+__device__ __forceinline__ void bd_warps_layer_groups(unsigned int groups, unsigned int rows_live, const BdLayer& d,
+                                                      unsigned int l, const float* w, float* rows,
+                                                      unsigned int stride, unsigned int first_row, unsigned int& live,
+                                                      const unsigned int* ids, float bias,
+                                                      const float* __restrict__ biases, unsigned int bias_stride,
+                                                      float upper, unsigned int suffix_start,
+                                                      unsigned char* __restrict__ state) {
+    if (groups == G) {
+        bd_warps_layer_rows<G>(rows_live, d, l, w, rows, stride, first_row, live, ids, bias, biases, bias_stride,
+                               upper, suffix_start, state);
+    } else if constexpr (G > 1) {
+        bd_warps_layer_groups<G - 1>(groups, rows_live, d, l, w, rows, stride, first_row, live, ids, bias, biases,
+                                     bias_stride, upper, suffix_start, state);
     }
 }
 
@@ -2224,14 +2228,21 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
                     ahead = bd_layer_at(desc, l + 3u);
                 }
             }
+            if (live == 0u) {
+                // A warp without rows neither waits for the slot nor reads it (with all 16
+                // polling one mbarrier after the barrier, a one-row warp's wait took ~285
+                // cycles; 2026-11-28j calls 3-4): it keeps the slot's phase parity in step, and
+                // rows never come back to it within a tile. The barrier's warps with rows
+                // waited for every stage that the next ones refill.
+                parity ^= 1u << slot_of(l);
+                continue;
+            }
             wait(l);
             const unsigned int* slot = slots + slot_of(l) * slot_words;
             const BdLayer next = l + 1u < end ? bd_layer_from(slot) : layer;
-            if (live != 0u) {
-                bd_warps_layer(layer, l, reinterpret_cast<const float*>(slot + BD_WARPS_HEADER), rows, stride, first_row,
-                               live,
-                               tile.ids, bias, biases, bias_stride, upper, suffix_start, state);
-            }
+            bd_warps_layer_groups((layer.out_width + 31u) / 32u, (unsigned int)__popc(live), layer, l,
+                                  reinterpret_cast<const float*>(slot + BD_WARPS_HEADER), rows, stride, first_row,
+                                  live, tile.ids, bias, biases, bias_stride, upper, suffix_start, state);
             layer = next;
         }
         // The lanes' last outputs are in place before other lanes copy them out (float4s).
