@@ -15,8 +15,8 @@
 // Layer 1 reads the sparse input rows (CSR): the tile's column indices are first staged in
 // the second tile buffer (free during layer 1) with many loads in flight, then each x·W[k, c]
 // is scattered with shared-memory atomics (any order). Later layers are pulled: lane c % 32
-// of a warp computes output c for up to BD_ROWS rows of the tile from a dense (row-major,
-// padded) or sliced-ELL layer (groups of 32 columns, slot-major (input, weight) pairs, or, for
+// of a warp computes output c for up to BD_ROWS rows of the tile from a dense (in quads of
+// inputs, padded) or sliced-ELL layer (groups of 32 columns, slot-major (input, weight) pairs, or, for
 // a layer whose weights are all small multiples m·b of one value b, 16- or 32-bit entries of
 // the input index and m, b in the layer's first unit, padding m = 0: the same pairs decoded), one
 // fused multiply-add per slot from 0 in the layout's order, then the bias and the clip.
@@ -691,12 +691,13 @@ __device__ __forceinline__ void bd_for_items(const BdLayer& layer, unsigned int 
 }
 
 // Adds a dense layer's products to the sums of R rows (at[r]: row r's offset in cur), four
-// inputs a step, w the weights of this lane's output column (layer.dense_stride apart). With
-// PREDICATED, only rows r < rows are summed (the predicated items); without, all R are (the
-// exact items, R known at compile time). Unrolled by 4: 16 weight loads in flight, so a
-// 64-input layer waits on 4 L2 round trips instead of 8 (the official 1024's tail launches,
-// tiles of 1-3 rows: launches 3 and 4 0.051 -> 0.037 and 0.033 -> 0.026 ms, one H100,
-// 2026-11-27j call 1; the set's shared instance 66 -> 78 registers, still three blocks an SM).
+// inputs a step, w this lane's output column's first quad (layout::dense_index: a step's four
+// weights side by side, steps 4 · layer.dense_stride floats apart). With PREDICATED, only rows
+// r < rows are summed (the predicated items); without, all R are (the exact items, R known at
+// compile time). Unrolled by 4: 16 weights in flight, so a 64-input layer waits on 4 L2 round
+// trips instead of 8 (the official 1024's tail launches, tiles of 1-3 rows: launches 3 and 4
+// 0.051 -> 0.037 and 0.033 -> 0.026 ms, one H100, 2026-11-27j call 1; the set's shared
+// instance 66 -> 78 registers, still three blocks an SM).
 template <unsigned int R, bool PREDICATED>
 __device__ __forceinline__ void bd_dense_sums(float (&acc)[R], const unsigned int (&at)[R], unsigned int rows,
                                               const float* cur, const float* __restrict__ w, const BdLayer& layer) {
@@ -704,10 +705,11 @@ __device__ __forceinline__ void bd_dense_sums(float (&acc)[R], const unsigned in
     const unsigned int inputs = (layer.in_width + 3u) & ~3u;
 #pragma unroll 4
     for (unsigned int k = 0; k < inputs; k += 4) {
-        const float w0 = __ldg(w + k * ws);
-        const float w1 = __ldg(w + (k + 1) * ws);
-        const float w2 = __ldg(w + (k + 2) * ws);
-        const float w3 = __ldg(w + (k + 3) * ws);
+        const float* q = w + k * ws;
+        const float w0 = __ldg(q);
+        const float w1 = __ldg(q + 1);
+        const float w2 = __ldg(q + 2);
+        const float w3 = __ldg(q + 3);
 #pragma unroll
         for (unsigned int r = 0; r < R; ++r) {
             if (!PREDICATED || r < rows) {
@@ -836,7 +838,7 @@ __device__ __forceinline__ void bd_layer(const BdLayer& layer, unsigned int l, c
             acc[r] = 0.0f;
         }
         if (BD_RUNS(BD_FORMAT_DENSE) && layer.format == BD_FORMAT_DENSE) {
-            bd_dense_sums<BD_ROWS, true>(acc, at, rows, cur, dense + layer.offset + c, layer);
+            bd_dense_sums<BD_ROWS, true>(acc, at, rows, cur, dense + layer.offset + 4u * c, layer);
         } else {
             // The item's first `rows` of BD_ROWS rows (at[r]: row r's offset in cur); these
             // items run the global tiles (BD_RUNS says what their registers cost), the exact
@@ -895,7 +897,7 @@ __device__ __forceinline__ void bd_item(const BdLayer& layer, unsigned int l, un
         for (unsigned int r = 0; r < R; ++r) {
             at[r] = tile.live[first_row + r] * stride;
         }
-        bd_dense_sums<R, false>(acc, at, R, cur, dense + layer.offset + c, layer);
+        bd_dense_sums<R, false>(acc, at, R, cur, dense + layer.offset + 4u * c, layer);
     } else {
         const unsigned int s0 = group_starts[layer.group_table + g];
         const unsigned int s1 = group_starts[layer.group_table + g + 1];
@@ -1991,15 +1993,17 @@ __device__ __forceinline__ void bd_warps_wait(unsigned int bar, unsigned int par
 
 // The sums of G groups of 32 outputs (lane: outputs lane + 32 g) for the R rows at
 // row_at[r] (floats into rows), inputs from 0 in steps of four, one fused multiply-add each:
-// bd_dense_sums' order. The weights' row stride is 32 G, known at compile time: every load of
-// a step is at a constant offset from two stepping pointers (with the stride a run-time
-// value, 2-3 address instructions a load doubled a layer's instructions: ~2100 cycles for one
-// row of 64 x 64, 2026-11-28c call 4).
+// bd_dense_sums' order. The weights lie in quads of inputs (layout::dense_index) with a row
+// stride of 32 G, known at compile time: a step's four weights of a group are one 16-byte
+// load at a constant offset from one stepping pointer (with the stride a run-time value, 2-3
+// address instructions a load doubled a layer's instructions: ~2100 cycles for one row of
+// 64 x 64, 2026-11-28c call 4; with the weights row-major, a lane's four of a step were four
+// loads, ~25 % of a one-row layer's sums, 2026-11-28j call 8).
 template <unsigned int G, unsigned int R>
 __device__ __forceinline__ void bd_warps_sums(unsigned int inputs, const float* w, const float* rows,
                                               const unsigned int (&row_at)[R], float (&acc)[R][G]) {
     constexpr unsigned int ws = 32u * G;
-    const float* wk = w + threadIdx.x % SPDNN_WARP_SIZE;
+    const float* wk = w + 4u * (threadIdx.x % SPDNN_WARP_SIZE);
     const float* y[R];
 #pragma unroll
     for (unsigned int r = 0; r < R; ++r) {
@@ -2007,13 +2011,10 @@ __device__ __forceinline__ void bd_warps_sums(unsigned int inputs, const float* 
     }
 #pragma unroll 4
     for (unsigned int k = 0; k < inputs; k += 4) {
-        float wv[4][G];
+        float4 q[G];
 #pragma unroll
-        for (unsigned int i = 0; i < 4; ++i) {
-#pragma unroll
-            for (unsigned int g = 0; g < G; ++g) {
-                wv[i][g] = wk[i * ws + g * 32u];
-            }
+        for (unsigned int g = 0; g < G; ++g) {
+            q[g] = *reinterpret_cast<const float4*>(wk + g * 128u);
         }
         wk += 4u * ws;
 #pragma unroll
@@ -2022,10 +2023,10 @@ __device__ __forceinline__ void bd_warps_sums(unsigned int inputs, const float* 
             y[r] += 4;
 #pragma unroll
             for (unsigned int g = 0; g < G; ++g) {
-                acc[r][g] = fmaf(v.x, wv[0][g], acc[r][g]);
-                acc[r][g] = fmaf(v.y, wv[1][g], acc[r][g]);
-                acc[r][g] = fmaf(v.z, wv[2][g], acc[r][g]);
-                acc[r][g] = fmaf(v.w, wv[3][g], acc[r][g]);
+                acc[r][g] = fmaf(v.x, q[g].x, acc[r][g]);
+                acc[r][g] = fmaf(v.y, q[g].y, acc[r][g]);
+                acc[r][g] = fmaf(v.z, q[g].z, acc[r][g]);
+                acc[r][g] = fmaf(v.w, q[g].w, acc[r][g]);
             }
         }
     }

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use rayon::prelude::*;
 use spdnn_formats::{Csr, SparseMatrix};
 
-use crate::layout::{Format, Layout, VECTOR, WARP, round_up};
+use crate::layout::{Format, Layout, VECTOR, WARP, dense_index, round_up};
 use crate::plan::{Segment, TILES_SCATTER_BATCH, device_tile};
 use crate::{STATE_BOUND, STATE_LIVE, STATE_ZERO};
 
@@ -186,7 +186,7 @@ impl Ctx<'_> {
                     for (c, o) in out.iter_mut().enumerate() {
                         let mut acc = 0.0f32;
                         for k in 0..inputs {
-                            acc = y[k].mul_add(w[k * layer.dense_stride + c], acc);
+                            acc = y[k].mul_add(w[dense_index(k, c, layer.dense_stride)], acc);
                         }
                         *o = activate(acc, bias_of(c), self.upper);
                     }

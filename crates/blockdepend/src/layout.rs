@@ -11,9 +11,10 @@
 //! L2 across the blocks. Each layer is stored in whichever of two formats costs less per
 //! row ([`choose_format`]):
 //!
-//! - [`Format::Dense`]: `W[k][c]` row-major, `⌈in/4⌉·4` rows (the tile's float4 reads of
-//!   four inputs at a time) × `⌈out/32⌉·32` columns (a warp's 32 lanes), padding zero.
-//!   Step `k` of a warp reads one 128-byte line `W[k][32g .. 32g + 32]`: coalesced.
+//! - [`Format::Dense`]: `⌈in/4⌉·4` rows (the sums take four inputs a step) × `⌈out/32⌉·32`
+//!   columns (a warp's 32 lanes), padding zero, in quads of inputs ([`dense_index`]): the
+//!   four weights `W[k .. k + 4][c]` of a step lie side by side, so lane `c` of a warp reads
+//!   them in one 16-byte load and the warp's step reads 512 contiguous bytes.
 //! - [`Format::Ell`]: columns in groups of 32, each group sliced ELL: slot `s` of the
 //!   group holds one stored entry of each of its 32 columns as an `(input, weight)` pair,
 //!   `slots` = the group's longest column, shorter columns padded with weight 0. Slot `s`
@@ -584,9 +585,16 @@ fn build_dense(layer: &Csr) -> Vec<f32> {
     let stride = round_up(layer.ncols(), WARP);
     let mut dense = vec![0.0f32; round_up(layer.nrows(), VECTOR) * stride];
     for (k, c, v) in layer.triplets() {
-        dense[k as usize * stride + c as usize] = v;
+        dense[dense_index(k as usize, c as usize, stride)] = v;
     }
     dense
+}
+
+/// Where a dense layer of `stride` columns stores `W[k][c]`: in quads of inputs, the
+/// four weights of column `c` for inputs `4q .. 4q + 4` side by side at `4q · stride + 4c`
+/// (the kernels read a column's four weights of a step in one 16-byte load).
+pub fn dense_index(k: usize, c: usize, stride: usize) -> usize {
+    (k / VECTOR) * VECTOR * stride + c * VECTOR + k % VECTOR
 }
 
 /// A layer's sliced-ELL form from its columns: the group starts, the entries in
@@ -1172,7 +1180,7 @@ impl Layout {
         self.layers.iter().filter(|l| l.format.is_scaled()).count()
     }
 
-    /// The dense weights of layer `l` (a dense layer), row-major with its stride.
+    /// The dense weights of layer `l` (a dense layer), in quads of inputs ([`dense_index`]).
     pub fn dense_of(&self, l: usize) -> &[f32] {
         let layer = &self.layers[l];
         let len = round_up(layer.in_width, VECTOR) * layer.dense_stride;
@@ -1334,7 +1342,9 @@ mod tests {
         assert_eq!((l.format, l.dense_stride), (Format::Dense, 64));
         let d = dense.dense_of(1);
         assert_eq!(d.len(), 4 * 64);
-        assert_eq!((d[0], d[64], d[64 + 5], d[32]), (1.0, 3.0, 4.0, -2.0));
+        let at = |k, c| d[dense_index(k, c, 64)];
+        assert_eq!((at(0, 0), at(1, 0), at(1, 5), at(0, 32)), (1.0, 3.0, 4.0, -2.0));
+        assert_eq!((d[0], d[1], d[4 * 5 + 1], d[4 * 32]), (1.0, 3.0, 4.0, -2.0));
         assert_eq!(d.iter().filter(|v| **v != 0.0).count(), 4);
         let desc = dense.descriptors();
         assert_eq!(desc.len(), 2 * DESC_WORDS);
@@ -1702,7 +1712,7 @@ mod tests {
                             prop_assert_eq!(d.len(), round_up(w.nrows(), 4) * round_up(w.ncols(), 32));
                             for k in 0..round_up(w.nrows(), 4) {
                                 for c in 0..ll.dense_stride {
-                                    let v = d[k * ll.dense_stride + c];
+                                    let v = d[dense_index(k, c, ll.dense_stride)];
                                     if k < w.nrows() && c < w.ncols() {
                                         seen[k * w.ncols() + c] = v;
                                     } else {
