@@ -1615,8 +1615,15 @@ __device__ __forceinline__ void bd_lanes_first_layer(
     }
     __syncwarp();
     const unsigned int total = starts[SPDNN_WARP_SIZE];
-    const unsigned int* cols = x_cols + origin;
-    const float* vals = x_vals + origin;
+    // The warp's first nonzero's address, opaque to the compiler: with it known as x_cols +
+    // origin, each load's address became origin + j in 64 bits, shifted and added to x_cols
+    // (five instructions a load, ncu 2026-11-28j call 3); from a pointer it is one wide
+    // multiply-add.
+    unsigned long long cols_at = reinterpret_cast<unsigned long long>(x_cols + origin);
+    unsigned long long vals_at = reinterpret_cast<unsigned long long>(x_vals + origin);
+    asm("" : "+l"(cols_at), "+l"(vals_at));
+    const unsigned int* cols = reinterpret_cast<const unsigned int*>(cols_at);
+    const float* vals = reinterpret_cast<const float*>(vals_at);
     if (w1_bits != 0u) {
         if (w1_ell == 2u && x_binary) {
             bd_lanes_scatter_scaled<2, true>(buffer, starts, total, cols, vals, w1_entries, w1_bits, w1_base);
@@ -1700,24 +1707,25 @@ __device__ __forceinline__ void bd_lanes_layer(const BdLayer& layer, unsigned in
 
 // Layer l, circulant (table: [slots, aligned], then [d_s, w_s bits] a slot; S slots), over
 // the warp's 32 rows (warp_rows: its buffer) with the roles of bd_lanes_layer turned: lane j
-// computes outputs 32 g + j of every row, whose slot-s input (32 g + j + d_s) mod in is the
-// same column for all 32 rows, so each multiply-add is one shared load at a constant offset
-// and one fused multiply-add, where bd_lanes_layer spends two shuffles more. A row's outputs
-// read that row only, so the rows go BD_LANES_CHUNK at a time, each chunk's outputs written
-// over its inputs once the warp has read them. The same fused multiply-adds in the same slot
-// order from 0: bit for bit bd_lanes_layer's outputs. Padding columns get 0.
-template <unsigned int S>
+// computes outputs 32 g + j (G groups) of every row, whose slot-s input (32 g + j + d_s) mod
+// in is the same column for all 32 rows, so each multiply-add is one shared load at a
+// constant offset and one fused multiply-add, where bd_lanes_layer spends two shuffles more.
+// A row's outputs read that row only, so the rows go BD_LANES_CHUNK at a time, each chunk's
+// outputs written over its inputs once the warp has read them (all 32 rows' sums at once
+// spilled at 128 registers). The same fused multiply-adds in the same slot order from 0: bit
+// for bit bd_lanes_layer's outputs. Padding columns (only the last group has any) get 0. G
+// is known at compile time: with the groups a run-time bound, every chunk issued the absent
+// group's loads predicated off and zeroed its sums again (ncu, 2026-11-28j call 3).
+template <unsigned int S, unsigned int G>
 __device__ __forceinline__ void bd_lanes_circulant(const BdLayer& layer, unsigned int l,
                                                    const uint2* __restrict__ table, float* warp_rows, float bias,
                                                    const float* __restrict__ biases, unsigned int bias_stride,
                                                    float upper) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
-    const unsigned int groups = (layer.out_width + 31u) / 32u;
     // Per group: this lane's output column, its inputs' columns at each slot, its bias.
-    const float* inputs[BD_LANES_GROUPS][S];
-    float* outputs[BD_LANES_GROUPS];
-    float b[BD_LANES_GROUPS];
-    bool real[BD_LANES_GROUPS];
+    const float* inputs[G][S];
+    float* outputs[G];
+    float b[G];
     unsigned int offset[S];
     float w[S];
 #pragma unroll
@@ -1726,47 +1734,58 @@ __device__ __forceinline__ void bd_lanes_circulant(const BdLayer& layer, unsigne
         offset[s] = entry.x;
         w[s] = __uint_as_float(entry.y);
     }
+    const bool last_real = (G - 1u) * 32u + lane < layer.out_width;
 #pragma unroll
-    for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
+    for (unsigned int g = 0; g < G; ++g) {
         const unsigned int c = g * 32u + lane;
 #pragma unroll
         for (unsigned int s = 0; s < S; ++s) {
             inputs[g][s] = warp_rows + BD_LANE_PITCH * ((c + offset[s]) % layer.in_width);
         }
         outputs[g] = warp_rows + BD_LANE_PITCH * c;
-        real[g] = c < layer.out_width;
-        b[g] = bias_stride != 0u && real[g] ? __ldg(biases + (unsigned long long)l * bias_stride + c) : bias;
+        const bool real = g + 1u < G || last_real;
+        b[g] = bias_stride != 0u && real ? __ldg(biases + (unsigned long long)l * bias_stride + c) : bias;
     }
 #pragma unroll 1
     for (unsigned int r0 = 0; r0 < SPDNN_WARP_SIZE; r0 += BD_LANES_CHUNK) {
-        float acc[BD_LANES_GROUPS][BD_LANES_CHUNK];
+        float acc[G][BD_LANES_CHUNK];
 #pragma unroll
-        for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
+        for (unsigned int g = 0; g < G; ++g) {
 #pragma unroll
             for (unsigned int r = 0; r < BD_LANES_CHUNK; ++r) {
                 acc[g][r] = 0.0f;
-                if (g < groups) {
 #pragma unroll
-                    for (unsigned int s = 0; s < S; ++s) {
-                        acc[g][r] = fmaf(inputs[g][s][r0 + r], w[s], acc[g][r]);
-                    }
+                for (unsigned int s = 0; s < S; ++s) {
+                    acc[g][r] = fmaf(inputs[g][s][r0 + r], w[s], acc[g][r]);
                 }
             }
         }
         // Every lane has read the chunk's inputs: its outputs may overwrite them.
         __syncwarp();
 #pragma unroll
-        for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
-            if (g < groups) {
+        for (unsigned int g = 0; g < G; ++g) {
 #pragma unroll
-                for (unsigned int r = 0; r < BD_LANES_CHUNK; ++r) {
-                    outputs[g][r0 + r] = real[g] ? spdnn_clamp_activation(acc[g][r] + b[g], upper) : 0.0f;
-                }
+            for (unsigned int r = 0; r < BD_LANES_CHUNK; ++r) {
+                const float v = spdnn_clamp_activation(acc[g][r] + b[g], upper);
+                outputs[g][r0 + r] = g + 1u < G || last_real ? v : 0.0f;
             }
         }
     }
     // The next layer reads the rows every lane wrote.
     __syncwarp();
+}
+
+// bd_lanes_circulant<S, G> for `groups` (1 .. G) known only at run time.
+template <unsigned int S, unsigned int G = BD_LANES_GROUPS>
+__device__ __forceinline__ void bd_lanes_circulant_groups(unsigned int groups, const BdLayer& layer, unsigned int l,
+                                                          const uint2* __restrict__ table, float* warp_rows,
+                                                          float bias, const float* __restrict__ biases,
+                                                          unsigned int bias_stride, float upper) {
+    if (groups == G) {
+        bd_lanes_circulant<S, G>(layer, l, table, warp_rows, bias, biases, bias_stride, upper);
+    } else if constexpr (G > 1) {
+        bd_lanes_circulant_groups<S, G - 1>(groups, layer, l, table, warp_rows, bias, biases, bias_stride, upper);
+    }
 }
 
 // bd_lanes_circulant for `slots` (1 .. S) known only at run time: one instance per count.
@@ -1776,7 +1795,8 @@ __device__ __forceinline__ void bd_lanes_circulant_slots(unsigned int slots, con
                                                          float bias, const float* __restrict__ biases,
                                                          unsigned int bias_stride, float upper) {
     if (slots == S) {
-        bd_lanes_circulant<S>(layer, l, table, warp_rows, bias, biases, bias_stride, upper);
+        bd_lanes_circulant_groups<S>((layer.out_width + 31u) / 32u, layer, l, table, warp_rows, bias, biases,
+                                     bias_stride, upper);
     } else if constexpr (S > 1) {
         bd_lanes_circulant_slots<S - 1>(slots, layer, l, table, warp_rows, bias, biases, bias_stride, upper);
     }

@@ -107,7 +107,8 @@ pub const WARPS_ROWS: usize = 4;
 /// from shared memory for its rows together: 17 rows a row a warp take ~2200 shared-memory
 /// wavefronts a layer at 64 × 64, 4 a warp ~900. Counted as a layer's limit, measured not to
 /// be (the official 1024's warps launch the same, one H100, 2026-11-28c call 3); kept for
-/// the fewer loads.
+/// the fewer loads. 16 (two rows a warp in the official 1024's ~31-row tiles instead of
+/// four) took that launch from 27.5 to 30.5 µs (ncu, one H200, 2026-11-29a call 4).
 pub const WARPS_SPREAD: usize = 4;
 /// Widest row (padded to 32) a warps segment carries (`BD_WARPS_GROUPS` groups of 32: a
 /// lane's outputs of a row, summed in registers).
