@@ -1343,7 +1343,10 @@ mod tests {
         let d = dense.dense_of(1);
         assert_eq!(d.len(), 4 * 64);
         let at = |k, c| d[dense_index(k, c, 64)];
-        assert_eq!((at(0, 0), at(1, 0), at(1, 5), at(0, 32)), (1.0, 3.0, 4.0, -2.0));
+        assert_eq!(
+            (at(0, 0), at(1, 0), at(1, 5), at(0, 32)),
+            (1.0, 3.0, 4.0, -2.0)
+        );
         assert_eq!((d[0], d[1], d[4 * 5 + 1], d[4 * 32]), (1.0, 3.0, 4.0, -2.0));
         assert_eq!(d.iter().filter(|v| **v != 0.0).count(), 4);
         let desc = dense.descriptors();
