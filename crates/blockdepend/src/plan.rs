@@ -92,6 +92,9 @@ pub const LANES_MAX_STRIDE: usize = 64;
 /// a lane one output column of the warp's 32 rows): a row's outputs read only that row, so a
 /// chunk's outputs go over its inputs before the next chunk. All 32 rows at once spilled 72–80
 /// bytes at the 128 registers of `bd_chain_lanes` (NVRTC 13.0, sm_90); 8 rows spill none.
+/// Since the layer is compiled for its groups (2026-11-29a) 16 and 32 spill none either, but
+/// the official 1024's lanes launch took the same time with them (35.7–38.1 µs for 8, 36.0–38.0
+/// for 16, 36.5–37.2 for 32; ncu, one H200, 2026-11-29a call 8).
 pub const LANES_CIRCULANT_CHUNK: usize = 8;
 /// Threads of a warps block (`BD_WARPS_THREADS`): 16 warps, one block an SM, so that each
 /// layer's weights are staged once an SM (more blocks an SM would read them once a block).
