@@ -138,7 +138,8 @@
 #endif
 
 // One layer's descriptor (BD_DESC_WORDS words: format, in, out, dense stride (layer 1: its
-// entries per input neuron, 0 for CSR), offset low, offset high (ELL: in 8-byte units of ell),
+// entries per input neuron, 0 for CSR), offset low, offset high (ELL: in 8-byte units of ell;
+// layer 1: its fold's table in ell, 0 for none: bd_lanes_fold),
 // ELL group table (layer 1: the index bits of its scaled entries, 0 for pairs), and a last
 // word: layer 1's scaled entries' base value bits (read from desc directly), a later layer's
 // circulant table (its first unit in ell, 0 for none; bd_layer_circulant).
@@ -1502,13 +1503,16 @@ __device__ __forceinline__ void bd_chain(
 // Layer 1's scatter of the warp's nonzeros 0..total-1 (columns cols, values vals) for scaled
 // entries, V (2 or 4) a nonzero, into the warp's buffer at window address buffer: binary
 // inputs add whole multiples as integers (bd_lanes_first_layer converts them, through
-// bd_first_output as the tiles do), others x · float(m) · w1_base as floats.
-template <unsigned int V, bool BINARY>
+// bd_first_output as the tiles do), others x · float(m) · w1_base as floats. FOLD (binary
+// only): each nonzero adds 1 to its row's bin k mod (fold_mask + 1) instead, with no entry
+// loaded (bd_lanes_fold makes the outputs of the bins).
+template <unsigned int V, bool BINARY, bool FOLD = false>
 __device__ __forceinline__ void bd_lanes_scatter_scaled(unsigned int buffer, const unsigned int* starts,
                                                         unsigned int total, const unsigned int* __restrict__ cols,
                                                         const float* __restrict__ vals,
                                                         const uint2* __restrict__ w1_entries, unsigned int w1_bits,
-                                                        float w1_base) {
+                                                        float w1_base, unsigned int fold_mask = 0u) {
+    static_assert(!FOLD || BINARY, "layer 1 folds binary inputs only");
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int index_mask = (1u << w1_bits) - 1u;
     constexpr unsigned int step = BD_LANES_BATCH * SPDNN_WARP_SIZE;
@@ -1544,6 +1548,15 @@ __device__ __forceinline__ void bd_lanes_scatter_scaled(unsigned int buffer, con
 #pragma unroll
         for (unsigned int u = 0; u < BD_LANES_BATCH; ++u) {
             at[u] = buffer + 4u * bd_walk_to(starts, walk, min(j0 + u * SPDNN_WARP_SIZE, total - 1u));
+        }
+        if constexpr (FOLD) {
+            // A spare nonzero adds 0 to a word of the lane's own, as spare entries do.
+#pragma unroll
+            for (unsigned int u = 0; u < BD_LANES_BATCH; ++u) {
+                const bool real = j0 + u * SPDNN_WARP_SIZE < total;
+                bd_red_shared_add(at[u] + 4u * BD_LANE_PITCH * (real ? k[u] & fold_mask : spare), real ? 1u : 0u);
+            }
+            continue;
         }
         unsigned int e[BD_LANES_BATCH][V];
 #pragma unroll
@@ -1593,16 +1606,85 @@ __device__ __forceinline__ void bd_lanes_scatter_pairs(unsigned int buffer, cons
     }
 }
 
+// Layer 1's outputs from a folded scatter (layout::FirstScaled::fold; S slots): column j of
+// each row of the warp's buffer (warp_rows) holds bins[j], the count of the row's nonzeros at
+// inputs k = j mod width (width a power of two, at most the buffer's 32-multiple columns);
+// output c is m_0 · bins[(c + e_0) mod width] + ... (table: [S, width], then [e_s, m_s]), the
+// same integer as the entries' sum, made a float and biased by bd_first_output as the
+// scatter's sums are. Lane j computes outputs j + 32 g of every row, 8 rows at a time, each
+// chunk's outputs written over its bins once the warp has read them (as bd_lanes_circulant);
+// padding columns get 0.
+template <unsigned int S>
+__device__ __forceinline__ void bd_lanes_fold(const uint2* __restrict__ table, float* warp_rows, unsigned int width,
+                                              float w1_base, float bias, const float* __restrict__ biases,
+                                              float upper) {
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int groups = bd_round32(width) / SPDNN_WARP_SIZE;
+    const float* inputs[BD_LANES_GROUPS][S];
+    float b[BD_LANES_GROUPS];
+    float m[S];
+#pragma unroll
+    for (unsigned int s = 0; s < S; ++s) {
+        const uint2 slot = __ldg(table + 1u + s);
+        m[s] = (float)slot.y;
+#pragma unroll
+        for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
+            inputs[g][s] = warp_rows + BD_LANE_PITCH * ((g * SPDNN_WARP_SIZE + lane + slot.x) & (width - 1u));
+        }
+    }
+#pragma unroll
+    for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
+        const unsigned int c = g * SPDNN_WARP_SIZE + lane;
+        b[g] = biases != nullptr && c < width ? __ldg(biases + c) : bias;
+    }
+#pragma unroll 1
+    for (unsigned int r0 = 0; r0 < SPDNN_WARP_SIZE; r0 += BD_LANES_CHUNK) {
+        float acc[BD_LANES_GROUPS][BD_LANES_CHUNK];
+#pragma unroll
+        for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
+#pragma unroll
+            for (unsigned int r = 0; r < BD_LANES_CHUNK; ++r) {
+                acc[g][r] = 0.0f;
+                if (g < groups) {
+                    // Whole numbers below 2^24 (FirstScaled's proof): exact in any order.
+#pragma unroll
+                    for (unsigned int s = 0; s < S; ++s) {
+                        acc[g][r] = fmaf((float)__float_as_uint(inputs[g][s][r0 + r]), m[s], acc[g][r]);
+                    }
+                }
+            }
+        }
+        // Every lane has read the chunk's bins: its outputs may overwrite them.
+        __syncwarp();
+#pragma unroll
+        for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
+            const unsigned int c = g * SPDNN_WARP_SIZE + lane;
+            if (g < groups) {
+#pragma unroll
+                for (unsigned int r = 0; r < BD_LANES_CHUNK; ++r) {
+                    const float v = bd_first_output(__int_as_float((int)acc[g][r]), true, w1_base, b[g], upper);
+                    warp_rows[BD_LANE_PITCH * c + r0 + r] = c < width ? v : 0.0f;
+                }
+            }
+        }
+    }
+    // The next layer reads the rows every lane wrote.
+    __syncwarp();
+}
+
 // Layer 1 for the warp's rows base .. base+n-1 (row r on lane r) into its buffer (window
-// address buffer; starts: the warp's 33 words for its rows' starts): zeroed, every input
-// nonzero's entries added into its row's column, then each lane's row converted (integer
-// sums of a scaled layer on binary input), biased and clipped.
+// address buffer, warp_rows; starts: the warp's 33 words for its rows' starts): zeroed, every
+// input nonzero's entries added into its row's column, then each lane's row converted
+// (integer sums of a scaled layer on binary input), biased and clipped. A folded layer 1
+// (fold: its table in ell, else null) on binary input adds each nonzero into its bin and
+// makes the outputs of the bins (bd_lanes_fold).
 __device__ __forceinline__ void bd_lanes_first_layer(
-    unsigned int buffer, unsigned int* starts, unsigned int base, unsigned int n,
+    unsigned int buffer, float* warp_rows, unsigned int* starts, unsigned int base, unsigned int n,
     const unsigned int* __restrict__ x_offsets, const unsigned int* __restrict__ x_cols,
     const float* __restrict__ x_vals, unsigned int x_binary, const unsigned int* __restrict__ w1_offsets,
     const uint2* __restrict__ w1_entries, unsigned int w1_ell, unsigned int w1_bits, float w1_base,
-    unsigned int width, float bias, const float* __restrict__ biases, float upper) {
+    const uint2* __restrict__ fold, unsigned int width, float bias, const float* __restrict__ biases,
+    float upper) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int padded = bd_round32(width);
     for (unsigned int i = lane; i < padded * BD_LANE_PITCH / 4u; i += SPDNN_WARP_SIZE) {
@@ -1624,6 +1706,26 @@ __device__ __forceinline__ void bd_lanes_first_layer(
     asm("" : "+l"(cols_at), "+l"(vals_at));
     const unsigned int* cols = reinterpret_cast<const unsigned int*>(cols_at);
     const float* vals = reinterpret_cast<const float*>(vals_at);
+    if (fold != nullptr && w1_bits != 0u && x_binary) {
+        const uint2 head = __ldg(fold);
+        bd_lanes_scatter_scaled<2, true, true>(buffer, starts, total, cols, vals, w1_entries, w1_bits, w1_base,
+                                               head.y - 1u);
+        __syncwarp();
+        switch (head.x) {
+            case 1u:
+                bd_lanes_fold<1>(fold, warp_rows, width, w1_base, bias, biases, upper);
+                return;
+            case 2u:
+                bd_lanes_fold<2>(fold, warp_rows, width, w1_base, bias, biases, upper);
+                return;
+            case 3u:
+                bd_lanes_fold<3>(fold, warp_rows, width, w1_base, bias, biases, upper);
+                return;
+            default:
+                bd_lanes_fold<4>(fold, warp_rows, width, w1_base, bias, biases, upper);
+                return;
+        }
+    }
     if (w1_bits != 0u) {
         if (w1_ell == 2u && x_binary) {
             bd_lanes_scatter_scaled<2, true>(buffer, starts, total, cols, vals, w1_entries, w1_bits, w1_base);
@@ -1843,10 +1945,11 @@ __device__ __forceinline__ void bd_chain_lanes_loop(unsigned int (*lane_starts)[
         unsigned int done = first;
         if (first == 0) {
             id = base + lane;
-            bd_lanes_first_layer(buffer, lane_starts[warp], base, n, x_offsets, x_cols, x_vals, x_binary,
-                                 w1_offsets, w1_entries, first_layer.dense_stride, first_layer.group_table,
-                                 __uint_as_float(desc[BD_DESC_WORDS - 1]), first_layer.out_width, bias,
-                                 bias_stride != 0u ? biases : nullptr, upper);
+            bd_lanes_first_layer(buffer, warp_rows, lane_starts[warp], base, n, x_offsets, x_cols, x_vals,
+                                 x_binary, w1_offsets, w1_entries, first_layer.dense_stride,
+                                 first_layer.group_table, __uint_as_float(desc[BD_DESC_WORDS - 1]),
+                                 first_layer.offset != 0u ? ell + first_layer.offset : nullptr,
+                                 first_layer.out_width, bias, bias_stride != 0u ? biases : nullptr, upper);
             done = 1;
         } else if (live) {
             id = carry_in_ids[base + lane];

@@ -926,10 +926,15 @@ impl<'g> BdRun<'g> {
                     "{dense} dense, {ell} ell ({} scaled: multiples of one value), layer 1 \
                      scattered{}",
                     layout.scaled_count(),
-                    if layout.first.scaled.is_some() {
-                        " from scaled entries (integer sums on binary input)"
-                    } else {
-                        ""
+                    match layout.first.scaled.as_ref().map(|s| s.fold.as_ref()) {
+                        Some(Some(fold)) => format!(
+                            " from scaled entries (integer sums on binary input; folded into {} \
+                             bins, {} slots, on binary input a row a lane)",
+                            layout.first.width,
+                            fold.len()
+                        ),
+                        Some(None) => " from scaled entries (integer sums on binary input)".into(),
+                        None => String::new(),
                     }
                 ),
             ),

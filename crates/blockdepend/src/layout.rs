@@ -278,6 +278,9 @@ pub struct FirstLayer {
     /// The scaled form the kernel reads instead of the pairs, when there is one
     /// ([`FirstScaled::of`]).
     pub scaled: Option<FirstScaled>,
+    /// The first 8-byte unit in [`Layout::ell`] of the fold's table when layer 1 is folded
+    /// ([`FirstScaled::fold`]: `[slots, width]`, then `[e_s, m_s]` a slot); 0: not.
+    pub fold_table: usize,
 }
 
 /// Layer 1's ELL form as whole multiples of one base value, for a layer of at most
@@ -298,6 +301,10 @@ pub struct FirstScaled {
     pub base_bits: u32,
     /// The entries, two to an 8-byte unit (`per_neuron / 2` units per input neuron).
     pub units: Vec<[u32; 2]>,
+    /// Layer 1 as a fold into `width` bins and a circulant of them, when its rows repeat
+    /// with that period: `[e_s, m_s]` a slot, output `c` summing `m_s · bins[(c + e_s) mod
+    /// width]` (`FirstScaled::of` proves it); `None` otherwise.
+    pub fold: Option<Vec<[u32; 2]>>,
 }
 
 /// Most entries per input neuron for which layer 1 may be scaled ([`FirstScaled`]).
@@ -357,7 +364,58 @@ impl FirstScaled {
             index_bits,
             base_bits,
             units: packed.chunks_exact(2).map(|e| [e[0], e[1]]).collect(),
+            fold: Self::fold_of(entries, ell_width, &common, width),
         })
+    }
+
+    /// Layer 1 as a fold and a circulant, when its rows repeat with the period of its
+    /// `width` outputs: input `k` feeds outputs `(k + d) mod width` with multiple `m` for the
+    /// same `(d, m)` list at every `k`, `width` a power of two. Then a binary row's output `c`
+    /// is `Σ_s m_s · bins[(c + e_s) mod width]`, `e_s = -d_s mod width`, where `bins[j]`
+    /// counts the row's nonzeros at inputs `k ≡ j`: one add a nonzero into its bin, where the
+    /// entries take one load and one add an entry (the official 1024's layer 1: `k` feeds `k`
+    /// and `k - 1` mod 64). The same integer sum in another order, so the same float bit for
+    /// bit ([`FirstScaled`]'s proof holds for it). Returns `[e_s, m_s]` a slot, or `None`.
+    fn fold_of(
+        entries: &[[u32; 2]],
+        ell_width: usize,
+        common: &CommonBase,
+        width: usize,
+    ) -> Option<Vec<[u32; 2]>> {
+        if !width.is_power_of_two() || width > u32::MAX as usize || ell_width == 0 {
+            return None;
+        }
+        let w = width as u64;
+        // Input k's real entries as sorted (offset, multiple) pairs, offset = c - k mod width.
+        let slots_of = |k: usize, row: &[[u32; 2]]| -> Option<Vec<[u32; 2]>> {
+            let mut slots = Vec::with_capacity(row.len());
+            for &[c, v] in row {
+                let m = common.multiple(v)?;
+                if m != 0 {
+                    let d = (u64::from(c) + w - (k as u64 % w)) % w;
+                    slots.push([d as u32, m]);
+                }
+            }
+            slots.sort_unstable();
+            Some(slots)
+        };
+        let mut rows = entries.chunks_exact(ell_width).enumerate();
+        let (_, first) = rows.next()?;
+        let slots = slots_of(0, first)?;
+        if slots.is_empty() {
+            return None;
+        }
+        for (k, row) in rows {
+            if slots_of(k, row)? != slots {
+                return None;
+            }
+        }
+        Some(
+            slots
+                .iter()
+                .map(|&[d, m]| [((w - u64::from(d)) % w) as u32, m])
+                .collect(),
+        )
     }
 
     /// The entries of input neuron `k` as `(output, weight)`, padding skipped: the pairs
@@ -405,6 +463,7 @@ impl FirstLayer {
             ell_width,
             entries,
             scaled,
+            fold_table: 0,
         }
     }
 
@@ -1067,6 +1126,15 @@ impl Layout {
             out.layers.push(layout);
         }
         // After every layer's entries, which keep their alignment; a table is never at 0.
+        if let Some(fold) = out.first.scaled.as_ref().and_then(|s| s.fold.as_ref())
+            && !out.ell.is_empty()
+            && out.ell.len() <= u32::MAX as usize
+        {
+            out.first.fold_table = out.ell.len();
+            out.ell.push([fold.len() as u32, out.first.width as u32]);
+            out.ell.extend_from_slice(fold);
+            out.layers[0].bytes += 8 * (fold.len() + 1);
+        }
         for (l, table) in tables {
             if out.ell.len() <= u32::MAX as usize {
                 let layer = &mut out.layers[l];
@@ -1124,11 +1192,12 @@ impl Layout {
             .iter()
             .flat_map(|l| {
                 let offset = l.offset as u64;
-                // Layer 1: its scaled entries' index bits (0: pairs) and base value; a
-                // circulant layer: its table (0: none).
-                let (table, last) = match l.format {
-                    Format::Input => (l.index_bits, l.base_bits),
-                    _ => (l.group_table as u32, l.circulant as u32),
+                // Layer 1: its fold's table (0: none) in the offset's place, its scaled
+                // entries' index bits (0: pairs) and base value; a circulant layer: its
+                // table (0: none).
+                let (offset, table, last) = match l.format {
+                    Format::Input => (self.first.fold_table as u64, l.index_bits, l.base_bits),
+                    _ => (offset, l.group_table as u32, l.circulant as u32),
                 };
                 [
                     l.format.code(),
@@ -1263,6 +1332,62 @@ mod tests {
 
     fn chain_of(layers: Vec<Csr>) -> Chain<'static> {
         Chain::from_parts(layers, None).unwrap()
+    }
+
+    #[test]
+    fn a_layer_1_whose_rows_repeat_is_folded() {
+        // Input k feeds outputs k and k - 1 mod 16 (the official 1024's form at 64), 1/16
+        // and 2/16: output c = 1 · bins[c] + 2 · bins[c + 1].
+        let periodic = |width: usize, inputs: usize, shift: u32| {
+            let t: Vec<(u32, u32, f32)> = (0..inputs as u32)
+                .flat_map(|k| {
+                    let w = width as u32;
+                    [
+                        (k, k % w, 0.0625),
+                        (k, (k + w - 1) % w, if k == shift { 0.0625 } else { 0.125 }),
+                    ]
+                })
+                .collect();
+            FirstLayer::new(&csr(inputs, width, &t), true)
+        };
+        let first = periodic(16, 40, u32::MAX);
+        let scaled = first.scaled.as_ref().unwrap();
+        assert_eq!(scaled.fold.as_deref(), Some(&[[0, 1], [1, 2]][..]));
+        // What the fold computes is what the entries add, for every input alone.
+        let fold = scaled.fold.as_ref().unwrap();
+        for k in 0..40usize {
+            let mut bins = [0u32; 16];
+            bins[k % 16] += 1;
+            for c in 0..16usize {
+                let folded: u32 = fold
+                    .iter()
+                    .map(|&[e, m]| m * bins[(c + e as usize) % 16])
+                    .sum();
+                let entries: f32 = first
+                    .row(k)
+                    .filter(|&(o, _)| o as usize == c)
+                    .map(|(_, w)| w)
+                    .sum();
+                assert_eq!(folded as f32 * 0.0625, entries, "input {k}, output {c}");
+            }
+        }
+        // One input's weight differs: its row does not repeat.
+        assert_eq!(periodic(16, 40, 7).scaled.unwrap().fold, None);
+        // Not a power of two wide.
+        assert_eq!(periodic(12, 40, u32::MAX).scaled.unwrap().fold, None);
+        // The table lies in ell after every layer's entries; layer 1's descriptor points at it.
+        let t: Vec<(u32, u32, f32)> = (0..40u32).map(|k| (k, k % 16, 0.0625)).collect();
+        let chain = chain_of(vec![
+            csr(40, 16, &t),
+            csr(16, 8, &[(0, 0, 1.0), (3, 7, 0.5)]),
+        ]);
+        let layout = Layout::build(&chain, FormatChoice::Ell).unwrap();
+        let at = layout.first.fold_table;
+        assert!(at > 0);
+        assert_eq!(&layout.ell[at..], &[[1, 16], [0, 1]]);
+        assert_eq!(layout.descriptors()[4], at as u32);
+        let pairs = Layout::build(&chain, FormatChoice::EllPairs).unwrap();
+        assert_eq!((pairs.first.fold_table, pairs.descriptors()[4]), (0, 0));
     }
 
     #[test]

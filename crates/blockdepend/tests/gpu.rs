@@ -1486,8 +1486,9 @@ fn narrow_networks_run_a_row_a_lane() {
     // where the values allow), launch 1 a row a lane by default; every launch a row a lane
     // with a cut after every layer (rows carried in and out, the last launch's values);
     // layer 1 as pairs; rows that leave a warp part full. Then a compressed challenge network
-    // (scaled layers, integer sums on binary input) and the same with input values 1/2, 1,
-    // 3/2 (float sums), against the tiles bit for bit.
+    // (scaled layers, integer sums on binary input; its layer 1 repeats with the period of its
+    // outputs, so the lanes fold it: bd_lanes_fold) and the same with input values 1/2, 1,
+    // 3/2 (float sums, the entries' scatter), against the tiles bit for bit.
     let gpu = spdnn_gputest::gpu();
     let rows = sized(1000, 70);
     for (n, seed) in [(64, 3), (48, 4)] {
@@ -1537,6 +1538,8 @@ fn narrow_networks_run_a_row_a_lane() {
     for (name, problem) in [("binary", &p), ("halves", &halves)] {
         let lanes = run_with(BlockDependOptions::default())(&gpu, problem).unwrap();
         assert!(lanes_ran(&lanes, false), "{name}: {:?}", lanes.details);
+        let formats = lanes.detail("formats").unwrap_or_default();
+        assert!(formats.contains("folded into"), "{name}: {formats}");
         compare(problem, &lanes, Tolerance::Relative(1e-4))
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let tiles =
