@@ -897,6 +897,11 @@ impl<'g> BdRun<'g> {
                 )
             })
             .collect();
+        // Whether layer 1 runs a row a lane (bd_lanes_fold folds it there).
+        let lanes_first = self
+            .launches
+            .first()
+            .is_some_and(|l| l.segment.first == 0 && l.segment.placement == Placement::Lanes);
         let regs = |k: &Kernel| k.num_regs().map_or(-1, |r| r);
         let local = |k: &Kernel| k.local_size_bytes().map_or(-1, |r| r);
         vec![
@@ -927,9 +932,15 @@ impl<'g> BdRun<'g> {
                      scattered{}",
                     layout.scaled_count(),
                     match layout.first.scaled.as_ref().map(|s| s.fold.as_ref()) {
-                        Some(Some(fold)) => format!(
+                        Some(Some(fold)) if lanes_first => format!(
                             " from scaled entries (integer sums on binary input; folded into {} \
-                             bins, {} slots, on binary input a row a lane)",
+                             bins, {} slots, on binary input)",
+                            layout.first.width,
+                            fold.len()
+                        ),
+                        Some(Some(fold)) => format!(
+                            " from scaled entries (integer sums on binary input; its rows repeat \
+                             every {} inputs, {} slots, folded only a row a lane)",
                             layout.first.width,
                             fold.len()
                         ),

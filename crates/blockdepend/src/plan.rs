@@ -179,6 +179,8 @@ pub const TILES_SCATTER_BATCH: usize = 4;
 /// 55.7-56.3 to 48.9-50.3 µs (call 7); 16 spilled 64 bytes at 128 registers and gained less
 /// (53-55 µs).
 /// Not DRAM alone: the warp's nonzeros prefetched into L2 first changed nothing (call 9).
+/// The folded scatter (no entries to hold) fits batches of 16 without spilling; they were
+/// within the spread (30.2-30.7 against 30.3-32.4 µs, 2026-11-29b call 10).
 pub const LANES_SCATTER_BATCH: usize = 8;
 
 /// Whether layers `first..end` of `layout`, rows of `stride` floats, can run a row a lane
