@@ -742,6 +742,30 @@ pub(crate) fn sizes(
     }
 }
 
+/// How layer 1 is scattered, for the `formats` detail: from scaled entries (integer sums on
+/// binary input) or pairs (empty), and whether its rows repeat and are folded (`lanes_first`:
+/// layer 1 runs a row a lane, where bd_lanes_fold folds it).
+fn first_layer_form(layout: &Layout, lanes_first: bool) -> String {
+    let Some(scaled) = &layout.first.scaled else {
+        return String::new();
+    };
+    let width = layout.first.width;
+    let fold = match &scaled.fold {
+        Some(fold) if lanes_first => {
+            format!(
+                "; folded into {width} bins, {} slots, on binary input",
+                fold.len()
+            )
+        }
+        Some(fold) => format!(
+            "; its rows repeat every {width} inputs, {} slots, folded only a row a lane",
+            fold.len()
+        ),
+        None => String::new(),
+    };
+    format!(" from scaled entries (integer sums on binary input{fold})")
+}
+
 /// The circulant layers of `layout`, counted from 1, in runs (`2-8 12`), or `None`.
 fn circulant_layers(layout: &Layout) -> Option<String> {
     let mut runs: Vec<(usize, usize)> = Vec::new();
@@ -931,22 +955,7 @@ impl<'g> BdRun<'g> {
                     "{dense} dense, {ell} ell ({} scaled: multiples of one value), layer 1 \
                      scattered{}",
                     layout.scaled_count(),
-                    match layout.first.scaled.as_ref().map(|s| s.fold.as_ref()) {
-                        Some(Some(fold)) if lanes_first => format!(
-                            " from scaled entries (integer sums on binary input; folded into {} \
-                             bins, {} slots, on binary input)",
-                            layout.first.width,
-                            fold.len()
-                        ),
-                        Some(Some(fold)) => format!(
-                            " from scaled entries (integer sums on binary input; its rows repeat \
-                             every {} inputs, {} slots, folded only a row a lane)",
-                            layout.first.width,
-                            fold.len()
-                        ),
-                        Some(None) => " from scaled entries (integer sums on binary input)".into(),
-                        None => String::new(),
-                    }
+                    first_layer_form(layout, lanes_first)
                 ),
             ),
             (
@@ -1327,6 +1336,14 @@ mod tests {
         assert!(fold_bytes > 0 && pairs.first.fold_table == 0);
         let first_saved = pairs.layers[0].bytes - scaled.layers[0].bytes;
         assert_eq!(first_saved + fold_bytes, 4 * pairs.first.entries.len());
+        // The details say so: folded where layer 1 runs a row a lane, else only that it repeats.
+        assert_eq!(
+            first_layer_form(&scaled, true),
+            " from scaled entries (integer sums on binary input; folded into 64 bins, 2 slots, \
+             on binary input)"
+        );
+        assert!(first_layer_form(&scaled, false).ends_with("folded only a row a lane)"));
+        assert_eq!(first_layer_form(&pairs, true), "");
         let saved: usize = first_saved
             + scaled.layers[1..]
                 .iter()
