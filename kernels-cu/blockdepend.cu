@@ -127,6 +127,18 @@
 #ifndef BD_WARPS_SLOTS
 #error "BD_WARPS_SLOTS must come from Rust (-D)"
 #endif
+#ifndef BD_BITMAP_ROWS
+#error "BD_BITMAP_ROWS must come from Rust (-D)"
+#endif
+#ifndef BD_INPUT_VALUES
+#error "BD_INPUT_VALUES must come from Rust (-D)"
+#endif
+#ifndef BD_INPUT_COLUMNS
+#error "BD_INPUT_COLUMNS must come from Rust (-D)"
+#endif
+#ifndef BD_INPUT_BITMAP
+#error "BD_INPUT_BITMAP must come from Rust (-D)"
+#endif
 #ifndef BD_STATE_ZERO
 #error "BD_STATE_ZERO must come from Rust (-D)"
 #endif
@@ -1355,7 +1367,7 @@ __device__ __forceinline__ void bd_chain(
     const unsigned int* __restrict__ group_starts, const unsigned int* __restrict__ w1_offsets,
     const uint2* __restrict__ w1_entries, const unsigned int* __restrict__ x_offsets,
     const unsigned int* __restrict__ x_cols, const float* __restrict__ x_vals, unsigned int x_rows,
-    unsigned int x_binary, unsigned int first, unsigned int end, const unsigned int* __restrict__ carry_in_ids,
+    unsigned int x_form, unsigned int first, unsigned int end, const unsigned int* __restrict__ carry_in_ids,
     const float* __restrict__ carry_in_vals, const unsigned int* __restrict__ carry_in_count,
     unsigned int carry_in_stride, unsigned int* __restrict__ carry_out_ids, float* __restrict__ carry_out_vals,
     unsigned int* __restrict__ carry_out_count, unsigned int carry_out_stride, unsigned int* __restrict__ queue,
@@ -1396,10 +1408,12 @@ __device__ __forceinline__ void bd_chain(
         float* next = buffer1;
         unsigned int done;
         if (first == 0) {
+            // A CSR (x_form BD_INPUT_VALUES or BD_INPUT_COLUMNS: whether every value is 1); the
+            // host loads a bitmap only for a lanes launch 1 (device::counts_bins).
             bd_first_layer<THREADS, PLACE == BD_PLACE_SHARED, PLACE != BD_PLACE_GLOBAL>(
                 cur, reinterpret_cast<unsigned int*>(next), tile_max * stride, stride, base, n, x_offsets, x_cols,
-                x_vals, x_binary, w1_offsets, w1_entries, first_layer.dense_stride, first_layer.group_table,
-                __uint_as_float(desc[BD_DESC_WORDS - 1]), first_layer.out_width, bias,
+                x_vals, x_form, w1_offsets, w1_entries, first_layer.dense_stride,
+                first_layer.group_table, __uint_as_float(desc[BD_DESC_WORDS - 1]), first_layer.out_width, bias,
                 bias_stride != 0u ? biases : nullptr, upper, tile);
             done = 1;
         } else {
@@ -1459,7 +1473,7 @@ __device__ __forceinline__ void bd_chain(
         const unsigned int *__restrict__ group_starts, const unsigned int *__restrict__ w1_offsets,                \
         const uint2 *__restrict__ w1_entries, const unsigned int *__restrict__ x_offsets,                          \
         const unsigned int *__restrict__ x_cols, const float *__restrict__ x_vals, unsigned int x_rows,            \
-        unsigned int x_binary, unsigned int first, unsigned int end,                                               \
+        unsigned int x_form, unsigned int first, unsigned int end,                                                 \
         const unsigned int *__restrict__ carry_in_ids, const float *__restrict__ carry_in_vals,                    \
         const unsigned int *__restrict__ carry_in_count, unsigned int carry_in_stride,                             \
         unsigned int *__restrict__ carry_out_ids, float *__restrict__ carry_out_vals,                              \
@@ -1470,7 +1484,7 @@ __device__ __forceinline__ void bd_chain(
         unsigned int spread_rows
 
 #define BD_CHAIN_ARGS                                                                                               \
-    desc, dense, ell, group_starts, w1_offsets, w1_entries, x_offsets, x_cols, x_vals, x_rows, x_binary, first,    \
+    desc, dense, ell, group_starts, w1_offsets, w1_entries, x_offsets, x_cols, x_vals, x_rows, x_form, first,      \
         end, carry_in_ids, carry_in_vals, carry_in_count, carry_in_stride, carry_out_ids, carry_out_vals,          \
         carry_out_count, carry_out_stride, queue, state, out, bias, biases, bias_stride, upper, suffix_start,       \
         tile_max, stride, scratch, exact_items, spread_rows
@@ -1672,21 +1686,125 @@ __device__ __forceinline__ void bd_lanes_fold(const uint2* __restrict__ table, f
     __syncwarp();
 }
 
+// bd_lanes_fold for the table's slot count (1 to 4: FirstScaled::fold's proof).
+__device__ __forceinline__ void bd_lanes_fold_slots(const uint2* __restrict__ table, float* warp_rows,
+                                                    unsigned int width, float w1_base, float bias,
+                                                    const float* __restrict__ biases, float upper) {
+    switch (__ldg(table).x) {
+        case 1u:
+            bd_lanes_fold<1>(table, warp_rows, width, w1_base, bias, biases, upper);
+            return;
+        case 2u:
+            bd_lanes_fold<2>(table, warp_rows, width, w1_base, bias, biases, upper);
+            return;
+        case 3u:
+            bd_lanes_fold<3>(table, warp_rows, width, w1_base, bias, biases, upper);
+            return;
+        default:
+            bd_lanes_fold<4>(table, warp_rows, width, w1_base, bias, biases, upper);
+            return;
+    }
+}
+
+// The 32 x 32 bits of x (lane l's word as row l) transposed across the warp, R words a lane
+// at once: afterwards bit l of lane j's word is bit j of lane l's word before. Five steps of
+// one shuffle each; at step s, lanes l and l ^ s swap the blocks of s bits whose row and
+// column halves differ (the lower lane keeps the bits at positions with s clear).
+template <unsigned int R>
+__device__ __forceinline__ void bd_transpose_bits(unsigned int (&x)[R]) {
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+#pragma unroll
+    for (unsigned int s = SPDNN_WARP_SIZE / 2u; s != 0u; s /= 2u) {
+        const unsigned int low = s == 16u  ? 0x0000FFFFu
+                                 : s == 8u ? 0x00FF00FFu
+                                 : s == 4u ? 0x0F0F0F0Fu
+                                 : s == 2u ? 0x33333333u
+                                           : 0x55555555u;
+        const bool upper = (lane & s) != 0u;
+        const unsigned int keep = upper ? ~low : low;
+#pragma unroll
+        for (unsigned int u = 0; u < R; ++u) {
+            const unsigned int other = __shfl_xor_sync(SPDNN_FULL_MASK, x[u], s);
+            x[u] = (x[u] & keep) | ((upper ? other >> s : other << s) & ~keep);
+        }
+    }
+}
+
+// A folded layer 1's bins from a bitmap input (bits: `words` words a row, input k of a row at
+// bit k % 32 of its word k / 32; width a power of two from 32 to 1024): row r of the warp's
+// rows base .. base+n-1 gets bins[j] (column j of warp_rows, as bd_lanes_fold reads them),
+// the count of its set bits at k = j mod width, as the folded scatter counts its columns.
+// 32 words of a row at a time on the warp's lanes, transposed (bd_transpose_bits): lane j
+// then holds bit j of each word, inputs 32 l + j for l = 0..31, so bin 32 m + j counts the
+// bits of words l = m mod width/32 (one mask and one popc; 1024 inputs a round are a whole
+// number of periods). Rows past n get 0.
+__device__ __forceinline__ void bd_lanes_bins_bitmap(float* warp_rows, const unsigned int* __restrict__ bits,
+                                                     unsigned int words, unsigned int base, unsigned int n,
+                                                     unsigned int width) {
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int groups = width / SPDNN_WARP_SIZE;
+    const unsigned int period = groups == SPDNN_WARP_SIZE ? 1u : 0xFFFFFFFFu / ((1u << groups) - 1u);
+    unsigned int* bins = reinterpret_cast<unsigned int*>(warp_rows) + BD_LANE_PITCH * lane;
+    const unsigned int* row0 = bits + (unsigned long long)base * words;
+    for (unsigned int q = 0; q < words; q += SPDNN_WARP_SIZE) {
+        const bool word = q + lane < words;
+        // Every row's word first: one round trip for the warp's 32 rows.
+        unsigned int x[SPDNN_WARP_SIZE];
+#pragma unroll
+        for (unsigned int r = 0; r < SPDNN_WARP_SIZE; ++r) {
+            x[r] = word && r < n ? __ldg(row0 + (unsigned long long)r * words + q + lane) : 0u;
+        }
+#pragma unroll
+        for (unsigned int r0 = 0; r0 < SPDNN_WARP_SIZE; r0 += BD_BITMAP_ROWS) {
+            unsigned int t[BD_BITMAP_ROWS];
+#pragma unroll
+            for (unsigned int u = 0; u < BD_BITMAP_ROWS; ++u) {
+                t[u] = x[r0 + u];
+            }
+            bd_transpose_bits<BD_BITMAP_ROWS>(t);
+            // Lane j's bins of row r lie BD_LANE_PITCH apart from lane j - 1's: no bank
+            // conflict.
+            for (unsigned int m = 0; m < groups; ++m) {
+#pragma unroll
+                for (unsigned int u = 0; u < BD_BITMAP_ROWS; ++u) {
+                    unsigned int* bin = bins + BD_LANE_PITCH * SPDNN_WARP_SIZE * m + r0 + u;
+                    const unsigned int count = __popc(t[u] & (period << m));
+                    *bin = q == 0u ? count : *bin + count;
+                }
+            }
+        }
+    }
+}
+
 // Layer 1 for the warp's rows base .. base+n-1 (row r on lane r) into its buffer (window
 // address buffer, warp_rows; starts: the warp's 33 words for its rows' starts): zeroed, every
 // input nonzero's entries added into its row's column, then each lane's row converted
 // (integer sums of a scaled layer on binary input), biased and clipped. A folded layer 1
-// (fold: its table in ell, else null) on binary input adds each nonzero into its bin and
-// makes the outputs of the bins (bd_lanes_fold).
+// (fold: its table in ell, else null) on binary input counts each row's bins, from its
+// columns (bd_lanes_scatter_scaled) or its bitmap (x_form BD_INPUT_BITMAP: x_cols holds it;
+// bd_lanes_bins_bitmap), and makes the outputs of the bins (bd_lanes_fold).
 __device__ __forceinline__ void bd_lanes_first_layer(
     unsigned int buffer, float* warp_rows, unsigned int* starts, unsigned int base, unsigned int n,
     const unsigned int* __restrict__ x_offsets, const unsigned int* __restrict__ x_cols,
-    const float* __restrict__ x_vals, unsigned int x_binary, const unsigned int* __restrict__ w1_offsets,
+    const float* __restrict__ x_vals, unsigned int x_form, const unsigned int* __restrict__ w1_offsets,
     const uint2* __restrict__ w1_entries, unsigned int w1_ell, unsigned int w1_bits, float w1_base,
-    const uint2* __restrict__ fold, unsigned int width, float bias, const float* __restrict__ biases,
-    float upper) {
+    const uint2* __restrict__ fold, unsigned int in_width, unsigned int width, float bias,
+    const float* __restrict__ biases, float upper) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int padded = bd_round32(width);
+    const bool x_binary = x_form != BD_INPUT_VALUES;
+    const bool folds = fold != nullptr && w1_bits != 0u && x_binary;
+    if (x_form == BD_INPUT_BITMAP) {
+        // The host gives a bitmap only where layer 1 folds into 32 to 1024 bins.
+        if (!folds) {
+            __trap();
+        }
+        bd_lanes_bins_bitmap(warp_rows, x_cols, (in_width + SPDNN_WARP_SIZE - 1u) / SPDNN_WARP_SIZE, base, n,
+                             width);
+        __syncwarp();
+        bd_lanes_fold_slots(fold, warp_rows, width, w1_base, bias, biases, upper);
+        return;
+    }
     for (unsigned int i = lane; i < padded * BD_LANE_PITCH / 4u; i += SPDNN_WARP_SIZE) {
         asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(buffer + 16u * i), "r"(0u) : "memory");
     }
@@ -1706,25 +1824,12 @@ __device__ __forceinline__ void bd_lanes_first_layer(
     asm("" : "+l"(cols_at), "+l"(vals_at));
     const unsigned int* cols = reinterpret_cast<const unsigned int*>(cols_at);
     const float* vals = reinterpret_cast<const float*>(vals_at);
-    if (fold != nullptr && w1_bits != 0u && x_binary) {
-        const uint2 head = __ldg(fold);
+    if (folds) {
         bd_lanes_scatter_scaled<2, true, true>(buffer, starts, total, cols, vals, w1_entries, w1_bits, w1_base,
-                                               head.y - 1u);
+                                               __ldg(fold).y - 1u);
         __syncwarp();
-        switch (head.x) {
-            case 1u:
-                bd_lanes_fold<1>(fold, warp_rows, width, w1_base, bias, biases, upper);
-                return;
-            case 2u:
-                bd_lanes_fold<2>(fold, warp_rows, width, w1_base, bias, biases, upper);
-                return;
-            case 3u:
-                bd_lanes_fold<3>(fold, warp_rows, width, w1_base, bias, biases, upper);
-                return;
-            default:
-                bd_lanes_fold<4>(fold, warp_rows, width, w1_base, bias, biases, upper);
-                return;
-        }
+        bd_lanes_fold_slots(fold, warp_rows, width, w1_base, bias, biases, upper);
+        return;
     }
     if (w1_bits != 0u) {
         if (w1_ell == 2u && x_binary) {
@@ -1945,11 +2050,12 @@ __device__ __forceinline__ void bd_chain_lanes_loop(unsigned int (*lane_starts)[
         unsigned int done = first;
         if (first == 0) {
             id = base + lane;
-            bd_lanes_first_layer(buffer, warp_rows, lane_starts[warp], base, n, x_offsets, x_cols, x_vals,
-                                 x_binary, w1_offsets, w1_entries, first_layer.dense_stride,
-                                 first_layer.group_table, __uint_as_float(desc[BD_DESC_WORDS - 1]),
+            bd_lanes_first_layer(buffer, warp_rows, lane_starts[warp], base, n, x_offsets, x_cols, x_vals, x_form,
+                                 w1_offsets, w1_entries, first_layer.dense_stride, first_layer.group_table,
+                                 __uint_as_float(desc[BD_DESC_WORDS - 1]),
                                  first_layer.offset != 0u ? ell + first_layer.offset : nullptr,
-                                 first_layer.out_width, bias, bias_stride != 0u ? biases : nullptr, upper);
+                                 first_layer.in_width, first_layer.out_width, bias,
+                                 bias_stride != 0u ? biases : nullptr, upper);
             done = 1;
         } else if (live) {
             id = carry_in_ids[base + lane];

@@ -236,25 +236,97 @@ struct DeviceLayout {
     biases: DeviceBuffer<f32>,
 }
 
-/// The loaded batch of input rows (CSR).
+/// How a loaded batch lies on the device: the kernels' `x_form` (`BD_INPUT_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InputForm {
+    /// CSR with its values.
+    Values,
+    /// CSR columns only: every value is 1.
+    Columns,
+    /// Every value is 1, one bit an input: [`bitmap`]'s words in place of the columns, for a
+    /// launch 1 that counts a folded layer 1's bins from them ([`BdRun::counts_bins`]).
+    Bitmap,
+}
+
+impl InputForm {
+    /// The code the kernels read.
+    pub(crate) const fn code(self) -> u32 {
+        match self {
+            Self::Values => 0,
+            Self::Columns => 1,
+            Self::Bitmap => 2,
+        }
+    }
+
+    /// The form `input` (`binary`: every value is 1) is loaded in: a bitmap where launch 1
+    /// counts bins from one (`counts_bins`) and it is no larger than the columns (so that
+    /// [`input_bytes`], the planner's figure, stays an upper bound), else a CSR.
+    fn of(input: &Csr, binary: bool, counts_bins: bool) -> Self {
+        let (rows, nnz) = (input.nrows(), input.nnz());
+        if !binary {
+            Self::Values
+        } else if counts_bins && bitmap_bytes(rows, input.ncols()) <= input_bytes(rows, nnz, true) {
+            Self::Bitmap
+        } else {
+            Self::Columns
+        }
+    }
+
+    fn describe(self, ncols: usize) -> String {
+        match self {
+            Self::Values => "CSR with values".into(),
+            Self::Columns => "CSR columns (every value 1)".into(),
+            Self::Bitmap => format!(
+                "bitmap, {} words a row (every value 1; layer 1's bins counted from it)",
+                ncols.div_ceil(32)
+            ),
+        }
+    }
+}
+
+/// The rows of `input` as a bitmap (its values taken as 1): ⌈ncols / 32⌉ words a row, input
+/// `k` of a row at bit `k % 32` of its word `k / 32`.
+pub(crate) fn bitmap(input: &Csr) -> Vec<u32> {
+    use rayon::prelude::*;
+    let words = input.ncols().div_ceil(32);
+    let mut bits = vec![0u32; input.nrows() * words];
+    if words > 0 {
+        bits.par_chunks_mut(words).enumerate().for_each(|(r, row)| {
+            for &k in input.row(r).0 {
+                row[k as usize / 32] |= 1 << (k % 32);
+            }
+        });
+    }
+    bits
+}
+
+/// Device bytes of a batch of `rows` rows of `ncols` inputs loaded as a bitmap: its words
+/// (one when none) and the placeholders of the offsets and the values.
+pub(crate) fn bitmap_bytes(rows: usize, ncols: usize) -> usize {
+    4 * (rows * ncols.div_ceil(32)).max(1) + 4 + 4
+}
+
+/// The loaded batch of input rows: CSR, or a bitmap in place of its columns.
 struct Input {
+    rows: usize,
+    form: InputForm,
+    /// The row offsets; one placeholder for a bitmap.
     offsets: DeviceBuffer<u32>,
+    /// The columns, or the bitmap's words.
     cols: DeviceBuffer<u32>,
-    /// The values; one placeholder when every value is 1 (`binary`).
+    /// The values; one placeholder when every value is 1.
     vals: DeviceBuffer<f32>,
-    /// 1 when every value is 1: the kernel reads only the columns.
-    binary: u32,
 }
 
 impl Input {
-    /// Whether a batch of `offsets` row offsets (its rows and one: the row count the
-    /// buffers were made for) and `nonzeros` nonzeros (`binary`: values all 1) can be copied
-    /// into these buffers in place.
-    fn holds(&self, offsets: usize, nonzeros: usize, binary: bool) -> bool {
-        self.binary == u32::from(binary)
-            && self.offsets.len() == offsets
-            && self.cols.len() >= nonzeros
-            && (binary || self.vals.len() >= nonzeros)
+    /// Whether a batch of `rows` rows in `form`, `cols` words of columns or bitmap and `vals`
+    /// values, can be copied into these buffers in place (the row count too: the launches
+    /// take it, and a captured graph holds it).
+    fn holds(&self, rows: usize, form: InputForm, cols: usize, vals: usize) -> bool {
+        self.rows == rows
+            && self.form == form
+            && self.cols.len() >= cols
+            && (form != InputForm::Values || self.vals.len() >= vals)
     }
 }
 
@@ -302,6 +374,28 @@ pub(crate) struct BdRun<'g> {
     /// The device's shared memory a block with the opt-in, and the kernel's static part.
     limits: Limits,
     replay: Replay,
+    /// Whether launch 1 counts a folded layer 1's bins from a bitmap where the batch is binary
+    /// (`BlockDependOptions::input_bitmap`, [`counts_bins`]).
+    bitmap: bool,
+}
+
+/// Whether `launches` begin with a launch of layer 1 a row a lane (`bd_lanes_fold` folds it
+/// there when its rows repeat).
+fn lanes_first(launches: &[Launch]) -> bool {
+    launches
+        .first()
+        .is_some_and(|l| l.segment.first == 0 && l.segment.placement == Placement::Lanes)
+}
+
+/// Whether launch 1 of `launches` can count layer 1's bins from a bitmap
+/// (`bd_lanes_bins_bitmap`): it runs a row a lane, and `layout`'s layer 1 folds into a power
+/// of two from 32 to 1024 bins (32 inputs a lane, 1024 a warp: whole periods).
+fn counts_bins(layout: &Layout, launches: &[Launch]) -> bool {
+    let width = layout.first.width;
+    lanes_first(launches)
+        && layout.first.fold_table != 0
+        && width.is_power_of_two()
+        && (WARP..=WARP * WARP).contains(&width)
 }
 
 /// Elements of every buffer a run allocates beside the layout and the loaded input, for
@@ -355,7 +449,9 @@ pub(crate) fn layout_bytes(layout: &Layout) -> usize {
 }
 
 /// Device bytes of a loaded batch of `rows` rows and `nnz` nonzeros ([`BdRun`]'s `load`):
-/// the offsets, the columns (one when empty) and the values (one when every value is 1).
+/// the offsets, the columns (one when empty) and the values (one when every value is 1). A
+/// binary batch loaded as a bitmap takes at most this ([`bitmap_bytes`]; `load` picks it only
+/// then).
 pub(crate) fn input_bytes(rows: usize, nnz: usize, binary: bool) -> usize {
     4 * (rows + 1) + 4 * nnz.max(1) + if binary { 4 } else { 4 * nnz.max(1) }
 }
@@ -840,7 +936,6 @@ impl<'g> BdRun<'g> {
         let carried = "the rows carried between launches";
         let mut run = Self {
             gpu,
-            launches,
             layout: device_layout,
             input: None,
             capacity,
@@ -874,6 +969,8 @@ impl<'g> BdRun<'g> {
             } else {
                 Replay::Calls(None)
             },
+            bitmap: options.input_bitmap && counts_bins(layout, &launches),
+            launches,
             kernels,
             expansion: host.expansion.clone(),
         };
@@ -921,11 +1018,7 @@ impl<'g> BdRun<'g> {
                 )
             })
             .collect();
-        // Whether layer 1 runs a row a lane (bd_lanes_fold folds it there).
-        let lanes_first = self
-            .launches
-            .first()
-            .is_some_and(|l| l.segment.first == 0 && l.segment.placement == Placement::Lanes);
+        let lanes_first = lanes_first(&self.launches);
         let regs = |k: &Kernel| k.num_regs().map_or(-1, |r| r);
         let local = |k: &Kernel| k.local_size_bytes().map_or(-1, |r| r);
         vec![
@@ -1069,6 +1162,7 @@ impl<'g> BdRun<'g> {
                 (&mut ids_b[0], &ids_a[0], &mut vals_b[0], &vals_a[0])
             };
         let rows = self.loaded as u32;
+        let form = input.form.code();
         let (first, end) = (segment.first as u32, segment.end as u32);
         let (carry_in_stride, carry_out_stride) =
             (segment.carry_in as u32, segment.carry_out as u32);
@@ -1094,7 +1188,7 @@ impl<'g> BdRun<'g> {
                 .arg(&*input.cols)
                 .arg(&*input.vals)
                 .arg(&rows)
-                .arg(&input.binary)
+                .arg(&form)
                 .arg(&first)
                 .arg(&end)
                 .arg(&**carry_in_ids)
@@ -1169,20 +1263,26 @@ impl DeviceRun for BdRun<'_> {
         }
         let gpu = self.gpu;
         let binary = input.values().iter().all(|&v| v == 1.0);
-        let (offsets, cols) = (input.row_offsets(), input.col_indices());
+        let rows = input.nrows();
+        let form = InputForm::of(input, binary, self.bitmap);
+        let bits = (form == InputForm::Bitmap).then(|| bitmap(input));
+        let (offsets, cols): (&[u32], &[u32]) = match &bits {
+            Some(bits) => (&[0], bits),
+            None => (input.row_offsets(), input.col_indices()),
+        };
+        let values = input.values();
         match self
             .input
             .as_mut()
-            .filter(|held| held.holds(offsets.len(), cols.len(), binary))
+            .filter(|held| held.holds(rows, form, cols.len(), values.len()))
         {
-            // The same addresses and row count (the offsets' length): a captured graph stays
-            // valid.
+            // The same addresses and row count: a captured graph stays valid.
             Some(held) => {
                 gpu.upload_into(offsets, &mut held.offsets)?;
                 if !cols.is_empty() {
                     gpu.upload_into(cols, &mut held.cols)?;
-                    if !binary {
-                        gpu.upload_into(input.values(), &mut held.vals)?;
+                    if form == InputForm::Values {
+                        gpu.upload_into(values, &mut held.vals)?;
                     }
                 }
             }
@@ -1192,14 +1292,15 @@ impl DeviceRun for BdRun<'_> {
                 }
                 self.input = None;
                 self.input = Some(Input {
+                    rows,
+                    form,
                     offsets: gpu.upload(offsets)?,
                     cols: gpu.upload_nonempty(cols)?,
-                    vals: if binary {
-                        gpu.upload(&[1.0f32])?
+                    vals: if form == InputForm::Values {
+                        gpu.upload_nonempty(values)?
                     } else {
-                        gpu.upload_nonempty(input.values())?
+                        gpu.upload(&[1.0f32])?
                     },
-                    binary: u32::from(binary),
                 });
             }
         }
@@ -1256,6 +1357,12 @@ impl DeviceRun for BdRun<'_> {
             Replay::Calls(Some(why)) => format!("call by call (the graph's capture failed: {why})"),
         };
         details.push(("replay".into(), replay));
+        if let Some(input) = &self.input {
+            details.push((
+                "input".into(),
+                input.form.describe(self.expansion.input_width()),
+            ));
+        }
         if !self.entered.is_empty() {
             let entered: Vec<String> = self
                 .launches
@@ -1274,6 +1381,28 @@ impl DeviceRun for BdRun<'_> {
 mod tests {
     use super::*;
     use spdnn_cuda::memory::WeightPlacement;
+
+    #[test]
+    fn a_binary_batch_is_a_bitmap_where_that_is_smaller() {
+        // 40 inputs: two words a row, the second part full.
+        let t = [(0, 0, 1.0), (0, 31, 1.0), (0, 32, 1.0), (2, 39, 1.0)];
+        let input = Csr::from_triplets(3, 40, &t).unwrap();
+        assert_eq!(bitmap(&input), vec![0x8000_0001, 1, 0, 0, 0, 0x80]);
+        assert_eq!(bitmap_bytes(3, 40), 4 * 6 + 8);
+        assert_eq!(bitmap_bytes(0, 40), 4 + 8);
+        // 32 bytes of bitmap against 16 + 16 + 4 of columns.
+        assert_eq!(InputForm::of(&input, true, true), InputForm::Bitmap);
+        assert_eq!(InputForm::of(&input, true, false), InputForm::Columns);
+        assert_eq!(InputForm::of(&input, false, true), InputForm::Values);
+        // One nonzero in 3 rows of 1024 inputs: 96 + 8 bytes against 16 + 4 + 4.
+        let sparse = Csr::from_triplets(3, 1024, &[(1, 700, 1.0)]).unwrap();
+        assert_eq!(InputForm::of(&sparse, true, true), InputForm::Columns);
+        assert!(
+            InputForm::of(&input, true, true)
+                .describe(40)
+                .starts_with("bitmap, 2 words")
+        );
+    }
 
     #[test]
     fn the_host_preparation_is_shared_by_content() {

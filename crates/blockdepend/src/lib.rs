@@ -103,6 +103,10 @@ pub const DEFINES: &[Define] = &[
     Define::new("BD_WARPS_BLOCKS", plan::WARPS_BLOCKS_PER_SM as u64),
     Define::new("BD_WARPS_SLOTS", plan::WARPS_SLOTS as u64),
     Define::new("BD_WARPS_SPREAD", plan::WARPS_SPREAD as u64),
+    Define::new("BD_BITMAP_ROWS", plan::BITMAP_TRANSPOSE_ROWS as u64),
+    Define::new("BD_INPUT_VALUES", device::InputForm::Values.code() as u64),
+    Define::new("BD_INPUT_COLUMNS", device::InputForm::Columns.code() as u64),
+    Define::new("BD_INPUT_BITMAP", device::InputForm::Bitmap.code() as u64),
     Define::new("BD_STATE_ZERO", STATE_ZERO as u64),
     Define::new("BD_STATE_LIVE", STATE_LIVE as u64),
     Define::new("BD_STATE_BOUND", STATE_BOUND as u64),
@@ -344,6 +348,11 @@ pub struct BlockDependOptions {
     /// captured when a batch is loaded) instead of enqueueing its calls one by one; the
     /// profiled pass always enqueues them (an event after each launch). Default on.
     pub graph: bool,
+    /// Load a binary batch as a bitmap (one bit an input) where launch 1 runs a row a lane
+    /// and folds layer 1 into 32 to 1024 bins, and the bitmap is no larger than the batch's
+    /// columns: the lanes count each row's bins from its 32-bit words (`bd_lanes_bins_bitmap`)
+    /// instead of scattering its nonzeros. Off: the columns, for A/B runs. Default on.
+    pub input_bitmap: bool,
 }
 
 /// Which layer formats a run's kernels are compiled for ([`for_formats`]). Fewer formats
@@ -396,6 +405,7 @@ impl Default for BlockDependOptions {
             grid_blocks: None,
             kernel_formats: KernelFormats::Auto,
             graph: true,
+            input_bitmap: true,
         }
     }
 }
@@ -567,7 +577,7 @@ mod tests {
         let json = serde_json::to_string(&o).unwrap();
         assert_eq!(
             json,
-            r#"{"compress":true,"retire":true,"tile_rows":null,"cuts":null,"placement":"auto","format":"auto","items":"auto","spread":"auto","grid_blocks":null,"kernel_formats":"auto","graph":true}"#
+            r#"{"compress":true,"retire":true,"tile_rows":null,"cuts":null,"placement":"auto","format":"auto","items":"auto","spread":"auto","grid_blocks":null,"kernel_formats":"auto","graph":true,"input_bitmap":true}"#
         );
     }
 

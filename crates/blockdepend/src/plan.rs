@@ -183,6 +183,12 @@ pub const TILES_SCATTER_BATCH: usize = 4;
 /// within the spread (30.2-30.7 against 30.3-32.4 µs, 2026-11-29b call 10).
 pub const LANES_SCATTER_BATCH: usize = 8;
 
+/// Rows a lanes warp transposes at once when it counts a folded layer 1's bins from a bitmap
+/// input (`BD_BITMAP_ROWS`; `bd_lanes_bins_bitmap`): the rows' shuffles of one step are
+/// independent, so their latencies overlap. Divides 32.
+pub const BITMAP_TRANSPOSE_ROWS: usize = 8;
+const _: () = assert!(WARP.is_multiple_of(BITMAP_TRANSPOSE_ROWS));
+
 /// Whether layers `first..end` of `layout`, rows of `stride` floats, can run a row a lane
 /// ([`Placement::Lanes`]): rows at most [`LANES_MAX_STRIDE`] wide, no dense layer (each lane
 /// would stream the whole matrix; the items' float4 rows serve dense layers), and a block of

@@ -468,3 +468,28 @@ fn compressed_challenge_networks_are_scaled_and_agree() {
         assert_eq!((scaled, ell), (l - 1, l - 1), "{n}-{l}");
     }
 }
+
+#[test]
+fn networks_whose_layer_1_folds_run_it_a_row_a_lane() {
+    // The networks of the GPU test `bitmap_inputs_count_the_folded_bins`: layer 1 folds into
+    // its 32 or 64 bins (input k feeds k and k + 1 mod width: offsets 0 and width - 1), launch
+    // 1 runs it a row a lane by default (where a binary batch is loaded as a bitmap), and the
+    // emulation agrees with the reference. 40 and 1000 inputs leave a row's last word part
+    // full; 2000 take two rounds of 32 words.
+    for (inputs, width) in [(1000, 32), (2000, 64), (1024, 64), (40, 32)] {
+        let p = common::folding_problem(inputs, width, 6, 200, 7);
+        let k = default_knobs();
+        let run = emulate(&p, &k).unwrap();
+        let first = &run.layout.first;
+        let fold = first.scaled.as_ref().and_then(|s| s.fold.clone());
+        let case = format!("{inputs} inputs, {width} bins");
+        assert_eq!(
+            (first.width, fold),
+            (width, Some(vec![[0, 1], [width as u32 - 1, 1]])),
+            "{case}"
+        );
+        assert_ne!(first.fold_table, 0, "{case}");
+        assert_eq!(run.segments[0].placement, Placement::Lanes, "{case}");
+        check(&p, &k, Some(1e-5)).unwrap_or_else(|e| panic!("{case}: {e}"));
+    }
+}

@@ -1481,6 +1481,67 @@ fn narrow_dense_layers_run_a_row_a_warp() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn bitmap_inputs_count_the_folded_bins() {
+    // A folded layer 1 on a binary batch loaded as a bitmap (bd_lanes_bins_bitmap): the
+    // networks of emulate.rs's `networks_whose_layer_1_folds_run_it_a_row_a_lane` (32 and 64
+    // bins; 40 and 1000 inputs leave a row's last word part full, 2000 take two rounds of 32
+    // words) and the compressed challenge network, against the reference, and bit for bit
+    // against the same run from the columns (`input_bitmap` off) and against the tiles. A
+    // batch of one nonzero a row is smaller as columns, and is loaded so.
+    let gpu = spdnn_gputest::gpu();
+    let rows = sized(1000, 70);
+    let mut problems: Vec<(String, Problem)> = [(1000, 32), (2000, 64), (1024, 64), (40, 32)]
+        .into_iter()
+        .map(|(inputs, width)| {
+            (
+                format!("{inputs} inputs, {width} bins"),
+                common::folding_problem(inputs, width, 6, rows, 7),
+            )
+        })
+        .collect();
+    problems.push((
+        "challenge 1024-24".into(),
+        spdnn_gputest::challenge_problem(1024, 24, rows, 5),
+    ));
+    let columns_only = options(|o| o.input_bitmap = false);
+    let tiles = options(|o| o.placement = PlacementChoice::Shared);
+    for (name, p) in &problems {
+        let bitmap = run_with(BlockDependOptions::default())(&gpu, p)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(lanes_ran(&bitmap, false), "{name}: {:?}", bitmap.details);
+        let input = bitmap.detail("input").unwrap_or_default();
+        assert!(input.starts_with("bitmap"), "{name}: {input}");
+        compare(p, &bitmap, Tolerance::Relative(1e-4)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for (other, o) in [("columns", &columns_only), ("tiles", &tiles)] {
+            let result = run_with(o.clone())(&gpu, p).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let input = result.detail("input").unwrap_or_default();
+            assert!(input.starts_with("CSR columns"), "{name}, {other}: {input}");
+            assert_eq!(bitmap.categories, result.categories, "{name}, {other}");
+            assert_eq!(
+                bitmap.output, result.output,
+                "{name}: bitmap against {other}, bit for bit"
+            );
+        }
+    }
+    let (_, p) = &problems[2];
+    let sparse: Vec<(u32, u32, f32)> = (0..p.input.nrows())
+        .map(|r| (r as u32, (r * 37 % 1024) as u32, 1.0))
+        .collect();
+    let sparse = Problem {
+        input: Csr::from_triplets(p.input.nrows(), 1024, &sparse).unwrap(),
+        ..p.clone()
+    };
+    let result = run_with(BlockDependOptions::default())(&gpu, &sparse).unwrap();
+    let input = result.detail("input").unwrap_or_default();
+    assert!(
+        input.starts_with("CSR columns"),
+        "one nonzero a row: {input}"
+    );
+    compare(&sparse, &result, Tolerance::Relative(1e-4)).unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn narrow_networks_run_a_row_a_lane() {
     // bd_chain_lanes against the reference: random 64- and 48-wide networks (pairs, scaled
     // where the values allow), launch 1 a row a lane by default; every launch a row a lane
@@ -1540,6 +1601,14 @@ fn narrow_networks_run_a_row_a_lane() {
         assert!(lanes_ran(&lanes, false), "{name}: {:?}", lanes.details);
         let formats = lanes.detail("formats").unwrap_or_default();
         assert!(formats.contains("folded into"), "{name}: {formats}");
+        // A binary batch is loaded as a bitmap, whose bins the lanes count.
+        let input = lanes.detail("input").unwrap_or_default();
+        let form = if name == "binary" {
+            "bitmap"
+        } else {
+            "CSR with values"
+        };
+        assert!(input.starts_with(form), "{name}: {input}");
         compare(problem, &lanes, Tolerance::Relative(1e-4))
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let tiles =

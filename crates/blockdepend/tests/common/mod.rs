@@ -268,6 +268,9 @@ pub fn knobs(layers: usize) -> impl Strategy<Value = Knobs> {
                     kernel_formats: KernelFormats::Auto,
                     // Nor enqueues one.
                     graph: true,
+                    // Nor loads a batch (a bitmap's bins are the columns' counts: the GPU
+                    // tests compare the two).
+                    input_bitmap: true,
                 },
                 limits,
                 blocks,
@@ -350,4 +353,35 @@ pub fn circulant_layer(inputs: usize, outputs: usize, slots: &[(u32, f32)]) -> C
         })
         .collect();
     Csr::from_triplets(inputs, outputs, &t).unwrap()
+}
+
+/// A network whose layer 1 folds (`layout::FirstScaled::fold`): input `k` of `inputs` feeds
+/// outputs `k` and `k + 1` mod `width` with weight 1/16 (its rows repeat with the period of
+/// its `width` outputs), then `layers - 1` random `width × width` layers of fan-in 8; over
+/// `rows` synthetic binary rows. With `inputs` not a multiple of 32 a row's last bitmap word is
+/// part full; past 1024 inputs the lanes count a row's bins in several rounds of 32 words.
+pub fn folding_problem(
+    inputs: usize,
+    width: usize,
+    layers: usize,
+    rows: usize,
+    seed: u64,
+) -> Problem {
+    let first: Vec<(u32, u32, f32)> = (0..inputs)
+        .flat_map(|k| [k, k + 1].map(|c| (k as u32, (c % width) as u32, 0.0625)))
+        .collect();
+    let mut chain = vec![Csr::from_triplets(inputs, width, &first).expect("layer 1")];
+    if layers > 1 {
+        let rest = spdnn_sdgc::generator::random_network(width, layers - 1, 8, seed)
+            .expect("random layers");
+        chain.extend(rest.layers().iter().cloned());
+    }
+    Problem {
+        layers: chain,
+        input: spdnn_sdgc::images::synthetic(rows, inputs, seed)
+            .expect("synthetic input")
+            .features,
+        bias: -0.3,
+        upper: 32.0,
+    }
 }

@@ -68,6 +68,10 @@ pub struct BlockDependArgs {
     /// queues' memset and every launch, captured when a batch is loaded).
     #[arg(long)]
     pub bd_no_graph: bool,
+    /// Load a binary batch as its columns even where launch 1 could count a folded layer 1
+    /// from a bitmap (one bit an input), for A/B runs.
+    #[arg(long)]
+    pub bd_no_bitmap: bool,
 }
 
 /// The cuts of `--bd-cuts`.
@@ -225,6 +229,9 @@ impl GroupArgs for BlockDependArgs {
             if self.bd_no_graph {
                 bd.graph = false;
             }
+            if self.bd_no_bitmap {
+                bd.input_bitmap = false;
+            }
         });
     }
 
@@ -241,6 +248,7 @@ impl GroupArgs for BlockDependArgs {
             ("--bd-grid-blocks", self.bd_grid_blocks.is_some()),
             ("--bd-kernel-formats", self.bd_kernel_formats.is_some()),
             ("--bd-no-graph", self.bd_no_graph),
+            ("--bd-no-bitmap", self.bd_no_bitmap),
         ]
     }
 }
@@ -272,6 +280,7 @@ mod tests {
             bd_grid_blocks: Some(9),
             bd_kernel_formats: Some(KernelFormatsArg::Every),
             bd_no_graph: true,
+            bd_no_bitmap: true,
         };
         let mut set = OptionSet::default();
         args.apply(&mut set);
@@ -290,9 +299,10 @@ mod tests {
                 grid_blocks: Some(9),
                 kernel_formats: KernelFormats::Every,
                 graph: false,
+                input_bitmap: false,
             }
         );
-        assert_eq!(args.given().len(), 11);
+        assert_eq!(args.given().len(), 12);
         let none = BlockDependArgs::default();
         let mut set = OptionSet::default();
         none.apply(&mut set);
