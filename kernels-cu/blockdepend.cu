@@ -1709,24 +1709,61 @@ __device__ __forceinline__ void bd_lanes_fold_slots(const uint2* __restrict__ ta
 // The 32 x 32 bits of x (lane l's word as row l) transposed across the warp, R words a lane
 // at once: afterwards bit l of lane j's word is bit j of lane l's word before. Five steps of
 // one shuffle each; at step s, lanes l and l ^ s swap the blocks of s bits whose row and
-// column halves differ (the lower lane keeps the bits at positions with s clear).
+// column halves differ (the lower lane keeps its bits at positions with s clear, the upper
+// those with s set). Steps of 16 and 8 bits move whole bytes (one byte permute, its selector
+// the lane's); the others take the partner's word rotated by s (lower lane) or -s (upper)
+// and keep their own bits (one funnel shift, one three-input logic op).
+// One step of bd_transpose_bits below bytes: lane l's word keeps its bits where `keep` is set
+// (those at positions with bit S clear in the lower lane of a pair, set in the upper) and
+// takes the rest from lane l ^ S's word rotated by S (lower) or -S (upper): one shuffle, one
+// funnel shift and one select of bits.
+template <unsigned int S, unsigned int R>
+__device__ __forceinline__ void bd_transpose_step(unsigned int (&x)[R], unsigned int lane, unsigned int low) {
+    const bool upper = (lane & S) != 0u;
+    const unsigned int keep = upper ? ~low : low;
+    const unsigned int rotate = upper ? SPDNN_WARP_SIZE - S : S;
+#pragma unroll
+    for (unsigned int u = 0; u < R; ++u) {
+        const unsigned int other = __shfl_xor_sync(SPDNN_FULL_MASK, x[u], S);
+        const unsigned int moved = __funnelshift_l(other, other, rotate);
+        unsigned int kept;
+        // keep ? x : moved, bit by bit.
+        asm("lop3.b32 %0, %1, %2, %3, 0xCA;" : "=r"(kept) : "r"(keep), "r"(x[u]), "r"(moved));
+        x[u] = kept;
+    }
+}
+
+// The 32 x 32 bits of x (lane l's word as row l) transposed across the warp, R words a lane
+// at once: afterwards bit l of lane j's word is bit j of lane l's word before. Five steps of
+// one shuffle each; at step s, lanes l and l ^ s swap the blocks of s bits whose row and
+// column halves differ (the lower lane keeps its bits at positions with s clear, the upper
+// those with s set). Steps of 16 and 8 bits move whole bytes (one byte permute, its selector
+// the lane's); the others are bd_transpose_step.
 template <unsigned int R>
 __device__ __forceinline__ void bd_transpose_bits(unsigned int (&x)[R]) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+    const unsigned int bytes16 = (lane & 16u) != 0u ? 0x3276u : 0x5410u;
+    const unsigned int bytes8 = (lane & 8u) != 0u ? 0x3715u : 0x6240u;
 #pragma unroll
-    for (unsigned int s = SPDNN_WARP_SIZE / 2u; s != 0u; s /= 2u) {
-        const unsigned int low = s == 16u  ? 0x0000FFFFu
-                                 : s == 8u ? 0x00FF00FFu
-                                 : s == 4u ? 0x0F0F0F0Fu
-                                 : s == 2u ? 0x33333333u
-                                           : 0x55555555u;
-        const bool upper = (lane & s) != 0u;
-        const unsigned int keep = upper ? ~low : low;
+    for (unsigned int u = 0; u < R; ++u) {
+        x[u] = __byte_perm(x[u], __shfl_xor_sync(SPDNN_FULL_MASK, x[u], 16), bytes16);
+    }
 #pragma unroll
-        for (unsigned int u = 0; u < R; ++u) {
-            const unsigned int other = __shfl_xor_sync(SPDNN_FULL_MASK, x[u], s);
-            x[u] = (x[u] & keep) | ((upper ? other >> s : other << s) & ~keep);
-        }
+    for (unsigned int u = 0; u < R; ++u) {
+        x[u] = __byte_perm(x[u], __shfl_xor_sync(SPDNN_FULL_MASK, x[u], 8), bytes8);
+    }
+    bd_transpose_step<4>(x, lane, 0x0F0F0F0Fu);
+    bd_transpose_step<2>(x, lane, 0x33333333u);
+    bd_transpose_step<1>(x, lane, 0x55555555u);
+}
+
+// BD_BITMAP_ROWS rows' words of a bitmap round (row r's at rows + r · words, for rows below n;
+// 0 for the others and for lanes past the row's words).
+__device__ __forceinline__ void bd_bitmap_words(unsigned int (&x)[BD_BITMAP_ROWS], const unsigned int* rows,
+                                                unsigned int words, unsigned int r0, unsigned int n, bool word) {
+#pragma unroll
+    for (unsigned int u = 0; u < BD_BITMAP_ROWS; ++u) {
+        x[u] = word && r0 + u < n ? __ldg(rows + (r0 + u) * words) : 0u;
     }
 }
 
@@ -1737,7 +1774,8 @@ __device__ __forceinline__ void bd_transpose_bits(unsigned int (&x)[R]) {
 // 32 words of a row at a time on the warp's lanes, transposed (bd_transpose_bits): lane j
 // then holds bit j of each word, inputs 32 l + j for l = 0..31, so bin 32 m + j counts the
 // bits of words l = m mod width/32 (one mask and one popc; 1024 inputs a round are a whole
-// number of periods). Rows past n get 0.
+// number of periods). BD_BITMAP_ROWS rows at a time, the next rows' words loaded during
+// these rows' transposition. Rows past n get 0.
 __device__ __forceinline__ void bd_lanes_bins_bitmap(float* warp_rows, const unsigned int* __restrict__ bits,
                                                      unsigned int words, unsigned int base, unsigned int n,
                                                      unsigned int width) {
@@ -1745,32 +1783,29 @@ __device__ __forceinline__ void bd_lanes_bins_bitmap(float* warp_rows, const uns
     const unsigned int groups = width / SPDNN_WARP_SIZE;
     const unsigned int period = groups == SPDNN_WARP_SIZE ? 1u : 0xFFFFFFFFu / ((1u << groups) - 1u);
     unsigned int* bins = reinterpret_cast<unsigned int*>(warp_rows) + BD_LANE_PITCH * lane;
-    const unsigned int* row0 = bits + (unsigned long long)base * words;
     for (unsigned int q = 0; q < words; q += SPDNN_WARP_SIZE) {
         const bool word = q + lane < words;
-        // Every row's word first: one round trip for the warp's 32 rows.
-        unsigned int x[SPDNN_WARP_SIZE];
-#pragma unroll
-        for (unsigned int r = 0; r < SPDNN_WARP_SIZE; ++r) {
-            x[r] = word && r < n ? __ldg(row0 + (unsigned long long)r * words + q + lane) : 0u;
-        }
-#pragma unroll
+        const unsigned int* rows = bits + (unsigned long long)base * words + q + lane;
+        unsigned int x[BD_BITMAP_ROWS];
+        bd_bitmap_words(x, rows, words, 0u, n, word);
+#pragma unroll 1
         for (unsigned int r0 = 0; r0 < SPDNN_WARP_SIZE; r0 += BD_BITMAP_ROWS) {
-            unsigned int t[BD_BITMAP_ROWS];
-#pragma unroll
-            for (unsigned int u = 0; u < BD_BITMAP_ROWS; ++u) {
-                t[u] = x[r0 + u];
-            }
-            bd_transpose_bits<BD_BITMAP_ROWS>(t);
+            unsigned int ahead[BD_BITMAP_ROWS];
+            bd_bitmap_words(ahead, rows, words, r0 + BD_BITMAP_ROWS, n, word && r0 + BD_BITMAP_ROWS < SPDNN_WARP_SIZE);
+            bd_transpose_bits<BD_BITMAP_ROWS>(x);
             // Lane j's bins of row r lie BD_LANE_PITCH apart from lane j - 1's: no bank
             // conflict.
             for (unsigned int m = 0; m < groups; ++m) {
 #pragma unroll
                 for (unsigned int u = 0; u < BD_BITMAP_ROWS; ++u) {
                     unsigned int* bin = bins + BD_LANE_PITCH * SPDNN_WARP_SIZE * m + r0 + u;
-                    const unsigned int count = __popc(t[u] & (period << m));
+                    const unsigned int count = __popc(x[u] & (period << m));
                     *bin = q == 0u ? count : *bin + count;
                 }
+            }
+#pragma unroll
+            for (unsigned int u = 0; u < BD_BITMAP_ROWS; ++u) {
+                x[u] = ahead[u];
             }
         }
     }
