@@ -130,6 +130,8 @@
 #ifndef BD_BITMAP_ROWS
 #error "BD_BITMAP_ROWS must come from Rust (-D)"
 #endif
+static_assert(BD_LANE_PITCH % 4 == 0 && BD_LANES_CHUNK % 4 == 0 && BD_BITMAP_ROWS % 4 == 0,
+              "a lane's column is read and written 4 rows (16 bytes) at a time");
 #ifndef BD_INPUT_VALUES
 #error "BD_INPUT_VALUES must come from Rust (-D)"
 #endif
@@ -1498,8 +1500,9 @@ __device__ __forceinline__ void bd_chain(
 // BD_LANES_GROUPS groups of 32 floats) and no layer after the first is dense,
 // bd_chain_lanes gives each warp 32 rows of its own, a row a lane: no block barrier, no live
 // list, the check in registers. A warp's buffer holds column c of its row r at
-// c · BD_LANE_PITCH + r (a pitch of 33: the lanes' reads of one column fall on 32 banks, and
-// so do one lane's reads of consecutive columns).
+// c · BD_LANE_PITCH + r (a pitch of 36: the 32 lanes' reads of one column fall on 32 banks;
+// a lane that reads a column of its own, as circulant layers and the fold do, reads 4 rows at
+// once, 16 bytes, and 8 consecutive columns' 16 bytes fall on 8 different bank quads).
 //
 // Layer 1: the warp's rows' input nonzeros (contiguous in the CSR) are walked by the warp,
 // a lane every 32nd, BD_LANES_BATCH at a time, each added into its row's accumulators with
@@ -1513,6 +1516,20 @@ __device__ __forceinline__ void bd_chain(
 // rows whatever their state, so it checks them once, after the launch's last layer (a row
 // that finished earlier is found there in the same state); lanes that have no row run along
 // and write nothing outside the warp.
+
+// Rows r .. r+3 of a lanes warp's column at `at` (r a multiple of 4: 16 bytes, aligned as
+// BD_LANE_PITCH is), read or written at once.
+__device__ __forceinline__ void bd_load_rows4(float (&v)[4], const float* at) {
+    const float4 q = *reinterpret_cast<const float4*>(at);
+    v[0] = q.x;
+    v[1] = q.y;
+    v[2] = q.z;
+    v[3] = q.w;
+}
+
+__device__ __forceinline__ void bd_store_rows4(float* at, const float (&v)[4]) {
+    *reinterpret_cast<float4*>(at) = make_float4(v[0], v[1], v[2], v[3]);
+}
 
 // Layer 1's scatter of the warp's nonzeros 0..total-1 (columns cols, values vals) for scaled
 // entries, V (2 or 4) a nonzero, into the warp's buffer at window address buffer: binary
@@ -1634,7 +1651,8 @@ __device__ __forceinline__ void bd_lanes_fold(const uint2* __restrict__ table, f
                                               float upper) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int groups = bd_round32(width) / SPDNN_WARP_SIZE;
-    const float* inputs[BD_LANES_GROUPS][S];
+    // Each group's bins at each slot: the floats from warp_rows to their column.
+    unsigned int inputs[BD_LANES_GROUPS][S];
     float b[BD_LANES_GROUPS];
     float m[S];
 #pragma unroll
@@ -1643,7 +1661,7 @@ __device__ __forceinline__ void bd_lanes_fold(const uint2* __restrict__ table, f
         m[s] = (float)slot.y;
 #pragma unroll
         for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
-            inputs[g][s] = warp_rows + BD_LANE_PITCH * ((g * SPDNN_WARP_SIZE + lane + slot.x) & (width - 1u));
+            inputs[g][s] = BD_LANE_PITCH * ((g * SPDNN_WARP_SIZE + lane + slot.x) & (width - 1u));
         }
     }
 #pragma unroll
@@ -1657,13 +1675,21 @@ __device__ __forceinline__ void bd_lanes_fold(const uint2* __restrict__ table, f
 #pragma unroll
         for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
 #pragma unroll
-            for (unsigned int r = 0; r < BD_LANES_CHUNK; ++r) {
-                acc[g][r] = 0.0f;
-                if (g < groups) {
-                    // Whole numbers below 2^24 (FirstScaled's proof): exact in any order.
+            for (unsigned int r = 0; r < BD_LANES_CHUNK; r += 4u) {
+                float bins[S][4];
 #pragma unroll
-                    for (unsigned int s = 0; s < S; ++s) {
-                        acc[g][r] = fmaf((float)__float_as_uint(inputs[g][s][r0 + r]), m[s], acc[g][r]);
+                for (unsigned int s = 0; s < S; ++s) {
+                    bd_load_rows4(bins[s], warp_rows + inputs[g][s] + r0 + r);
+                }
+#pragma unroll
+                for (unsigned int i = 0; i < 4u; ++i) {
+                    acc[g][r + i] = 0.0f;
+                    if (g < groups) {
+                        // Whole numbers below 2^24 (FirstScaled's proof): exact in any order.
+#pragma unroll
+                        for (unsigned int s = 0; s < S; ++s) {
+                            acc[g][r + i] = fmaf((float)__float_as_uint(bins[s][i]), m[s], acc[g][r + i]);
+                        }
                     }
                 }
             }
@@ -1675,9 +1701,14 @@ __device__ __forceinline__ void bd_lanes_fold(const uint2* __restrict__ table, f
             const unsigned int c = g * SPDNN_WARP_SIZE + lane;
             if (g < groups) {
 #pragma unroll
-                for (unsigned int r = 0; r < BD_LANES_CHUNK; ++r) {
-                    const float v = bd_first_output(__int_as_float((int)acc[g][r]), true, w1_base, b[g], upper);
-                    warp_rows[BD_LANE_PITCH * c + r0 + r] = c < width ? v : 0.0f;
+                for (unsigned int r = 0; r < BD_LANES_CHUNK; r += 4u) {
+                    float v[4];
+#pragma unroll
+                    for (unsigned int i = 0; i < 4u; ++i) {
+                        const float out = bd_first_output(__int_as_float((int)acc[g][r + i]), true, w1_base, b[g], upper);
+                        v[i] = c < width ? out : 0.0f;
+                    }
+                    bd_store_rows4(warp_rows + BD_LANE_PITCH * c + r0 + r, v);
                 }
             }
         }
@@ -1782,7 +1813,6 @@ __device__ __forceinline__ void bd_lanes_bins_bitmap(float* warp_rows, const uns
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
     const unsigned int groups = width / SPDNN_WARP_SIZE;
     const unsigned int period = groups == SPDNN_WARP_SIZE ? 1u : 0xFFFFFFFFu / ((1u << groups) - 1u);
-    unsigned int* bins = reinterpret_cast<unsigned int*>(warp_rows) + BD_LANE_PITCH * lane;
     for (unsigned int q = 0; q < words; q += SPDNN_WARP_SIZE) {
         const bool word = q + lane < words;
         const unsigned int* rows = bits + (unsigned long long)base * words + q + lane;
@@ -1793,14 +1823,21 @@ __device__ __forceinline__ void bd_lanes_bins_bitmap(float* warp_rows, const uns
             unsigned int ahead[BD_BITMAP_ROWS];
             bd_bitmap_words(ahead, rows, words, r0 + BD_BITMAP_ROWS, n, word && r0 + BD_BITMAP_ROWS < SPDNN_WARP_SIZE);
             bd_transpose_bits<BD_BITMAP_ROWS>(x);
-            // Lane j's bins of row r lie BD_LANE_PITCH apart from lane j - 1's: no bank
-            // conflict.
+            // Four rows' bins at once (bd_store_rows4: 8 lanes' 16 bytes on 8 bank quads).
             for (unsigned int m = 0; m < groups; ++m) {
 #pragma unroll
-                for (unsigned int u = 0; u < BD_BITMAP_ROWS; ++u) {
-                    unsigned int* bin = bins + BD_LANE_PITCH * SPDNN_WARP_SIZE * m + r0 + u;
-                    const unsigned int count = __popc(x[u] & (period << m));
-                    *bin = q == 0u ? count : *bin + count;
+                for (unsigned int u = 0; u < BD_BITMAP_ROWS; u += 4u) {
+                    float* at = warp_rows + BD_LANE_PITCH * (SPDNN_WARP_SIZE * m + lane) + r0 + u;
+                    float counts[4];
+                    if (q != 0u) {
+                        bd_load_rows4(counts, at);
+                    }
+#pragma unroll
+                    for (unsigned int i = 0; i < 4u; ++i) {
+                        const unsigned int count = __popc(x[u + i] & (period << m));
+                        counts[i] = __uint_as_float(q == 0u ? count : __float_as_uint(counts[i]) + count);
+                    }
+                    bd_store_rows4(at, counts);
                 }
             }
 #pragma unroll
@@ -1994,11 +2031,19 @@ __device__ __forceinline__ void bd_lanes_circulant(const BdLayer& layer, unsigne
 #pragma unroll
         for (unsigned int g = 0; g < G; ++g) {
 #pragma unroll
-            for (unsigned int r = 0; r < BD_LANES_CHUNK; ++r) {
-                acc[g][r] = 0.0f;
+            for (unsigned int r = 0; r < BD_LANES_CHUNK; r += 4u) {
+                float in[S][4];
 #pragma unroll
                 for (unsigned int s = 0; s < S; ++s) {
-                    acc[g][r] = fmaf(inputs[g][s][r0 + r], w[s], acc[g][r]);
+                    bd_load_rows4(in[s], inputs[g][s] + r0 + r);
+                }
+#pragma unroll
+                for (unsigned int i = 0; i < 4u; ++i) {
+                    acc[g][r + i] = 0.0f;
+#pragma unroll
+                    for (unsigned int s = 0; s < S; ++s) {
+                        acc[g][r + i] = fmaf(in[s][i], w[s], acc[g][r + i]);
+                    }
                 }
             }
         }
@@ -2007,9 +2052,14 @@ __device__ __forceinline__ void bd_lanes_circulant(const BdLayer& layer, unsigne
 #pragma unroll
         for (unsigned int g = 0; g < G; ++g) {
 #pragma unroll
-            for (unsigned int r = 0; r < BD_LANES_CHUNK; ++r) {
-                const float v = spdnn_clamp_activation(acc[g][r] + b[g], upper);
-                outputs[g][r0 + r] = g + 1u < G || last_real ? v : 0.0f;
+            for (unsigned int r = 0; r < BD_LANES_CHUNK; r += 4u) {
+                float v[4];
+#pragma unroll
+                for (unsigned int i = 0; i < 4u; ++i) {
+                    const float out = spdnn_clamp_activation(acc[g][r + i] + b[g], upper);
+                    v[i] = g + 1u < G || last_real ? out : 0.0f;
+                }
+                bd_store_rows4(outputs[g] + r0 + r, v);
             }
         }
     }

@@ -80,13 +80,16 @@ pub const TILES_LAST_CUT: usize = 24;
 pub const GLOBAL_TILE: usize = 32;
 /// Threads of a lanes block (`BD_LANES_THREADS`): four warps of 32 rows each.
 pub const LANES_THREADS: usize = 128;
-/// Floats between two columns of a lanes warp's buffer (`BD_LANE_PITCH`): with row `r` of
-/// column `c` at `c · 33 + r`, the 32 lanes' reads of one column and one lane's reads of
-/// consecutive columns fall on 32 different banks.
-pub const LANE_PITCH: usize = WARP + 1;
+/// Floats between two columns of a lanes warp's buffer (`BD_LANE_PITCH`), row `r` of column
+/// `c` at `c · 36 + r`: the 32 lanes' reads of one column (a row a lane) fall on 32 different
+/// banks, and where each lane reads a column of its own (circulant layers, the fold, the
+/// bitmap's bins) it reads 4 rows at once, 16 aligned bytes, 8 consecutive columns on 8
+/// different bank quads. A pitch of 33 took those a word at a time (2026-11-29c).
+pub const LANE_PITCH: usize = WARP + 4;
+const _: () = assert!(LANE_PITCH.is_multiple_of(4) && LANES_CIRCULANT_CHUNK.is_multiple_of(4));
 /// Widest row (padded to 32) a lanes segment carries (`BD_LANES_GROUPS` groups of 32): a lane
 /// keeps a layer's sums in registers until every group is summed, then writes them over its
-/// inputs (one buffer of 8.25 KiB a warp at 64 columns).
+/// inputs (one buffer of 9 KiB a warp at 64 columns).
 pub const LANES_MAX_STRIDE: usize = 64;
 /// Rows a lanes warp sums at once in a circulant layer (`BD_LANES_CHUNK`; `bd_lanes_circulant`,
 /// a lane one output column of the warp's 32 rows): a row's outputs read only that row, so a
@@ -185,9 +188,11 @@ pub const LANES_SCATTER_BATCH: usize = 8;
 
 /// Rows a lanes warp transposes at once when it counts a folded layer 1's bins from a bitmap
 /// input (`BD_BITMAP_ROWS`; `bd_lanes_bins_bitmap`): the rows' shuffles of one step are
-/// independent, so their latencies overlap. Divides 32.
+/// independent, so their latencies overlap. Divides 32; a multiple of 4 (their bins are
+/// stored 4 rows at once).
 pub const BITMAP_TRANSPOSE_ROWS: usize = 8;
-const _: () = assert!(WARP.is_multiple_of(BITMAP_TRANSPOSE_ROWS));
+const _: () =
+    assert!(WARP.is_multiple_of(BITMAP_TRANSPOSE_ROWS) && BITMAP_TRANSPOSE_ROWS.is_multiple_of(4));
 
 /// Whether layers `first..end` of `layout`, rows of `stride` floats, can run a row a lane
 /// ([`Placement::Lanes`]): rows at most [`LANES_MAX_STRIDE`] wide, no dense layer (each lane
@@ -1262,7 +1267,7 @@ mod tests {
         let places = |s: &[Segment]| s.iter().map(|s| s.placement).collect::<Vec<_>>();
         let (lanes, shared) = (Placement::Lanes, Placement::Shared);
         assert_eq!(places(&s), [lanes, shared, shared]);
-        // A buffer a warp of 64 columns, 33 floats apart; nothing in global memory.
+        // A buffer a warp of 64 columns, LANE_PITCH floats apart; nothing in global memory.
         assert_eq!((s[0].tile, s[0].threads), (LANES_THREADS, LANES_THREADS));
         assert_eq!(s[0].shared_floats(), 4 * 64 * LANE_PITCH);
         assert_eq!(s[0].scratch_floats(), 0);
