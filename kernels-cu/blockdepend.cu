@@ -1667,7 +1667,8 @@ __device__ __forceinline__ void bd_lanes_fold(const uint2* __restrict__ table, f
 #pragma unroll
     for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
         const unsigned int c = g * SPDNN_WARP_SIZE + lane;
-        b[g] = biases != nullptr && c < width ? __ldg(biases + c) : bias;
+        // A padding column's bias is -inf: its output clamps to 0 with no select.
+        b[g] = c >= width ? __uint_as_float(0xff800000u) : biases != nullptr ? __ldg(biases + c) : bias;
     }
 #pragma unroll 1
     for (unsigned int r0 = 0; r0 < SPDNN_WARP_SIZE; r0 += BD_LANES_CHUNK) {
@@ -1705,8 +1706,7 @@ __device__ __forceinline__ void bd_lanes_fold(const uint2* __restrict__ table, f
                     float v[4];
 #pragma unroll
                     for (unsigned int i = 0; i < 4u; ++i) {
-                        const float out = bd_first_output(__int_as_float((int)acc[g][r + i]), true, w1_base, b[g], upper);
-                        v[i] = c < width ? out : 0.0f;
+                        v[i] = bd_first_output(__int_as_float((int)acc[g][r + i]), true, w1_base, b[g], upper);
                     }
                     bd_store_rows4(warp_rows + BD_LANE_PITCH * c + r0 + r, v);
                 }
@@ -2022,8 +2022,11 @@ __device__ __forceinline__ void bd_lanes_circulant(const BdLayer& layer, unsigne
             inputs[g][s] = warp_rows + BD_LANE_PITCH * ((c + offset[s]) % layer.in_width);
         }
         outputs[g] = warp_rows + BD_LANE_PITCH * c;
+        // A padding column's bias is -inf: its output clamps to 0 with no select.
         const bool real = g + 1u < G || last_real;
-        b[g] = bias_stride != 0u && real ? __ldg(biases + (unsigned long long)l * bias_stride + c) : bias;
+        b[g] = !real                ? __uint_as_float(0xff800000u)
+               : bias_stride != 0u ? __ldg(biases + (unsigned long long)l * bias_stride + c)
+                                   : bias;
     }
 #pragma unroll 1
     for (unsigned int r0 = 0; r0 < SPDNN_WARP_SIZE; r0 += BD_LANES_CHUNK) {
@@ -2056,8 +2059,7 @@ __device__ __forceinline__ void bd_lanes_circulant(const BdLayer& layer, unsigne
                 float v[4];
 #pragma unroll
                 for (unsigned int i = 0; i < 4u; ++i) {
-                    const float out = spdnn_clamp_activation(acc[g][r + i] + b[g], upper);
-                    v[i] = g + 1u < G || last_real ? out : 0.0f;
+                    v[i] = spdnn_clamp_activation(acc[g][r + i] + b[g], upper);
                 }
                 bd_store_rows4(outputs[g] + r0 + r, v);
             }
