@@ -1507,7 +1507,8 @@ __device__ __forceinline__ void bd_chain(
 // Layer 1: the warp's rows' input nonzeros (contiguous in the CSR) are walked by the warp,
 // a lane every 32nd, BD_LANES_BATCH at a time, each added into its row's accumulators with
 // shared-memory atomics (as bd_scatter_*); then each lane converts, biases and clips its own
-// row. Later layers: per group of 32 outputs and slot, lane j holds output j's entry, which
+// row. A folded layer 1 (bd_lanes_fold) counts each row's bins instead, from its columns or,
+// on a bitmap input, from its words (bd_lanes_bins_bitmap). Later layers: per group of 32 outputs and slot, lane j holds output j's entry, which
 // every lane takes in turn with two shuffles; each lane sums its own row in registers in
 // slot order from 0, as bd_item does (the same outputs bit for bit), and writes the layer's
 // outputs over its inputs once every group is summed: a lane reads and writes only its own
