@@ -491,7 +491,8 @@ impl KernelMethod for BlockDepend {
     }
 
     /// The batch's CSR as the kernel reads it: offsets, columns, and the values only when
-    /// one is not 1.
+    /// one is not 1. A binary batch loaded as a bitmap takes at most this (`load` picks the
+    /// bitmap only when it is no larger).
     fn upload_bytes(rows: usize, nnz: usize, binary: bool) -> usize {
         device::input_bytes(rows, nnz, binary)
     }
