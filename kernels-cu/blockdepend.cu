@@ -1638,20 +1638,74 @@ __device__ __forceinline__ void bd_lanes_scatter_pairs(unsigned int buffer, cons
     }
 }
 
+// The outputs of a layer whose lane j computes output column c = j + 32 g of all the warp's
+// rows (circulant layers, the fold): output(g, Σ_s w[s] · value(column at[g][s])), the fused
+// multiply-adds in slot order from 0, for the groups g < groups of G (the others' columns are
+// read, unused and not written). BD_LANES_CHUNK rows at a time, 4 a load (bd_load_rows4),
+// each chunk's outputs written over its inputs (column c) once the warp has read them: a
+// row's outputs read that row only.
+template <unsigned int S, unsigned int G, typename Value, typename Output>
+__device__ __forceinline__ void bd_lanes_columns(float* warp_rows, const unsigned int (&at)[G][S], const float (&w)[S],
+                                                 unsigned int groups, Value value, Output output) {
+    const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
+#pragma unroll 1
+    for (unsigned int r0 = 0; r0 < SPDNN_WARP_SIZE; r0 += BD_LANES_CHUNK) {
+        float acc[G][BD_LANES_CHUNK];
+#pragma unroll
+        for (unsigned int g = 0; g < G; ++g) {
+#pragma unroll
+            for (unsigned int r = 0; r < BD_LANES_CHUNK; r += 4u) {
+                // Unpredicated: predicated 16-byte loads spilled (NVRTC 13.0, 128 registers).
+                float in[S][4];
+#pragma unroll
+                for (unsigned int s = 0; s < S; ++s) {
+                    bd_load_rows4(in[s], warp_rows + at[g][s] + r0 + r);
+                }
+#pragma unroll
+                for (unsigned int i = 0; i < 4u; ++i) {
+                    acc[g][r + i] = 0.0f;
+                    if (g < groups) {
+#pragma unroll
+                        for (unsigned int s = 0; s < S; ++s) {
+                            acc[g][r + i] = fmaf(value(in[s][i]), w[s], acc[g][r + i]);
+                        }
+                    }
+                }
+            }
+        }
+        // Every lane has read the chunk's inputs: its outputs may overwrite them.
+        __syncwarp();
+#pragma unroll
+        for (unsigned int g = 0; g < G; ++g) {
+            if (g < groups) {
+#pragma unroll
+                for (unsigned int r = 0; r < BD_LANES_CHUNK; r += 4u) {
+                    float v[4];
+#pragma unroll
+                    for (unsigned int i = 0; i < 4u; ++i) {
+                        v[i] = output(g, acc[g][r + i]);
+                    }
+                    bd_store_rows4(warp_rows + BD_LANE_PITCH * (g * SPDNN_WARP_SIZE + lane) + r0 + r, v);
+                }
+            }
+        }
+    }
+    // The next layer reads the rows every lane wrote.
+    __syncwarp();
+}
+
 // Layer 1's outputs from a folded scatter (layout::FirstScaled::fold; S slots): column j of
 // each row of the warp's buffer (warp_rows) holds bins[j], the count of the row's nonzeros at
 // inputs k = j mod width (width a power of two, at most the buffer's 32-multiple columns);
 // output c is m_0 · bins[(c + e_0) mod width] + ... (table: [S, width], then [e_s, m_s]), the
 // same integer as the entries' sum, made a float and biased by bd_first_output as the
-// scatter's sums are. Lane j computes outputs j + 32 g of every row, 8 rows at a time, each
-// chunk's outputs written over its bins once the warp has read them (as bd_lanes_circulant);
-// padding columns get 0.
+// scatter's sums are. Lane j computes outputs j + 32 g of every row (bd_lanes_columns, as
+// bd_lanes_circulant); padding columns get 0.
 template <unsigned int S>
 __device__ __forceinline__ void bd_lanes_fold(const uint2* __restrict__ table, float* warp_rows, unsigned int width,
                                               float w1_base, float bias, const float* __restrict__ biases,
                                               float upper) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
-    const unsigned int groups = bd_round32(width) / SPDNN_WARP_SIZE;
     // Each group's bins at each slot: the floats from warp_rows to their column.
     unsigned int inputs[BD_LANES_GROUPS][S];
     float b[BD_LANES_GROUPS];
@@ -1671,51 +1725,13 @@ __device__ __forceinline__ void bd_lanes_fold(const uint2* __restrict__ table, f
         // A padding column's bias is -inf: its output clamps to 0 with no select.
         b[g] = c >= width ? __uint_as_float(0xff800000u) : biases != nullptr ? __ldg(biases + c) : bias;
     }
-#pragma unroll 1
-    for (unsigned int r0 = 0; r0 < SPDNN_WARP_SIZE; r0 += BD_LANES_CHUNK) {
-        float acc[BD_LANES_GROUPS][BD_LANES_CHUNK];
-#pragma unroll
-        for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
-#pragma unroll
-            for (unsigned int r = 0; r < BD_LANES_CHUNK; r += 4u) {
-                float bins[S][4];
-#pragma unroll
-                for (unsigned int s = 0; s < S; ++s) {
-                    bd_load_rows4(bins[s], warp_rows + inputs[g][s] + r0 + r);
-                }
-#pragma unroll
-                for (unsigned int i = 0; i < 4u; ++i) {
-                    acc[g][r + i] = 0.0f;
-                    if (g < groups) {
-                        // Whole numbers below 2^24 (FirstScaled's proof): exact in any order.
-#pragma unroll
-                        for (unsigned int s = 0; s < S; ++s) {
-                            acc[g][r + i] = fmaf((float)__float_as_uint(bins[s][i]), m[s], acc[g][r + i]);
-                        }
-                    }
-                }
-            }
-        }
-        // Every lane has read the chunk's bins: its outputs may overwrite them.
-        __syncwarp();
-#pragma unroll
-        for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
-            const unsigned int c = g * SPDNN_WARP_SIZE + lane;
-            if (g < groups) {
-#pragma unroll
-                for (unsigned int r = 0; r < BD_LANES_CHUNK; r += 4u) {
-                    float v[4];
-#pragma unroll
-                    for (unsigned int i = 0; i < 4u; ++i) {
-                        v[i] = bd_first_output(__int_as_float((int)acc[g][r + i]), true, w1_base, b[g], upper);
-                    }
-                    bd_store_rows4(warp_rows + BD_LANE_PITCH * c + r0 + r, v);
-                }
-            }
-        }
-    }
-    // The next layer reads the rows every lane wrote.
-    __syncwarp();
+    // Whole numbers below 2^24 (FirstScaled's proof): exact in any order.
+    bd_lanes_columns<S, BD_LANES_GROUPS>(
+        warp_rows, inputs, m, bd_round32(width) / SPDNN_WARP_SIZE,
+        [](float bin) { return (float)__float_as_uint(bin); },
+        [&](unsigned int g, float sum) {
+            return bd_first_output(__int_as_float((int)sum), true, w1_base, b[g], upper);
+        });
 }
 
 // bd_lanes_fold for the table's slot count (1 to 4: FirstScaled::fold's proof).
@@ -1990,21 +2006,19 @@ __device__ __forceinline__ void bd_lanes_layer(const BdLayer& layer, unsigned in
 // computes outputs 32 g + j (G groups) of every row, whose slot-s input (32 g + j + d_s) mod
 // in is the same column for all 32 rows, so each multiply-add is one shared load at a
 // constant offset and one fused multiply-add, where bd_lanes_layer spends two shuffles more.
-// A row's outputs read that row only, so the rows go BD_LANES_CHUNK at a time, each chunk's
-// outputs written over its inputs once the warp has read them (all 32 rows' sums at once
-// spilled at 128 registers). The same fused multiply-adds in the same slot order from 0: bit
-// for bit bd_lanes_layer's outputs. Padding columns (only the last group has any) get 0. G
-// is known at compile time: with the groups a run-time bound, every chunk issued the absent
-// group's loads predicated off and zeroed its sums again (ncu, 2026-11-28j call 3).
+// The rows go BD_LANES_CHUNK at a time (bd_lanes_columns; all 32 rows' sums at once spilled
+// at 128 registers). The same fused multiply-adds in the same slot order from 0: bit for bit
+// bd_lanes_layer's outputs. Padding columns (only the last group has any) get 0. G is known
+// at compile time: with the groups a run-time bound, every chunk issued the absent group's
+// loads predicated off and zeroed its sums again (ncu, 2026-11-28j call 3).
 template <unsigned int S, unsigned int G>
 __device__ __forceinline__ void bd_lanes_circulant(const BdLayer& layer, unsigned int l,
                                                    const uint2* __restrict__ table, float* warp_rows, float bias,
                                                    const float* __restrict__ biases, unsigned int bias_stride,
                                                    float upper) {
     const unsigned int lane = threadIdx.x % SPDNN_WARP_SIZE;
-    // Per group: this lane's output column, its inputs' columns at each slot, its bias.
-    const float* inputs[G][S];
-    float* outputs[G];
+    // Per group: its inputs' columns at each slot (floats from warp_rows), its bias.
+    unsigned int inputs[G][S];
     float b[G];
     unsigned int offset[S];
     float w[S];
@@ -2020,54 +2034,17 @@ __device__ __forceinline__ void bd_lanes_circulant(const BdLayer& layer, unsigne
         const unsigned int c = g * 32u + lane;
 #pragma unroll
         for (unsigned int s = 0; s < S; ++s) {
-            inputs[g][s] = warp_rows + BD_LANE_PITCH * ((c + offset[s]) % layer.in_width);
+            inputs[g][s] = BD_LANE_PITCH * ((c + offset[s]) % layer.in_width);
         }
-        outputs[g] = warp_rows + BD_LANE_PITCH * c;
         // A padding column's bias is -inf: its output clamps to 0 with no select.
         const bool real = g + 1u < G || last_real;
         b[g] = !real                ? __uint_as_float(0xff800000u)
                : bias_stride != 0u ? __ldg(biases + (unsigned long long)l * bias_stride + c)
                                    : bias;
     }
-#pragma unroll 1
-    for (unsigned int r0 = 0; r0 < SPDNN_WARP_SIZE; r0 += BD_LANES_CHUNK) {
-        float acc[G][BD_LANES_CHUNK];
-#pragma unroll
-        for (unsigned int g = 0; g < G; ++g) {
-#pragma unroll
-            for (unsigned int r = 0; r < BD_LANES_CHUNK; r += 4u) {
-                float in[S][4];
-#pragma unroll
-                for (unsigned int s = 0; s < S; ++s) {
-                    bd_load_rows4(in[s], inputs[g][s] + r0 + r);
-                }
-#pragma unroll
-                for (unsigned int i = 0; i < 4u; ++i) {
-                    acc[g][r + i] = 0.0f;
-#pragma unroll
-                    for (unsigned int s = 0; s < S; ++s) {
-                        acc[g][r + i] = fmaf(in[s][i], w[s], acc[g][r + i]);
-                    }
-                }
-            }
-        }
-        // Every lane has read the chunk's inputs: its outputs may overwrite them.
-        __syncwarp();
-#pragma unroll
-        for (unsigned int g = 0; g < G; ++g) {
-#pragma unroll
-            for (unsigned int r = 0; r < BD_LANES_CHUNK; r += 4u) {
-                float v[4];
-#pragma unroll
-                for (unsigned int i = 0; i < 4u; ++i) {
-                    v[i] = spdnn_clamp_activation(acc[g][r + i] + b[g], upper);
-                }
-                bd_store_rows4(outputs[g] + r0 + r, v);
-            }
-        }
-    }
-    // The next layer reads the rows every lane wrote.
-    __syncwarp();
+    bd_lanes_columns<S, G>(
+        warp_rows, inputs, w, G, [](float x) { return x; },
+        [&](unsigned int g, float sum) { return spdnn_clamp_activation(sum + b[g], upper); });
 }
 
 // bd_lanes_circulant<S, G> for `groups` (1 .. G) known only at run time.
