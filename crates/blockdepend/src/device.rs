@@ -244,7 +244,7 @@ pub(crate) enum InputForm {
     /// CSR columns only: every value is 1.
     Columns,
     /// Every value is 1, one bit an input: [`bitmap`]'s words in place of the columns, for a
-    /// launch 1 that counts a folded layer 1's bins from them ([`BdRun::counts_bins`]).
+    /// launch 1 that counts a folded layer 1's bins from them ([`counts_bins`]).
     Bitmap,
 }
 
