@@ -985,6 +985,20 @@ impl CommonBase {
     }
 }
 
+/// Appends a table (`units`) to `ell` and returns its first unit, or `None` where it cannot
+/// be placed: at unit 0, which the descriptors read as no table, or past the units 32 bits
+/// index.
+fn append_table(
+    ell: &mut Vec<[u32; 2]>,
+    units: impl IntoIterator<Item = [u32; 2]>,
+) -> Option<usize> {
+    let at = ell.len();
+    (at != 0 && at <= u32::MAX as usize).then(|| {
+        ell.extend(units);
+        at
+    })
+}
+
 impl Layout {
     /// Lays out `chain`'s layers, each in the format `choice` allows
     /// ([`choose_format`] under [`FormatChoice::Auto`]), in parallel over the layers.
@@ -1125,21 +1139,19 @@ impl Layout {
             }
             out.layers.push(layout);
         }
-        // After every layer's entries, which keep their alignment; a table is never at 0.
-        if let Some(fold) = out.first.scaled.as_ref().and_then(|s| s.fold.as_ref())
-            && !out.ell.is_empty()
-            && out.ell.len() <= u32::MAX as usize
-        {
-            out.first.fold_table = out.ell.len();
-            out.ell.push([fold.len() as u32, out.first.width as u32]);
-            out.ell.extend_from_slice(fold);
-            out.layers[0].bytes += 8 * (fold.len() + 1);
+        // After every layer's entries, which keep their alignment.
+        if let Some(fold) = out.first.scaled.as_ref().and_then(|s| s.fold.as_ref()) {
+            let head = [fold.len() as u32, out.first.width as u32];
+            let units = std::iter::once(head).chain(fold.iter().copied());
+            if let Some(at) = append_table(&mut out.ell, units) {
+                out.first.fold_table = at;
+                out.layers[0].bytes += 8 * (fold.len() + 1);
+            }
         }
         for (l, table) in tables {
-            if out.ell.len() <= u32::MAX as usize {
+            if let Some(at) = append_table(&mut out.ell, table.units()) {
                 let layer = &mut out.layers[l];
-                layer.circulant = out.ell.len();
-                out.ell.extend(table.units());
+                layer.circulant = at;
                 layer.bytes += layer.circulant_bytes();
             }
         }
