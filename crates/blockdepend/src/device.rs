@@ -278,17 +278,22 @@ impl InputForm {
             Self::Columns => "CSR columns (every value 1)".into(),
             Self::Bitmap => format!(
                 "bitmap, {} words a row (every value 1; layer 1's bins counted from it)",
-                ncols.div_ceil(32)
+                bitmap_words(ncols)
             ),
         }
     }
 }
 
-/// The rows of `input` as a bitmap (its values taken as 1): ⌈ncols / 32⌉ words a row, input
-/// `k` of a row at bit `k % 32` of its word `k / 32`.
+/// Words of a bitmap row of `ncols` inputs: ⌈ncols / 32⌉.
+fn bitmap_words(ncols: usize) -> usize {
+    ncols.div_ceil(32)
+}
+
+/// The rows of `input` as a bitmap (its values taken as 1): [`bitmap_words`] words a row,
+/// input `k` of a row at bit `k % 32` of its word `k / 32`.
 pub(crate) fn bitmap(input: &Csr) -> Vec<u32> {
     use rayon::prelude::*;
-    let words = input.ncols().div_ceil(32);
+    let words = bitmap_words(input.ncols());
     let mut bits = vec![0u32; input.nrows() * words];
     if words > 0 {
         bits.par_chunks_mut(words).enumerate().for_each(|(r, row)| {
@@ -303,7 +308,7 @@ pub(crate) fn bitmap(input: &Csr) -> Vec<u32> {
 /// Device bytes of a batch of `rows` rows of `ncols` inputs loaded as a bitmap: its words
 /// (one when none) and the placeholders of the offsets and the values.
 pub(crate) fn bitmap_bytes(rows: usize, ncols: usize) -> usize {
-    4 * (rows * ncols.div_ceil(32)).max(1) + 4 + 4
+    4 * (rows * bitmap_words(ncols)).max(1) + 4 + 4
 }
 
 /// The loaded batch of input rows: CSR, or a bitmap in place of its columns.
