@@ -1888,8 +1888,7 @@ __device__ __forceinline__ void bd_lanes_first_layer(
         if (!folds) {
             __trap();
         }
-        bd_lanes_bins_bitmap(warp_rows, x_cols, (in_width + SPDNN_WARP_SIZE - 1u) / SPDNN_WARP_SIZE, base, n,
-                             width);
+        bd_lanes_bins_bitmap(warp_rows, x_cols, bd_round32(in_width) / SPDNN_WARP_SIZE, base, n, width);
         __syncwarp();
         bd_lanes_fold_slots(fold, warp_rows, width, w1_base, bias, biases, upper);
         return;
