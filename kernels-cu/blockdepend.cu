@@ -2291,7 +2291,11 @@ __device__ __forceinline__ void bd_warps_wait(unsigned int bar, unsigned int par
 // load at a constant offset from one stepping pointer (with the stride a run-time value, 2-3
 // address instructions a load doubled a layer's instructions: ~2100 cycles for one row of
 // 64 x 64, 2026-11-28c call 4; with the weights row-major, a lane's four of a step were four
-// loads, ~25 % of a one-row layer's sums, 2026-11-28j call 8).
+// loads, ~25 % of a one-row layer's sums, 2026-11-28j call 8). One row's steps are unrolled
+// eight at a time, more rows' four: a body issues its loads first, and a row's multiply-adds
+// of four steps (two chains of 16 at 64 inputs) did not cover the next body's loads
+// (~8.7 cycles an input against 4 for the chains, 2026-11-29d call 3). Eight for 2-4 rows
+// or sixteen for all took the warps launch from ~26 to ~28 and ~32 us (call 5).
 template <unsigned int G, unsigned int R>
 __device__ __forceinline__ void bd_warps_sums(unsigned int inputs, const float* w, const float* rows,
                                               const unsigned int (&row_at)[R], float (&acc)[R][G]) {
@@ -2302,7 +2306,8 @@ __device__ __forceinline__ void bd_warps_sums(unsigned int inputs, const float* 
     for (unsigned int r = 0; r < R; ++r) {
         y[r] = rows + row_at[r];
     }
-#pragma unroll 4
+    constexpr unsigned int unroll = R == 1u ? 8u : 4u;
+#pragma unroll unroll
     for (unsigned int k = 0; k < inputs; k += 4) {
         float4 q[G];
 #pragma unroll
