@@ -2225,9 +2225,9 @@ struct BdWarpTile {
     unsigned int base;
 };
 
-// Thread 0 issues layer m's stage (its descriptor d) into slot (slot_words words at shared
-// address to) with bar counting the bytes: the descriptor of layer m + 1 when m + 1 < end,
-// then the weights. The host places a launch here only when every layer is dense and fits a
+// The stager (one thread, bd_chain_warps_loop) issues layer m's stage (its descriptor d)
+// into slot (slot_words words at shared address to) with bar counting the bytes: the
+// descriptor of layer m + 1 when m + 1 < end, then the weights. The host places a launch here only when every layer is dense and fits a
 // slot with rows of ⌈out/32⌉·32 floats (plan::warps_fit; the sums take that stride as
 // 32 · G); anything else traps rather than computing from a partial stage.
 __device__ __forceinline__ void bd_warps_stage(unsigned int to, unsigned int slot_words, unsigned int bar,
@@ -2399,8 +2399,9 @@ __device__ __forceinline__ void bd_warps_layer(const BdLayer& d, unsigned int l,
     }
 }
 
-// bd_warps_layer<G, R> for `rows` (1 .. BD_WARPS_ROWS) known only at run time.
-template <unsigned int G, unsigned int R = BD_WARPS_ROWS>
+// bd_warps_layer<G, R> for `rows` (1 .. BD_WARPS_ROWS) known only at run time, tried from
+// one up: the deepest tiles' last layers have one row.
+template <unsigned int G, unsigned int R = 1>
 __device__ __forceinline__ void bd_warps_layer_rows(unsigned int rows_live, const BdLayer& d, unsigned int l,
                                                     const float* w, float* rows, unsigned int stride,
                                                     unsigned int first_row, unsigned int& live, const unsigned int* ids,
@@ -2410,8 +2411,8 @@ __device__ __forceinline__ void bd_warps_layer_rows(unsigned int rows_live, cons
     if (rows_live == R) {
         bd_warps_layer<G, R>(d, l, w, rows, stride, first_row, live, ids, bias, biases, bias_stride, upper,
                              suffix_start, state);
-    } else if constexpr (R > 1) {
-        bd_warps_layer_rows<G, R - 1>(rows_live, d, l, w, rows, stride, first_row, live, ids, bias, biases,
+    } else if constexpr (R < BD_WARPS_ROWS) {
+        bd_warps_layer_rows<G, R + 1>(rows_live, d, l, w, rows, stride, first_row, live, ids, bias, biases,
                                       bias_stride, upper, suffix_start, state);
     }
 }
@@ -2468,19 +2469,24 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
         const unsigned int s = slot_of(m);
         bd_warps_stage(slots_at + 4u * s * slot_words, slot_words, bars_at + 8u * s, d, m, end, desc, dense);
     };
+    // The thread that issues the stages: lane 0 of the last warp, which holds rows only in
+    // tiles of more than 60. Thread 0's warp holds every tile's first rows, and a stage's
+    // bulk copy compiles to a MEMBAR.ALL.CTA before its arrive: a one-row layer's wait took
+    // ~730 cycles in warp 0 against ~350 in the others (2026-11-29d calls 3, 6 and 7).
+    const bool stager = threadIdx.x == BD_WARPS_THREADS - SPDNN_WARP_SIZE;
     for (;;) {
         const unsigned int base = bd_next_tile(queue, tile.base, rows_per_tile);
         if (base >= count) {
             break;
         }
         const unsigned int n = min(rows_per_tile, count - base);
-        // The first two layers' stages. Thread 0 keeps the descriptor of the next layer to
+        // The first two layers' stages. The stager keeps the descriptor of the next layer to
         // stage in registers, loaded a layer before it is needed: the stages' copies never
         // wait on one another (a stage that read its descriptor from the slot before it
         // waited for that slot's copy to land).
         BdLayer layer = bd_layer_at(desc, first);
         BdLayer ahead = layer;
-        if (threadIdx.x == 0) {
+        if (stager) {
             stage(layer, first);
             if (first + 1u < end) {
                 stage(bd_layer_at(desc, first + 1u), first + 1u);
@@ -2521,7 +2527,7 @@ __device__ __forceinline__ void bd_chain_warps_loop(BdWarpTile& tile, BD_CHAIN_P
             if (__syncthreads_or(live != 0u) == 0) {
                 break;
             }
-            if (threadIdx.x == 0 && l + 2u < end) {
+            if (stager && l + 2u < end) {
                 stage(ahead, l + 2u);
                 if (l + 3u < end) {
                     ahead = bd_layer_at(desc, l + 3u);
