@@ -2227,9 +2227,10 @@ struct BdWarpTile {
 
 // The stager (one thread, bd_chain_warps_loop) issues layer m's stage (its descriptor d)
 // into slot (slot_words words at shared address to) with bar counting the bytes: the
-// descriptor of layer m + 1 when m + 1 < end, then the weights. The host places a launch here only when every layer is dense and fits a
-// slot with rows of ⌈out/32⌉·32 floats (plan::warps_fit; the sums take that stride as
-// 32 · G); anything else traps rather than computing from a partial stage.
+// descriptor of layer m + 1 when m + 1 < end, then the weights. The host places a launch
+// here only when every layer is dense and fits a slot with rows of ⌈out/32⌉·32 floats
+// (plan::warps_fit; the sums take that stride as 32 · G); anything else traps rather than
+// computing from a partial stage.
 __device__ __forceinline__ void bd_warps_stage(unsigned int to, unsigned int slot_words, unsigned int bar,
                                                const BdLayer& d, unsigned int m, unsigned int end,
                                                const unsigned int* __restrict__ desc,
@@ -2295,7 +2296,8 @@ __device__ __forceinline__ void bd_warps_wait(unsigned int bar, unsigned int par
 // eight at a time, more rows' four: a body issues its loads first, and a row's multiply-adds
 // of four steps (two chains of 16 at 64 inputs) did not cover the next body's loads
 // (~8.7 cycles an input against 4 for the chains, 2026-11-29d call 3). Eight for 2-4 rows
-// or sixteen for all took the warps launch from ~26 to ~28 and ~32 us (call 5).
+// or sixteen for all took the warps launch from ~26 to ~28 and ~32 us (call 5); sixteen for
+// one row ran the 32-input layers, fewer steps than a body, a step at a time (call 7).
 template <unsigned int G, unsigned int R>
 __device__ __forceinline__ void bd_warps_sums(unsigned int inputs, const float* w, const float* rows,
                                               const unsigned int (&row_at)[R], float (&acc)[R][G]) {
