@@ -1508,8 +1508,9 @@ __device__ __forceinline__ void bd_chain(
 // a lane every 32nd, BD_LANES_BATCH at a time, each added into its row's accumulators with
 // shared-memory atomics (as bd_scatter_*); then each lane converts, biases and clips its own
 // row. A folded layer 1 (bd_lanes_fold) counts each row's bins instead, from its columns or,
-// on a bitmap input, from its words (bd_lanes_bins_bitmap). Later layers: per group of 32 outputs and slot, lane j holds output j's entry, which
-// every lane takes in turn with two shuffles; each lane sums its own row in registers in
+// on a bitmap input, from its words (bd_lanes_bins_bitmap). Later layers: per group of 32
+// outputs and slot, lane j holds output j's entry, which every lane takes in turn with two
+// shuffles; each lane sums its own row in registers in
 // slot order from 0, as bd_item does (the same outputs bit for bit), and writes the layer's
 // outputs over its inputs once every group is summed: a lane reads and writes only its own
 // row, so one buffer does. Circulant layers turn the roles (bd_lanes_circulant): lane j
@@ -1517,6 +1518,10 @@ __device__ __forceinline__ void bd_chain(
 // rows whatever their state, so it checks them once, after the launch's last layer (a row
 // that finished earlier is found there in the same state); lanes that have no row run along
 // and write nothing outside the warp.
+
+// The bias of a padding column of a lanes warp's layer (past its outputs, up to the
+// 32-multiple the buffer holds): -inf, so that the clip makes its output 0 with no select.
+__device__ __forceinline__ float bd_padding_bias() { return __uint_as_float(0xff800000u); }
 
 // Rows r .. r+3 of a lanes warp's column at `at` (r a multiple of 4: 16 bytes, aligned as
 // BD_LANE_PITCH is), read or written at once.
@@ -1722,8 +1727,7 @@ __device__ __forceinline__ void bd_lanes_fold(const uint2* __restrict__ table, f
 #pragma unroll
     for (unsigned int g = 0; g < BD_LANES_GROUPS; ++g) {
         const unsigned int c = g * SPDNN_WARP_SIZE + lane;
-        // A padding column's bias is -inf: its output clamps to 0 with no select.
-        b[g] = c >= width ? __uint_as_float(0xff800000u) : biases != nullptr ? __ldg(biases + c) : bias;
+        b[g] = c >= width ? bd_padding_bias() : biases != nullptr ? __ldg(biases + c) : bias;
     }
     // Whole numbers below 2^24 (FirstScaled's proof): exact in any order.
     bd_lanes_columns<S, BD_LANES_GROUPS>(
@@ -1754,13 +1758,6 @@ __device__ __forceinline__ void bd_lanes_fold_slots(const uint2* __restrict__ ta
     }
 }
 
-// The 32 x 32 bits of x (lane l's word as row l) transposed across the warp, R words a lane
-// at once: afterwards bit l of lane j's word is bit j of lane l's word before. Five steps of
-// one shuffle each; at step s, lanes l and l ^ s swap the blocks of s bits whose row and
-// column halves differ (the lower lane keeps its bits at positions with s clear, the upper
-// those with s set). Steps of 16 and 8 bits move whole bytes (one byte permute, its selector
-// the lane's); the others take the partner's word rotated by s (lower lane) or -s (upper)
-// and keep their own bits (one funnel shift, one three-input logic op).
 // One step of bd_transpose_bits below bytes: lane l's word keeps its bits where `keep` is set
 // (those at positions with bit S clear in the lower lane of a pair, set in the upper) and
 // takes the rest from lane l ^ S's word rotated by S (lower) or -S (upper): one shuffle, one
@@ -2035,9 +2032,8 @@ __device__ __forceinline__ void bd_lanes_circulant(const BdLayer& layer, unsigne
         for (unsigned int s = 0; s < S; ++s) {
             inputs[g][s] = BD_LANE_PITCH * ((c + offset[s]) % layer.in_width);
         }
-        // A padding column's bias is -inf: its output clamps to 0 with no select.
         const bool real = g + 1u < G || last_real;
-        b[g] = !real                ? __uint_as_float(0xff800000u)
+        b[g] = !real               ? bd_padding_bias()
                : bias_stride != 0u ? __ldg(biases + (unsigned long long)l * bias_stride + c)
                                    : bias;
     }
