@@ -28,7 +28,7 @@
 //! layer resident (no transfers at all) and takes the cheaper of the two by a small cost
 //! estimate ([`Plan::choose`]); a method that cannot stream is planned resident only.
 
-use spdnn_cuda::memory::{MemoryModel, Streaming, WeightPlacement};
+use spdnn_cuda::memory::{MemoryModel, RowBytes, Streaming, WeightPlacement};
 
 /// Host-side overhead charged per layer and input batch when comparing plans, ms (launches
 /// and the per-layer bookkeeping every method has; only used to rank plans). With a probe,
@@ -68,6 +68,9 @@ pub struct Uploads<'a> {
     /// What the method's `load` uploads for a batch of (rows, nonzeros, binary)
     /// (`KernelMethod::upload_bytes`).
     pub bytes: fn(usize, usize, bool) -> usize,
+    /// The fixed-width form the method's `load` puts a binary batch in where it is smaller
+    /// than `bytes` ([`MemoryModel::binary_input`] of the run's model).
+    pub binary_input: Option<RowBytes>,
 }
 
 impl Uploads<'_> {
@@ -86,7 +89,7 @@ impl Uploads<'_> {
             .map(|start| {
                 let end = (start + batch).min(rows);
                 let nnz = (self.offsets[end] - self.offsets[start]) as usize;
-                (self.bytes)(end - start, nnz, self.binary)
+                self.batch(end - start, nnz)
             })
             .max()
             .unwrap_or(0)
@@ -96,9 +99,19 @@ impl Uploads<'_> {
     pub fn one_row(&self) -> usize {
         self.offsets
             .windows(2)
-            .map(|w| (self.bytes)(1, (w[1] - w[0]) as usize, self.binary))
+            .map(|w| self.batch(1, (w[1] - w[0]) as usize))
             .max()
             .unwrap_or(0)
+    }
+
+    /// The bytes `load` takes for a batch of `rows` rows and `nnz` nonzeros: as the method
+    /// lists them, or a binary batch's fixed-width form where that is smaller.
+    fn batch(&self, rows: usize, nnz: usize) -> usize {
+        let listed = (self.bytes)(rows, nnz, self.binary);
+        match self.binary_input {
+            Some(form) if self.binary => listed.min(form.at(rows)),
+            _ => listed,
+        }
     }
 }
 
@@ -493,6 +506,7 @@ mod tests {
             fixed: 100,
             streaming,
             exact: true,
+            binary_input: None,
         }
     }
 
@@ -514,6 +528,7 @@ mod tests {
                 offsets,
                 binary: false,
                 bytes: four_a_row,
+                binary_input: None,
             },
             budget,
             max_batch: None,
@@ -703,6 +718,7 @@ mod tests {
             offsets: &offsets,
             binary: true,
             bytes: |rows, nnz, _| spdnn_cuda::memory::scatter_upload_bytes(rows, nnz),
+            binary_input: None,
         };
         assert_eq!(uploads.rows(), 5);
         // Batches of 2: [0, 3], [1, 0], [5] → the last, shorter but densest: 4·2 + 8·5.
@@ -718,6 +734,30 @@ mod tests {
             ..uploads
         };
         assert_eq!(binary.densest(5), 4 * 6 + 4 * 9 + 4);
+        // A fixed-width form of 10 bytes a row and 2 fixed, taken where smaller: one row of 5
+        // nonzeros lists 8 + 20 + 4 = 32 against 12; batches of 5 list 64 against 52; a batch
+        // of 2 empty rows lists 16 against 22.
+        let bitmap = Uploads {
+            binary_input: Some(RowBytes {
+                per_row: 10,
+                fixed: 2,
+            }),
+            ..binary
+        };
+        assert_eq!(bitmap.one_row(), 12);
+        assert_eq!(bitmap.densest(5), 52);
+        let empty = [0u32; 3];
+        let empty_rows = Uploads {
+            offsets: &empty,
+            ..bitmap
+        };
+        assert_eq!(empty_rows.densest(2), 4 * 3 + 4);
+        // Not binary: as listed.
+        let values = Uploads {
+            binary: false,
+            ..bitmap
+        };
+        assert_eq!(values.densest(5), 4 * 6 + 8 * 9);
         let none = Uploads {
             offsets: &[0],
             ..uploads
@@ -735,6 +775,7 @@ mod tests {
                 offsets: &offsets,
                 binary: false,
                 bytes: |rows, nnz, _| spdnn_cuda::memory::scatter_upload_bytes(rows, nnz),
+                binary_input: None,
             },
             ..problem(&m, &offsets, 300_000)
         };

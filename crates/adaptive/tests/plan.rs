@@ -19,6 +19,7 @@ fn model() -> impl Strategy<Value = MemoryModel> {
             fixed,
             streaming,
             exact: true,
+            binary_input: None,
         })
 }
 
@@ -69,6 +70,7 @@ proptest! {
             offsets: &offsets,
             binary: false,
             bytes: |rows, nnz, _| spdnn_adaptive::memory::scatter_upload_bytes(rows, nnz),
+            binary_input: None,
         };
         let problem = Problem { model: &model, uploads, budget, max_batch, timing };
         match Plan::choose(&problem) {

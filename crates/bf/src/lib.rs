@@ -309,6 +309,7 @@ impl KernelMethod for Bf {
             fixed: fixed + glare.1,
             streaming: true,
             exact: true,
+            binary_input: None,
         }
     }
 

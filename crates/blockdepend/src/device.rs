@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use spdnn_cuda::cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
-use spdnn_cuda::memory::MemoryModel;
+use spdnn_cuda::memory::{MemoryModel, RowBytes};
 use spdnn_cuda::method::{DeviceRun, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::{
     CapturedGraph, CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, KernelDecl, PushKernelArg,
@@ -259,8 +259,9 @@ impl InputForm {
     }
 
     /// The form `input` (`binary`: every value is 1) is loaded in: a bitmap where launch 1
-    /// counts bins from one (`counts_bins`) and it is no larger than the columns (so that
-    /// [`input_bytes`], the planner's figure, stays an upper bound), else a CSR.
+    /// counts bins from one (`counts_bins`) and it is no larger than the columns, else a CSR.
+    /// The planner takes the same smaller of [`input_bytes`] and [`bitmap_bytes`] ([`model`]'s
+    /// `binary_input`).
     fn of(input: &Csr, binary: bool, counts_bins: bool) -> Self {
         let (rows, nnz) = (input.nrows(), input.nnz());
         if !binary {
@@ -456,7 +457,7 @@ pub(crate) fn layout_bytes(layout: &Layout) -> usize {
 /// Device bytes of a loaded batch of `rows` rows and `nnz` nonzeros ([`BdRun`]'s `load`):
 /// the offsets, the columns (one when empty) and the values (one when every value is 1). A
 /// binary batch loaded as a bitmap takes at most this ([`bitmap_bytes`]; `load` picks it only
-/// then).
+/// then, and the model says when it may: `MemoryModel::binary_input`).
 pub(crate) fn input_bytes(rows: usize, nnz: usize, binary: bool) -> usize {
     4 * (rows + 1) + 4 * nnz.max(1) + if binary { 4 } else { 4 * nnz.max(1) }
 }
@@ -659,6 +660,10 @@ pub(crate) struct Preparation {
     launches: Vec<Launch>,
     scratch_floats: usize,
     limits: Limits,
+    /// Whether launch 1 counts a folded layer 1's bins from a bitmap where the batch is binary
+    /// (`BlockDependOptions::input_bitmap`, [`counts_bins`]): `load` then picks the bitmap
+    /// where it is no larger than the columns ([`InputForm::of`]).
+    bitmap: bool,
 }
 
 impl Preparation {
@@ -771,34 +776,41 @@ impl Preparation {
                 }
             },
         )?;
+        let bitmap = options.input_bitmap && counts_bins(layout, &launches);
         Ok(Self {
             host,
             kernels,
             launches,
             scratch_floats,
             limits,
+            bitmap,
         })
     }
 
     /// The memory model ([`model`]).
     pub(crate) fn model(&self) -> MemoryModel {
+        let expansion = &self.host.expansion;
         model(
             &self.launches,
             self.scratch_floats,
-            self.host.expansion.output_width(),
+            expansion.output_width(),
             &self.host.layout,
+            self.bitmap.then_some(expansion.input_width()),
         )
     }
 }
 
 /// The memory model of a run of `launches` over `layout`: [`sizes`] per row and fixed, the
-/// layout's bytes (one entry: the layers share their arrays), resident; exact (the loaded
-/// input is [`input_bytes`], the planner's to add).
+/// layout's bytes (one entry: the layers share their arrays), resident; exact. The loaded
+/// input is the planner's to add: [`input_bytes`], or for a binary batch where launch 1
+/// counts bins from a bitmap of `bitmap_width` inputs a row, the smaller of that and
+/// [`bitmap_bytes`] ([`MemoryModel::binary_input`]; [`InputForm::of`] picks the same).
 pub(crate) fn model(
     launches: &[Launch],
     scratch_floats: usize,
     out_width: usize,
     layout: &Layout,
+    bitmap_width: Option<usize>,
 ) -> MemoryModel {
     let (per_row, fixed) =
         spdnn_cuda::memory::linear(|rows| sizes(launches, scratch_floats, out_width, rows).bytes());
@@ -808,6 +820,7 @@ pub(crate) fn model(
         fixed,
         streaming: false,
         exact: true,
+        binary_input: bitmap_width.map(|width| RowBytes::of(|rows| bitmap_bytes(rows, width))),
     }
 }
 
@@ -897,6 +910,7 @@ impl<'g> BdRun<'g> {
             launches,
             scratch_floats,
             limits,
+            bitmap,
         } = Preparation::build(gpu, chain, options)?;
         let layout = &host.layout;
         let capacity = rows.max(1);
@@ -974,7 +988,7 @@ impl<'g> BdRun<'g> {
             } else {
                 Replay::Calls(None)
             },
-            bitmap: options.input_bitmap && counts_bins(layout, &launches),
+            bitmap,
             launches,
             kernels,
             expansion: host.expansion.clone(),
@@ -1527,13 +1541,20 @@ mod tests {
                     })
                     .unwrap();
                 let out = network.output_width();
-                let model = model(&launches, scratch, out, &layout);
-                assert!(model.exact && !model.streaming);
+                let model = model(&launches, scratch, out, &layout, None);
+                assert!(model.exact && !model.streaming && model.binary_input.is_none());
+                // Where launch 1 counts bins from a bitmap, a binary batch's form is the
+                // bitmap's bytes.
+                let bitmap = super::model(&launches, scratch, out, &layout, Some(1000));
                 for rows in [1, 2, 999, 60000] {
                     assert_eq!(
                         model.bytes(rows, &WeightPlacement::Resident),
                         sizes(&launches, scratch, out, rows).bytes() + layout_bytes(&layout),
                         "compress {compress}, free {free}, {rows} rows"
+                    );
+                    assert_eq!(
+                        bitmap.binary_input.map(|form| form.at(rows)),
+                        Some(bitmap_bytes(rows, 1000))
                     );
                 }
                 let carry = launches.iter().map(|l| l.segment.carry_out).max().unwrap();

@@ -471,6 +471,7 @@ impl KernelMethod for BlockDepend {
             fixed: 0,
             streaming: false,
             exact: false,
+            binary_input: None,
         }
     }
 
@@ -480,7 +481,9 @@ impl KernelMethod for BlockDepend {
     /// final values and the two carried rows of the compressed widths; per layer: the
     /// layout's arrays (one entry, the layers share them); fixed: the launches' counters,
     /// the tiles placed in global memory and the spread launches' buffers. The loaded input
-    /// is [`Self::upload_bytes`]. Runs the compression (its time is spent again in
+    /// is [`Self::upload_bytes`], or for a binary batch, where this run's launch 1 counts
+    /// layer 1's bins from a bitmap, the smaller of that and the bitmap
+    /// (`MemoryModel::binary_input`). Runs the compression (its time is spent again in
     /// `prepare`).
     fn memory_on(
         gpu: &Gpu,
@@ -492,7 +495,7 @@ impl KernelMethod for BlockDepend {
 
     /// The batch's CSR as the kernel reads it: offsets, columns, and the values only when
     /// one is not 1. A binary batch loaded as a bitmap takes at most this (`load` picks the
-    /// bitmap only when it is no larger).
+    /// bitmap only when it is no larger; [`Self::memory_on`]'s model says when it may).
     fn upload_bytes(rows: usize, nnz: usize, binary: bool) -> usize {
         device::input_bytes(rows, nnz, binary)
     }

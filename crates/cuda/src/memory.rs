@@ -15,7 +15,8 @@ use crate::chain::LayerChain;
 ///
 /// The upload of a batch's sparse input rows is the planner's to add: it knows the input,
 /// and the method says what its `load` uploads
-/// ([`crate::method::KernelMethod::upload_bytes`]).
+/// ([`crate::method::KernelMethod::upload_bytes`], or [`MemoryModel::binary_input`] for a
+/// binary batch).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct MemoryModel {
     /// Bytes per row of a batch: activation buffers, row lists, flags, recorders, and the
@@ -33,6 +34,32 @@ pub struct MemoryModel {
     /// alive at a layer, taken at their bound: the batch's rows), or an estimate (a planner
     /// then retries with a smaller batch when an allocation is refused).
     pub exact: bool,
+    /// A fixed-width form `load` puts a binary batch (every value 1) in whenever it takes
+    /// fewer bytes than the listed upload ([`crate::method::KernelMethod::upload_bytes`]),
+    /// as prepared for this run (BlockDepend's bitmap); `None`: every batch as listed.
+    pub binary_input: Option<RowBytes>,
+}
+
+/// Bytes linear in the rows: `fixed + rows · per_row`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct RowBytes {
+    /// Bytes a row.
+    pub per_row: usize,
+    /// Bytes whatever the rows.
+    pub fixed: usize,
+}
+
+impl RowBytes {
+    /// [`linear`]'s reading of `bytes`.
+    pub fn of(bytes: impl Fn(usize) -> usize) -> Self {
+        let (per_row, fixed) = linear(bytes);
+        Self { per_row, fixed }
+    }
+
+    /// The bytes of `rows` rows (saturating).
+    pub fn at(&self, rows: usize) -> usize {
+        self.fixed.saturating_add(rows.saturating_mul(self.per_row))
+    }
 }
 
 impl MemoryModel {
@@ -47,6 +74,7 @@ impl MemoryModel {
             fixed: 64 << 20,
             streaming: false,
             exact: false,
+            binary_input: None,
         }
     }
 
@@ -219,6 +247,7 @@ mod tests {
             fixed: 7,
             streaming: true,
             exact: true,
+            binary_input: None,
         }
     }
 

@@ -247,6 +247,7 @@ impl KernelMethod for Cusparse {
             fixed: fixed + SPMM_WORKSPACE_ALLOWANCE,
             streaming: false,
             exact: false,
+            binary_input: None,
         }
     }
 

@@ -147,6 +147,7 @@ impl KernelMethod for Dense {
             fixed: WORKSPACE_BYTES,
             streaming: false,
             exact: true,
+            binary_input: None,
         }
     }
 

@@ -286,6 +286,7 @@ impl KernelMethod for Hp {
             fixed: 4 * chain.neurons() + 8,
             streaming: false,
             exact: false,
+            binary_input: None,
         }
     }
 
@@ -340,6 +341,7 @@ pub fn exact_model(chain: &LayerChain<'_>, options: &HpOptions) -> Result<Memory
         fixed: fixed + positions,
         streaming: false,
         exact: true,
+        binary_input: None,
     })
 }
 

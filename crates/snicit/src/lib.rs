@@ -412,6 +412,7 @@ impl KernelMethod for Snicit {
             layers: post,
             fixed: fixed + census + pre + slots.saturating_sub(2 * largest) + held_fixed,
             exact: options.glare.is_none(),
+            binary_input: None,
         }
     }
 

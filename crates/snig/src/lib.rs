@@ -140,6 +140,7 @@ impl KernelMethod for Snig {
             fixed: Census::bytes(chain.layers.len()),
             streaming: false,
             exact: true,
+            binary_input: None,
         }
     }
 

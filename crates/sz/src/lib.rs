@@ -413,6 +413,7 @@ impl KernelMethod for Sz {
             fixed: 64,
             streaming: false,
             exact: false,
+            binary_input: None,
         }
     }
 
@@ -476,6 +477,7 @@ pub fn exact_model(chain: &LayerChain<'_>, options: &SzOptions) -> Result<Memory
         fixed,
         streaming: false,
         exact: !options.t4 || options.t4_options.ratio.is_some(),
+        binary_input: None,
     })
 }
 

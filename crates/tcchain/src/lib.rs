@@ -179,6 +179,7 @@ impl KernelMethod for TcChain {
             fixed: 8 * layout::DESC_WORDS * chain.layers.len().max(1),
             streaming: false,
             exact: true,
+            binary_input: None,
         }
     }
 

@@ -177,6 +177,7 @@ impl KernelMethod for Xy {
             fixed: fixed + glare_fixed,
             streaming: false,
             exact: options.glare.is_none(),
+            binary_input: None,
         }
     }
 
