@@ -8,7 +8,8 @@ use spdnn_cuda::cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use spdnn_cuda::memory::{MemoryModel, RowBytes};
 use spdnn_cuda::method::{DeviceRun, LayerChain, MethodOptions, Probe};
 use spdnn_cuda::{
-    CapturedGraph, CudaError, DeviceBuffer, DriverResultExt, Gpu, Kernel, KernelDecl, PushKernelArg,
+    CapturedGraph, CudaError, DeviceBuffer, DriverResultExt, Gpu, GraphSpan, Kernel, KernelDecl,
+    PushKernelArg,
 };
 use spdnn_formats::{Csr, SparseMatrix};
 
@@ -380,6 +381,11 @@ pub(crate) struct BdRun<'g> {
     /// The device's shared memory a block with the opt-in, and the kernel's static part.
     limits: Limits,
     replay: Replay,
+    /// With a graph: the events its first and last nodes record, whether a replay's span is
+    /// still to be read (at the next load, untimed, or in the details), and the spans read.
+    span: Option<GraphSpan>,
+    span_pending: bool,
+    spans_ms: Vec<f64>,
     /// Whether launch 1 counts a folded layer 1's bins from a bitmap where the batch is binary
     /// (`BlockDependOptions::input_bitmap`, [`counts_bins`]).
     bitmap: bool,
@@ -988,6 +994,9 @@ impl<'g> BdRun<'g> {
             } else {
                 Replay::Calls(None)
             },
+            span: options.graph.then(|| gpu.graph_span()).transpose()?,
+            span_pending: false,
+            spans_ms: Vec::new(),
             bitmap,
             launches,
             kernels,
@@ -1120,6 +1129,24 @@ impl<'g> BdRun<'g> {
         ]
     }
 
+    /// The spans of the graph's replays read so far, and the last one if it is still to be
+    /// read: their median and the fastest, or `None` without a replay (or when the last one
+    /// cannot be read).
+    fn graph_spans(&self) -> Option<String> {
+        let mut spans = self.spans_ms.clone();
+        if self.span_pending {
+            spans.push(self.span.as_ref()?.elapsed_ms().ok()?);
+        }
+        spans.sort_by(f64::total_cmp);
+        let median = *spans.get(spans.len() / 2)?;
+        Some(format!(
+            "median {median:.4} of {} replays, fastest {:.4}: the GPU from the graph's first node \
+             to its last (the bench's events add the host's enqueue of the graph)",
+            spans.len(),
+            spans[0]
+        ))
+    }
+
     /// Clears the counters and enqueues every launch, marking each on `probe`.
     fn enqueue(&mut self, probe: &mut Probe) -> Result<(), CudaError> {
         self.gpu
@@ -1141,9 +1168,16 @@ impl<'g> BdRun<'g> {
         }
         let gpu = self.gpu;
         let stream = gpu.stream().clone();
+        // The span's nodes first and last, around the memset and the launches.
+        let span = self.span.take();
         let captured = gpu
-            .capture_graph(&stream, |_| self.enqueue(&mut Probe::off()))
+            .capture_graph(&stream, |stream| {
+                span.as_ref().map_or(Ok(()), |span| span.open(stream))?;
+                self.enqueue(&mut Probe::off())?;
+                span.as_ref().map_or(Ok(()), |span| span.close(stream))
+            })
             .and_then(|graph| graph.upload().map(|()| graph));
+        self.span = span;
         self.replay = match captured {
             Ok(graph) => Replay::Graph(Some(graph)),
             Err(e) => {
@@ -1280,6 +1314,10 @@ impl DeviceRun for BdRun<'_> {
                 self.expansion.input_width()
             )));
         }
+        if let Some(span) = self.span.as_ref().filter(|_| self.span_pending) {
+            self.spans_ms.push(span.elapsed_ms()?);
+            self.span_pending = false;
+        }
         let gpu = self.gpu;
         let binary = input.values().iter().all(|&v| v == 1.0);
         let rows = input.nrows();
@@ -1333,7 +1371,11 @@ impl DeviceRun for BdRun<'_> {
     /// with a mark after each (the profiled pass, or without a graph).
     fn run(&mut self, probe: &mut Probe) -> Result<(), CudaError> {
         match &self.replay {
-            Replay::Graph(Some(graph)) if !probe.is_recording() => graph.launch(),
+            Replay::Graph(Some(graph)) if !probe.is_recording() => {
+                graph.launch()?;
+                self.span_pending = self.span.is_some();
+                Ok(())
+            }
             _ => self.enqueue(probe),
         }
     }
@@ -1376,6 +1418,9 @@ impl DeviceRun for BdRun<'_> {
             Replay::Calls(Some(why)) => format!("call by call (the graph's capture failed: {why})"),
         };
         details.push(("replay".into(), replay));
+        if let Some(span) = self.graph_spans() {
+            details.push(("graph_span_ms".into(), span));
+        }
         if let Some(input) = &self.input {
             details.push((
                 "input".into(),

@@ -896,6 +896,22 @@ fn a_graph_replays_the_launches_enqueued_one_by_one() {
                 replayed.detail("replay")
             );
             assert_eq!(called.detail("replay"), Some("call by call"), "{case}");
+            // Every timed pass replays the graph once a batch, and each replay's span (its
+            // first node to its last) is read.
+            let batches = p.input.nrows().div_ceil(spec.batch.unwrap_or(usize::MAX));
+            let replays = (spec.warmup + spec.repetitions) * batches;
+            let span = replayed.detail("graph_span_ms").unwrap_or_default();
+            let median: f64 = span
+                .strip_prefix("median ")
+                .and_then(|rest| rest.split(' ').next())
+                .and_then(|ms| ms.parse().ok())
+                .unwrap_or_else(|| panic!("{case}: graph_span_ms {span:?}"));
+            assert!(median > 0.0, "{case}: {span}");
+            assert!(
+                span.contains(&format!(" of {replays} replays")),
+                "{case}: {span}"
+            );
+            assert_eq!(called.detail("graph_span_ms"), None, "{case}");
             assert_eq!(replayed.categories, called.categories, "{case}");
             assert_eq!(replayed.output, called.output, "{case}");
             compare(&p, &replayed, Tolerance::Relative(1e-5)).unwrap();

@@ -591,6 +591,12 @@ impl Gpu {
     pub fn timer(&self) -> Result<crate::EventTimer, CudaError> {
         crate::EventTimer::new(&self.ctx)
     }
+
+    /// Two events a captured graph records at its first and last node
+    /// ([`crate::GraphSpan`]).
+    pub fn graph_span(&self) -> Result<crate::GraphSpan, CudaError> {
+        crate::GraphSpan::new(&self.ctx)
+    }
 }
 
 /// `n * size_of::<T>()`, overflow turned into [`CudaError::OutOfMemory`].

@@ -57,7 +57,7 @@ pub use source::{
     BUILTIN_HEADERS, COMMON_HEADER, Define, KernelSource, SELECT_KERNELS, SELFTEST,
     SELFTEST_ACTIVATION, SELFTEST_AXPY, selection_options,
 };
-pub use timing::{EventTimer, Timeline};
+pub use timing::{EventTimer, GraphSpan, Timeline};
 
 pub use cudarc;
 pub use cudarc::driver::{

@@ -26,10 +26,10 @@ pub struct EventTimer {
 impl EventTimer {
     /// Creates the two events in `ctx`.
     pub fn new(ctx: &Arc<CudaContext>) -> Result<EventTimer, CudaError> {
-        let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
+        let [start, stop] = timing_events(ctx)?;
         Ok(EventTimer {
-            start: ctx.new_event(flags).context("creating a timing event")?,
-            stop: ctx.new_event(flags).context("creating a timing event")?,
+            start,
+            stop,
             started: false,
         })
     }
@@ -61,6 +61,83 @@ impl EventTimer {
             .context("reading the elapsed time between events")?;
         Ok(f64::from(ms))
     }
+}
+
+/// The time a captured CUDA graph spends on the GPU, from its first node to its last: two
+/// timing events that the graph's own nodes record (`CU_EVENT_RECORD_EXTERNAL` during the
+/// capture). An [`EventTimer`] around a replay starts when the stream reaches its start event,
+/// before the host has enqueued the graph; the span starts when the graph does, so it leaves
+/// out the host's enqueue.
+///
+/// ```ignore
+/// let span = gpu.graph_span()?;
+/// let graph = gpu.capture_graph(&stream, |s| { span.open(s)?; /* launches */ span.close(s) })?;
+/// graph.launch()?;
+/// let ms = span.elapsed_ms()?; // of the last replay
+/// ```
+#[derive(Debug)]
+pub struct GraphSpan {
+    open: CudaEvent,
+    close: CudaEvent,
+}
+
+impl GraphSpan {
+    /// Creates the two events in `ctx`.
+    pub fn new(ctx: &Arc<CudaContext>) -> Result<GraphSpan, CudaError> {
+        let [open, close] = timing_events(ctx)?;
+        Ok(GraphSpan { open, close })
+    }
+
+    /// Adds the node that records the opening event to the capture in progress on `stream`:
+    /// call it before the graph's first work.
+    pub fn open(&self, stream: &CudaStream) -> Result<(), CudaError> {
+        record_in_capture(&self.open, stream).context("recording a graph's opening event")
+    }
+
+    /// Adds the node that records the closing event: call it after the graph's last work.
+    pub fn close(&self, stream: &CudaStream) -> Result<(), CudaError> {
+        record_in_capture(&self.close, stream).context("recording a graph's closing event")
+    }
+
+    /// Waits for the last replay's closing node and returns the milliseconds between its
+    /// two nodes, as measured on the device.
+    pub fn elapsed_ms(&self) -> Result<f64, CudaError> {
+        let ms = self
+            .open
+            .elapsed_ms(&self.close)
+            .context("reading a graph's span")?;
+        Ok(f64::from(ms))
+    }
+}
+
+/// Two `CU_EVENT_DEFAULT` events in `ctx` (timing enabled; cudarc's `new_event(None)` would
+/// disable timing).
+fn timing_events(ctx: &Arc<CudaContext>) -> Result<[CudaEvent; 2], CudaError> {
+    let event = || {
+        ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .context("creating a timing event")
+    };
+    Ok([event()?, event()?])
+}
+
+/// Records `event` on `stream` as a node of the graph being captured there
+/// (`CU_EVENT_RECORD_EXTERNAL`: a node that records the event at each replay, where a plain
+/// record only orders the capture).
+fn record_in_capture(
+    event: &CudaEvent,
+    stream: &CudaStream,
+) -> Result<(), cudarc::driver::DriverError> {
+    use cudarc::driver::sys;
+    stream.context().bind_to_thread()?;
+    // SAFETY: both handles are live (borrowed); the flag is a valid CUevent_record_flags.
+    unsafe {
+        sys::cuEventRecordWithFlags(
+            event.cu_event(),
+            stream.cu_stream(),
+            sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL as u32,
+        )
+    }
+    .result()
 }
 
 /// A chain of timing events on one stream: [`Timeline::mark`] records an event after
