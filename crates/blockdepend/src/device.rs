@@ -1413,7 +1413,9 @@ impl DeviceRun for BdRun<'_> {
     fn details(&self) -> Vec<(String, String)> {
         let mut details = self.details.clone();
         let replay = match &self.replay {
-            Replay::Graph(_) => "one CUDA graph a pass (the memset and every launch)".to_string(),
+            Replay::Graph(_) => "one CUDA graph a pass (the memset and every launch, between \
+                                 the span's two events)"
+                .to_string(),
             Replay::Calls(None) => "call by call".to_string(),
             Replay::Calls(Some(why)) => format!("call by call (the graph's capture failed: {why})"),
         };

@@ -171,6 +171,28 @@ fn graph_capture_replays_correctly() {
         .collect();
     assert_eq!(got, expected);
 
+    // A span's nodes time each replay from its first node to its last: within the events
+    // around the replay (stream order; the events' resolution is ~0.5 us).
+    let span = gpu.graph_span().unwrap();
+    let spanned = gpu
+        .capture_graph(&stream, |s| {
+            span.open(s)?;
+            launch_axpy(&gpu, s, &mut y, &x, a)?;
+            span.close(s)
+        })
+        .unwrap();
+    let mut timer = gpu.timer().unwrap();
+    for _ in 0..3 {
+        timer.start(&stream).unwrap();
+        spanned.launch().unwrap();
+        let around = timer.stop(&stream).unwrap();
+        let inside = span.elapsed_ms().unwrap();
+        assert!(
+            inside > 0.0 && inside <= around + 1e-3,
+            "{inside} against {around}"
+        );
+    }
+
     // Capturing on the legacy NULL stream is refused, not a driver failure.
     let null = gpu.context().default_stream();
     let err = gpu.capture_graph(&null, |_| Ok(())).unwrap_err();
