@@ -665,39 +665,32 @@ __device__ __forceinline__ void bd_first_layer(float* cur, unsigned int* stage, 
 
 // A folded layer 1 over the input rows base .. base+n-1 from a bitmap input (bits: `words`
 // words a row, input k of a row at bit k % 32 of its word k / 32; width a power of two from 32,
-// at most 255 periods a row, and words + 3 at most the stride: device::counts_bins) into slots
-// 0..n-1 of cur. The tile's words (contiguous) are staged in cur first, all in flight at once
-// (cp.async when ASYNC). Then each row's bins into `next` (free during layer 1): bin j counts
-// the row's set bits at k = j mod width. A thread takes word q of a period of one row: the
-// row's words q, q + width/32, ... counted in byte lanes (counter b adds bits b, b + 8, b + 16,
-// b + 24 into its four bytes), each word first turned by the thread's lane, so that its 32
-// stores fall on 32 banks. Then each output of the bins, sum_s m_s * bins[(c + e_s) mod width]
-// (whole numbers below 2^24, the proof of FirstScaled::fold), times w1_base, biased and
-// clipped: the floats of the tiles' scatter bit for bit.
-template <unsigned int THREADS, bool ASYNC>
+// at most 255 periods a row: device::counts_bins) into slots 0..n-1 of cur. First each row's
+// bins into `next` (free during layer 1): bin j counts the row's set bits at k = j mod width.
+// A thread takes word q of a period of one row: the row's words q, q + width/32, ... counted
+// in byte lanes (counter b adds bits b, b + 8, b + 16, b + 24 into its four bytes), each word
+// first rotated by the thread's lane, so that its 32 stores fall on 32 banks. Then each
+// output of the bins, sum_s m_s * bins[(c + e_s) mod width] (whole numbers below 2^24, the
+// proof of FirstScaled::fold), times w1_base, biased and clipped: the floats of the tiles'
+// scatter bit for bit.
+template <unsigned int THREADS>
 __device__ __forceinline__ void bd_tile_bins_layer(float* cur, float* next, unsigned int stride, unsigned int base,
                                                    unsigned int n, const unsigned int* __restrict__ bits,
                                                    unsigned int words, const uint2* __restrict__ fold,
                                                    unsigned int width, float w1_base, float bias,
                                                    const float* __restrict__ biases, float upper, BdTile& tile) {
-    const unsigned int* from = bits + (unsigned long long)base * words;
-    unsigned int* staged = reinterpret_cast<unsigned int*>(cur) + bd_words_past16(from);
-    bd_stage_words<THREADS, ASYNC>(staged, from, n * words);
-    bd_stage_commit<ASYNC>();
     for (unsigned int i = threadIdx.x; i < n; i += THREADS) {
         tile.ids[i] = base + i;
     }
-    bd_stage_wait<ASYNC, 0>();
-    __syncthreads();
     const unsigned int period_words = width / SPDNN_WARP_SIZE;
     const unsigned int turn = threadIdx.x % SPDNN_WARP_SIZE;
     bd_for_grid<THREADS>(threadIdx.x, n, period_words, [&](unsigned int r, unsigned int q) {
-        const unsigned int* row = staged + r * words;
+        const unsigned int* row = bits + (unsigned long long)(base + r) * words;
         unsigned int counts[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
 #pragma unroll 4
         for (unsigned int w = q; w < words; w += period_words) {
             // Bit p of the turned word is bit (p + turn) mod 32 of the row's.
-            const unsigned int x = __funnelshift_r(row[w], row[w], turn);
+            const unsigned int x = __funnelshift_r(__ldg(row + w), __ldg(row + w), turn);
 #pragma unroll
             for (unsigned int b = 0; b < 8u; ++b) {
                 counts[b] += (x >> b) & 0x01010101u;
@@ -1475,10 +1468,11 @@ __device__ __forceinline__ void bd_chain(
             if (first_layer.offset == 0u) {
                 __trap();
             }
-            bd_tile_bins_layer<THREADS, PLACE != BD_PLACE_GLOBAL>(
-                cur, next, stride, base, n, x_cols, bd_round32(first_layer.in_width) / SPDNN_WARP_SIZE,
-                ell + first_layer.offset, first_layer.out_width, __uint_as_float(desc[BD_DESC_WORDS - 1]), bias,
-                bias_stride != 0u ? biases : nullptr, upper, tile);
+            bd_tile_bins_layer<THREADS>(cur, next, stride, base, n, x_cols,
+                                        bd_round32(first_layer.in_width) / SPDNN_WARP_SIZE, ell + first_layer.offset,
+                                        first_layer.out_width,
+                                        __uint_as_float(desc[BD_DESC_WORDS - 1]), bias,
+                                        bias_stride != 0u ? biases : nullptr, upper, tile);
             done = 1;
         } else if (first == 0) {
             // A CSR (x_form BD_INPUT_VALUES or BD_INPUT_COLUMNS: whether every value is 1).

@@ -403,8 +403,7 @@ fn lanes_first(launches: &[Launch]) -> bool {
 /// folds into a power of two of at least 32 bins (whole words a period), and launch 1 runs
 /// it a row a lane (`bd_lanes_bins_bitmap`: at most 1024 bins, so that a round of 32 words
 /// holds whole periods) or in tiles (`bd_tile_bins_layer`: at most [`TILE_BINS_PERIODS`]
-/// periods a row, what its counters' bytes hold, and a row's words, staged in the tile's
-/// buffer with up to 3 words of lead, at most its stride).
+/// periods a row, what its counters' bytes hold).
 fn counts_bins(layout: &Layout, launches: &[Launch]) -> bool {
     let width = layout.first.width;
     let Some(first) = launches.first().filter(|l| l.segment.first == 0) else {
@@ -416,8 +415,7 @@ fn counts_bins(layout: &Layout, launches: &[Launch]) -> bool {
     match first.segment.placement {
         Placement::Lanes => width <= WARP * WARP,
         Placement::Shared | Placement::Split | Placement::Global => {
-            let words = layout.input_width.div_ceil(WARP);
-            words.div_ceil(width / WARP) <= TILE_BINS_PERIODS && words + 3 <= first.segment.stride
+            layout.input_width.next_multiple_of(WARP).div_ceil(width) <= TILE_BINS_PERIODS
         }
         Placement::Warps => false,
     }
