@@ -663,60 +663,6 @@ __device__ __forceinline__ void bd_first_layer(float* cur, unsigned int* stage, 
     __syncthreads();
 }
 
-// A folded layer 1 over the input rows base .. base+n-1 from a bitmap input (bits: `words`
-// words a row, input k of a row at bit k % 32 of its word k / 32; width a power of two from 32,
-// at most 255 periods a row: device::counts_bins) into slots 0..n-1 of cur. First each row's
-// bins into `next` (free during layer 1): bin j counts the row's set bits at k = j mod width.
-// A thread takes word q of a period of one row: the row's words q, q + width/32, ... counted
-// in byte lanes (counter b adds bits b, b + 8, b + 16, b + 24 into its four bytes), each word
-// first rotated by the thread's lane, so that its 32 stores fall on 32 banks. Then each
-// output of the bins, sum_s m_s * bins[(c + e_s) mod width] (whole numbers below 2^24, the
-// proof of FirstScaled::fold), times w1_base, biased and clipped: the floats of the tiles'
-// scatter bit for bit.
-template <unsigned int THREADS>
-__device__ __forceinline__ void bd_tile_bins_layer(float* cur, float* next, unsigned int stride, unsigned int base,
-                                                   unsigned int n, const unsigned int* __restrict__ bits,
-                                                   unsigned int words, const uint2* __restrict__ fold,
-                                                   unsigned int width, float w1_base, float bias,
-                                                   const float* __restrict__ biases, float upper, BdTile& tile) {
-    for (unsigned int i = threadIdx.x; i < n; i += THREADS) {
-        tile.ids[i] = base + i;
-    }
-    const unsigned int period_words = width / SPDNN_WARP_SIZE;
-    const unsigned int turn = threadIdx.x % SPDNN_WARP_SIZE;
-    bd_for_grid<THREADS>(threadIdx.x, n, period_words, [&](unsigned int r, unsigned int q) {
-        const unsigned int* row = bits + (unsigned long long)(base + r) * words;
-        unsigned int counts[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
-#pragma unroll 4
-        for (unsigned int w = q; w < words; w += period_words) {
-            // Bit p of the turned word is bit (p + turn) mod 32 of the row's.
-            const unsigned int x = __funnelshift_r(__ldg(row + w), __ldg(row + w), turn);
-#pragma unroll
-            for (unsigned int b = 0; b < 8u; ++b) {
-                counts[b] += (x >> b) & 0x01010101u;
-            }
-        }
-        float* bins = next + r * stride + q * SPDNN_WARP_SIZE;
-#pragma unroll
-        for (unsigned int p = 0; p < SPDNN_WARP_SIZE; ++p) {
-            bins[(p + turn) % SPDNN_WARP_SIZE] = (float)((counts[p % 8u] >> (8u * (p / 8u))) & 0xffu);
-        }
-    });
-    __syncthreads();
-    const unsigned int slots = __ldg(fold).x;
-    bd_for_grid<THREADS>(threadIdx.x, n, width, [&](unsigned int r, unsigned int c) {
-        const float* bins = next + r * stride;
-        float sum = 0.0f;
-        for (unsigned int s = 1; s <= slots; ++s) {
-            const uint2 slot = __ldg(fold + s);
-            sum += (float)slot.y * bins[(c + slot.x) & (width - 1u)];
-        }
-        const float b = biases != nullptr ? __ldg(biases + c) : bias;
-        cur[r * stride + c] = bd_first_output(__int_as_float((int)sum), true, w1_base, b, upper);
-    });
-    __syncthreads();
-}
-
 // Rows base .. base+n-1 of the previous launch's list into slots 0..n-1. ASYNC (cur in shared
 // memory): with cp.async, every copy of a thread in flight at once; a load and a store took one
 // round trip a float4 a thread (at 65536 a 7-row tile is 112 KB; ~12 % of launch 2's stall
@@ -1463,19 +1409,9 @@ __device__ __forceinline__ void bd_chain(
         float* cur = buffer0;
         float* next = buffer1;
         unsigned int done;
-        if (first == 0 && x_form == BD_INPUT_BITMAP) {
-            // The host gives a bitmap only where layer 1 folds (device::counts_bins).
-            if (first_layer.offset == 0u) {
-                __trap();
-            }
-            bd_tile_bins_layer<THREADS>(cur, next, stride, base, n, x_cols,
-                                        bd_round32(first_layer.in_width) / SPDNN_WARP_SIZE, ell + first_layer.offset,
-                                        first_layer.out_width,
-                                        __uint_as_float(desc[BD_DESC_WORDS - 1]), bias,
-                                        bias_stride != 0u ? biases : nullptr, upper, tile);
-            done = 1;
-        } else if (first == 0) {
-            // A CSR (x_form BD_INPUT_VALUES or BD_INPUT_COLUMNS: whether every value is 1).
+        if (first == 0) {
+            // A CSR (x_form BD_INPUT_VALUES or BD_INPUT_COLUMNS: whether every value is 1); the
+            // host loads a bitmap only for a lanes launch 1 (device::counts_bins).
             bd_first_layer<THREADS, PLACE == BD_PLACE_SHARED, PLACE != BD_PLACE_GLOBAL>(
                 cur, reinterpret_cast<unsigned int*>(next), tile_max * stride, stride, base, n, x_offsets, x_cols,
                 x_vals, x_form, w1_offsets, w1_entries, first_layer.dense_stride,

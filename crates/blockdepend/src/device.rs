@@ -399,31 +399,16 @@ fn lanes_first(launches: &[Launch]) -> bool {
         .is_some_and(|l| l.segment.first == 0 && l.segment.placement == Placement::Lanes)
 }
 
-/// Whether launch 1 of `launches` can count layer 1's bins from a bitmap: `layout`'s layer 1
-/// folds into a power of two of at least 32 bins (whole words a period), and launch 1 runs
-/// it a row a lane (`bd_lanes_bins_bitmap`: at most 1024 bins, so that a round of 32 words
-/// holds whole periods) or in tiles (`bd_tile_bins_layer`: at most [`TILE_BINS_PERIODS`]
-/// periods a row, what its counters' bytes hold).
+/// Whether launch 1 of `launches` can count layer 1's bins from a bitmap
+/// (`bd_lanes_bins_bitmap`): it runs a row a lane, and `layout`'s layer 1 folds into a power
+/// of two from 32 to 1024 bins (32 inputs a lane, 1024 a warp: whole periods).
 fn counts_bins(layout: &Layout, launches: &[Launch]) -> bool {
     let width = layout.first.width;
-    let Some(first) = launches.first().filter(|l| l.segment.first == 0) else {
-        return false;
-    };
-    if layout.first.fold_table == 0 || !width.is_power_of_two() || width < WARP {
-        return false;
-    }
-    match first.segment.placement {
-        Placement::Lanes => width <= WARP * WARP,
-        Placement::Shared | Placement::Split | Placement::Global => {
-            layout.input_width.next_multiple_of(WARP).div_ceil(width) <= TILE_BINS_PERIODS
-        }
-        Placement::Warps => false,
-    }
+    lanes_first(launches)
+        && layout.first.fold_table != 0
+        && width.is_power_of_two()
+        && (WARP..=WARP * WARP).contains(&width)
 }
-
-/// The most periods of a folded layer 1 a bitmap row may hold for the tiles' bins
-/// (`bd_tile_bins_layer` counts a bin in one byte).
-const TILE_BINS_PERIODS: usize = 255;
 
 /// Elements of every buffer a run allocates beside the layout and the loaded input, for
 /// batches of up to `capacity` rows ([`sizes`]): the one source of the sizes
@@ -879,9 +864,8 @@ pub(crate) fn sizes(
 
 /// How layer 1 is scattered, for the `formats` detail: from scaled entries (integer sums on
 /// binary input) or pairs (empty), and whether its rows repeat and are folded (`lanes_first`:
-/// layer 1 runs a row a lane, where bd_lanes_fold folds it; `tile_bins`: it runs in tiles
-/// that fold it from a bitmap, bd_tile_bins_layer).
-fn first_layer_form(layout: &Layout, lanes_first: bool, tile_bins: bool) -> String {
+/// layer 1 runs a row a lane, where bd_lanes_fold folds it).
+fn first_layer_form(layout: &Layout, lanes_first: bool) -> String {
     let Some(scaled) = &layout.first.scaled else {
         return String::new();
     };
@@ -893,15 +877,8 @@ fn first_layer_form(layout: &Layout, lanes_first: bool, tile_bins: bool) -> Stri
                 fold.len()
             )
         }
-        Some(fold) if tile_bins => {
-            format!(
-                "; folded into {width} bins, {} slots, on a bitmap input",
-                fold.len()
-            )
-        }
         Some(fold) => format!(
-            "; its rows repeat every {width} inputs, {} slots, folded only a row a lane or \
-             from a bitmap",
+            "; its rows repeat every {width} inputs, {} slots, folded only a row a lane",
             fold.len()
         ),
         None => String::new(),
@@ -1099,7 +1076,7 @@ impl<'g> BdRun<'g> {
                     "{dense} dense, {ell} ell ({} scaled: multiples of one value), layer 1 \
                      scattered{}",
                     layout.scaled_count(),
-                    first_layer_form(layout, lanes_first, self.bitmap && !lanes_first)
+                    first_layer_form(layout, lanes_first)
                 ),
             ),
             (
@@ -1554,22 +1531,14 @@ mod tests {
         assert!(fold_bytes > 0 && pairs.first.fold_table == 0);
         let first_saved = pairs.layers[0].bytes - scaled.layers[0].bytes;
         assert_eq!(first_saved + fold_bytes, 4 * pairs.first.entries.len());
-        // The details say so: folded where layer 1 runs a row a lane or counts a bitmap's bins
-        // in tiles, else only that it repeats.
+        // The details say so: folded where layer 1 runs a row a lane, else only that it repeats.
         assert_eq!(
-            first_layer_form(&scaled, true, false),
+            first_layer_form(&scaled, true),
             " from scaled entries (integer sums on binary input; folded into 64 bins, 2 slots, \
              on binary input)"
         );
-        assert!(
-            first_layer_form(&scaled, false, true)
-                .ends_with("folded into 64 bins, 2 slots, on a bitmap input)")
-        );
-        assert!(
-            first_layer_form(&scaled, false, false)
-                .ends_with("folded only a row a lane or from a bitmap)")
-        );
-        assert_eq!(first_layer_form(&pairs, true, false), "");
+        assert!(first_layer_form(&scaled, false).ends_with("folded only a row a lane)"));
+        assert_eq!(first_layer_form(&pairs, true), "");
         let saved: usize = first_saved
             + scaled.layers[1..]
                 .iter()
@@ -1592,40 +1561,6 @@ mod tests {
                     + 4
             );
         }
-    }
-
-    #[test]
-    fn a_folded_layer_1_counts_a_bitmap_a_row_a_lane_and_in_tiles() {
-        // The challenge 1024's layer 1 folds into 64 bins: a lanes launch 1 and a tiles one
-        // both count them from a bitmap; without the fold neither does.
-        let generated = spdnn_sdgc::generator::network(1024, 24, 3).unwrap();
-        let network = Chain::build(generated.layers(), -0.3f32, 32.0, true, true).unwrap();
-        let launches_of = |layout: &Layout, choice| {
-            let cuts = plan::cut_points(layout.layers.len(), None).unwrap();
-            let segments = plan::plan(layout, &Limits::hopper(1680), &cuts, choice, None).unwrap();
-            size_launches(segments, 132, None, 80 << 30, |_, _| Ok(1))
-                .unwrap()
-                .0
-        };
-        let folded = Layout::build(&network, FormatChoice::Ell).unwrap();
-        let pairs = Layout::build(&network, FormatChoice::EllPairs).unwrap();
-        for choice in [
-            crate::PlacementChoice::Lanes,
-            crate::PlacementChoice::Shared,
-        ] {
-            let launches = launches_of(&folded, choice);
-            assert!(counts_bins(&folded, &launches), "{choice:?}");
-            assert!(
-                !counts_bins(&pairs, &launches_of(&pairs, choice)),
-                "{choice:?}"
-            );
-        }
-        assert_eq!(
-            launches_of(&folded, crate::PlacementChoice::Shared)[0]
-                .segment
-                .placement,
-            Placement::Shared
-        );
     }
 
     #[test]

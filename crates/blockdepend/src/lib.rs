@@ -348,12 +348,10 @@ pub struct BlockDependOptions {
     /// captured when a batch is loaded) instead of enqueueing its calls one by one; the
     /// profiled pass always enqueues them (an event after each launch). Default on.
     pub graph: bool,
-    /// Load a binary batch as a bitmap (one bit an input) where layer 1 folds into a power of
-    /// two of at least 32 bins and launch 1 runs it a row a lane (at most 1024 bins) or in
-    /// tiles (at most 255 periods a row), and the bitmap is no larger than the batch's
-    /// columns: launch 1 counts each row's bins from its 32-bit words (`bd_lanes_bins_bitmap`,
-    /// `bd_tile_bins_layer`) instead of scattering its nonzeros. Off: the columns, for A/B
-    /// runs. Default on.
+    /// Load a binary batch as a bitmap (one bit an input) where launch 1 runs a row a lane
+    /// and folds layer 1 into 32 to 1024 bins, and the bitmap is no larger than the batch's
+    /// columns: the lanes count each row's bins from its 32-bit words (`bd_lanes_bins_bitmap`)
+    /// instead of scattering its nonzeros. Off: the columns, for A/B runs. Default on.
     pub input_bitmap: bool,
 }
 
