@@ -307,7 +307,6 @@ fn run_one<K: KernelMethod>(
             offsets: input.row_offsets(),
             binary: input.values().iter().all(|&v| v == 1.0),
             bytes: K::upload_bytes,
-            binary_input: model.binary_input,
         },
         budget,
         max_batch: requested,

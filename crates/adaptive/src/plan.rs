@@ -28,7 +28,7 @@
 //! layer resident (no transfers at all) and takes the cheaper of the two by a small cost
 //! estimate ([`Plan::choose`]); a method that cannot stream is planned resident only.
 
-use spdnn_cuda::memory::{MemoryModel, RowBytes, Streaming, WeightPlacement};
+use spdnn_cuda::memory::{MemoryModel, Streaming, WeightPlacement};
 
 /// Host-side overhead charged per layer and input batch when comparing plans, ms (launches
 /// and the per-layer bookkeeping every method has; only used to rank plans). With a probe,
@@ -68,9 +68,6 @@ pub struct Uploads<'a> {
     /// What the method's `load` uploads for a batch of (rows, nonzeros, binary)
     /// (`KernelMethod::upload_bytes`).
     pub bytes: fn(usize, usize, bool) -> usize,
-    /// The fixed-width form the method's `load` puts a binary batch in where it is smaller
-    /// than `bytes` ([`MemoryModel::binary_input`] of the run's model).
-    pub binary_input: Option<RowBytes>,
 }
 
 impl Uploads<'_> {
@@ -79,9 +76,9 @@ impl Uploads<'_> {
         self.offsets.len().saturating_sub(1)
     }
 
-    /// The most bytes one upload takes in a run of batches of `batch` rows (the densest
-    /// batch; 0 without rows).
-    pub fn densest(&self, batch: usize) -> usize {
+    /// The most bytes one upload takes in a run of batches of `batch` rows under `model`
+    /// (the densest batch; 0 without rows).
+    pub fn densest(&self, batch: usize, model: &MemoryModel) -> usize {
         let rows = self.rows();
         let batch = batch.clamp(1, rows.max(1));
         (0..rows)
@@ -89,26 +86,27 @@ impl Uploads<'_> {
             .map(|start| {
                 let end = (start + batch).min(rows);
                 let nnz = (self.offsets[end] - self.offsets[start]) as usize;
-                self.batch(end - start, nnz)
+                self.batch(end - start, nnz, model)
             })
             .max()
             .unwrap_or(0)
     }
 
-    /// The most bytes the upload of one row takes.
-    pub fn one_row(&self) -> usize {
+    /// The most bytes the upload of one row takes under `model`.
+    pub fn one_row(&self, model: &MemoryModel) -> usize {
         self.offsets
             .windows(2)
-            .map(|w| self.batch(1, (w[1] - w[0]) as usize))
+            .map(|w| self.batch(1, (w[1] - w[0]) as usize, model))
             .max()
             .unwrap_or(0)
     }
 
     /// The bytes `load` takes for a batch of `rows` rows and `nnz` nonzeros: as the method
-    /// lists them, or a binary batch's fixed-width form where that is smaller.
-    fn batch(&self, rows: usize, nnz: usize) -> usize {
+    /// lists them, or a binary batch's fixed-width form where `model` has one
+    /// ([`MemoryModel::binary_input`]) and it is smaller.
+    fn batch(&self, rows: usize, nnz: usize, model: &MemoryModel) -> usize {
         let listed = (self.bytes)(rows, nnz, self.binary);
-        match self.binary_input {
+        match model.binary_input {
             Some(form) if self.binary => listed.min(form.at(rows)),
             _ => listed,
         }
@@ -145,7 +143,7 @@ impl Problem<'_> {
     pub fn bytes(&self, rows: usize, weights: &WeightPlacement) -> usize {
         self.model
             .bytes(rows, weights)
-            .saturating_add(self.uploads.densest(rows))
+            .saturating_add(self.uploads.densest(rows, self.model))
     }
 
     /// Whether batches of `rows` fit the budget beside `weight_bytes` of weights.
@@ -153,7 +151,7 @@ impl Problem<'_> {
         self.fixed()
             .saturating_add(weight_bytes)
             .saturating_add(rows.saturating_mul(self.model.per_row))
-            .saturating_add(self.uploads.densest(rows))
+            .saturating_add(self.uploads.densest(rows, self.model))
             <= self.budget
     }
 
@@ -305,7 +303,7 @@ impl Plan {
                         .fixed()
                         .saturating_add(weights)
                         .saturating_add(model.per_row)
-                        .saturating_add(problem.uploads.one_row()),
+                        .saturating_add(problem.uploads.one_row(problem.model)),
                     budget: problem.budget,
                     weights: format!("{placement}: {weights} bytes"),
                 })
@@ -330,7 +328,7 @@ impl Plan {
                 .budget
                 .saturating_sub(problem.fixed())
                 .saturating_sub(batch.saturating_mul(model.per_row))
-                .saturating_sub(problem.uploads.densest(batch));
+                .saturating_sub(problem.uploads.densest(batch, problem.model));
             let memory = (1..=layers)
                 .take_while(|&n| 2 * model.window(n) <= room)
                 .last()
@@ -496,6 +494,7 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use spdnn_cuda::memory::RowBytes;
 
     const MIB: usize = 1 << 20;
 
@@ -528,7 +527,6 @@ mod tests {
                 offsets,
                 binary: false,
                 bytes: four_a_row,
-                binary_input: None,
             },
             budget,
             max_batch: None,
@@ -718,51 +716,54 @@ mod tests {
             offsets: &offsets,
             binary: true,
             bytes: |rows, nnz, _| spdnn_cuda::memory::scatter_upload_bytes(rows, nnz),
-            binary_input: None,
         };
+        let m = model(1, 0, false);
         assert_eq!(uploads.rows(), 5);
         // Batches of 2: [0, 3], [1, 0], [5] → the last, shorter but densest: 4·2 + 8·5.
-        assert_eq!(uploads.densest(2), 4 * 2 + 8 * 5);
+        assert_eq!(uploads.densest(2, &m), 4 * 2 + 8 * 5);
         // Batches of 3: [0, 3, 1], [0, 5] → 4·4 + 8·4 against 4·3 + 8·5.
-        assert_eq!(uploads.densest(3), 4 * 3 + 8 * 5);
-        assert_eq!(uploads.densest(5), 4 * 6 + 8 * 9);
-        assert_eq!(uploads.densest(1), 4 * 2 + 8 * 5);
-        assert_eq!(uploads.one_row(), 4 * 2 + 8 * 5);
+        assert_eq!(uploads.densest(3, &m), 4 * 3 + 8 * 5);
+        assert_eq!(uploads.densest(5, &m), 4 * 6 + 8 * 9);
+        assert_eq!(uploads.densest(1, &m), 4 * 2 + 8 * 5);
+        assert_eq!(uploads.one_row(&m), 4 * 2 + 8 * 5);
         // A method whose binary uploads hold no values.
         let binary = Uploads {
             bytes: |rows, nnz, binary| 4 * (rows + 1) + 4 * nnz + if binary { 4 } else { 4 * nnz },
             ..uploads
         };
-        assert_eq!(binary.densest(5), 4 * 6 + 4 * 9 + 4);
-        // A fixed-width form of 10 bytes a row and 2 fixed, taken where smaller: one row of 5
-        // nonzeros lists 8 + 20 + 4 = 32 against 12; batches of 5 list 64 against 52; a batch
-        // of 2 empty rows lists 16 against 22.
-        let bitmap = Uploads {
+        assert_eq!(binary.densest(5, &m), 4 * 6 + 4 * 9 + 4);
+        // A model whose binary batches take a fixed-width form of 10 bytes a row and 2 fixed
+        // where smaller: one row of 5 nonzeros lists 8 + 20 + 4 = 32 against 12; batches of 5
+        // list 64 against 52; a batch of 2 empty rows lists 16 against 22.
+        let bitmap = MemoryModel {
             binary_input: Some(RowBytes {
                 per_row: 10,
                 fixed: 2,
             }),
-            ..binary
+            ..m.clone()
         };
-        assert_eq!(bitmap.one_row(), 12);
-        assert_eq!(bitmap.densest(5), 52);
+        assert_eq!(binary.one_row(&bitmap), 12);
+        assert_eq!(binary.densest(5, &bitmap), 52);
         let empty = [0u32; 3];
         let empty_rows = Uploads {
             offsets: &empty,
-            ..bitmap
+            ..binary
         };
-        assert_eq!(empty_rows.densest(2), 4 * 3 + 4);
+        assert_eq!(empty_rows.densest(2, &bitmap), 4 * 3 + 4);
         // Not binary: as listed.
         let values = Uploads {
             binary: false,
-            ..bitmap
+            ..binary
         };
-        assert_eq!(values.densest(5), 4 * 6 + 8 * 9);
+        assert_eq!(values.densest(5, &bitmap), 4 * 6 + 8 * 9);
         let none = Uploads {
             offsets: &[0],
             ..uploads
         };
-        assert_eq!((none.rows(), none.densest(3), none.one_row()), (0, 0, 0));
+        assert_eq!(
+            (none.rows(), none.densest(3, &m), none.one_row(&m)),
+            (0, 0, 0)
+        );
     }
 
     #[test]
@@ -775,7 +776,6 @@ mod tests {
                 offsets: &offsets,
                 binary: false,
                 bytes: |rows, nnz, _| spdnn_cuda::memory::scatter_upload_bytes(rows, nnz),
-                binary_input: None,
             },
             ..problem(&m, &offsets, 300_000)
         };
@@ -784,7 +784,7 @@ mod tests {
         assert!(plan.predicted_bytes <= 300_000, "{plan:?}");
         assert_eq!(
             plan.predicted_bytes,
-            100 + 1000 + 1000 * plan.batch + p.uploads.densest(plan.batch)
+            100 + 1000 + 1000 * plan.batch + p.uploads.densest(plan.batch, &m)
         );
         // Fewest batches: a batch that makes one batch fewer does not fit.
         let fewer = 1000usize.div_ceil(plan.batches - 1);

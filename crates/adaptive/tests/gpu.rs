@@ -31,17 +31,12 @@ fn run<K: KernelMethod>(
         .unwrap_or_else(|e| panic!("{}: {e}", K::NAME))
 }
 
-/// What `K`'s loads upload for batches of `problem`'s input under `model` (the planner's
-/// view).
-fn uploads<'a, K: KernelMethod>(
-    problem: &'a Problem,
-    model: &MemoryModel,
-) -> spdnn_adaptive::plan::Uploads<'a> {
+/// What `K`'s loads upload for batches of `problem`'s input (the planner's view).
+fn uploads<'a, K: KernelMethod>(problem: &'a Problem) -> spdnn_adaptive::plan::Uploads<'a> {
     spdnn_adaptive::plan::Uploads {
         offsets: problem.input.row_offsets(),
         binary: problem.input.values().iter().all(|&v| v == 1.0),
         bytes: K::upload_bytes,
-        binary_input: model.binary_input,
     }
 }
 
@@ -54,7 +49,7 @@ fn tight_budget<K: KernelMethod>(problem: &Problem, model: &MemoryModel, streame
     } else {
         WeightPlacement::Resident
     };
-    model.bytes(quarter, &weights) + uploads::<K>(problem, model).densest(quarter)
+    model.bytes(quarter, &weights) + uploads::<K>(problem).densest(quarter, model)
 }
 
 /// Runs `K` unconstrained and under a tight budget: both match the reference, the tight
@@ -283,7 +278,7 @@ fn the_model_is_the_peak<K: KernelMethod>(problem: &Problem, options: &K::Option
         .unwrap_or_else(|e| panic!("{}: the model: {e}", K::NAME));
     let third = problem.input.nrows().div_ceil(3);
     let need = |model: &MemoryModel, rows: usize| {
-        model.bytes(rows, &WeightPlacement::Resident) + uploads::<K>(problem, model).densest(rows)
+        model.bytes(rows, &WeightPlacement::Resident) + uploads::<K>(problem).densest(rows, model)
     };
     // A third of the rows by the model the run builds under the budget itself: for a method
     // whose launches shrink with the budget (blockdepend), the budget that holds a third by

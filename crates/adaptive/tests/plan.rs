@@ -70,7 +70,6 @@ proptest! {
             offsets: &offsets,
             binary: false,
             bytes: |rows, nnz, _| spdnn_adaptive::memory::scatter_upload_bytes(rows, nnz),
-            binary_input: None,
         };
         let problem = Problem { model: &model, uploads, budget, max_batch, timing };
         match Plan::choose(&problem) {
@@ -113,7 +112,7 @@ proptest! {
                 } else {
                     WeightPlacement::Resident
                 };
-                prop_assert!(model.bytes(1, &smallest) + uploads.one_row() > budget);
+                prop_assert!(model.bytes(1, &smallest) + uploads.one_row(&model) > budget);
             }
         }
     }

@@ -27,7 +27,6 @@ fn a_65536_wide_chain_is_refused_and_a_1024_wide_one_fits() {
             offsets: &offsets,
             binary: false,
             bytes: Dense::upload_bytes,
-            binary_input: None,
         },
         budget: H100,
         max_batch: None,
