@@ -347,6 +347,43 @@ enum Replay {
     Graph(Option<CapturedGraph>),
 }
 
+/// The graph's span ([`GraphSpan`]: the events its first and last nodes record) and the
+/// replays' spans read so far. A replay's span is read at the next load (untimed) or in the
+/// details.
+struct ReplaySpans {
+    span: GraphSpan,
+    /// Whether the last replay's span is still to be read.
+    pending: bool,
+    read_ms: Vec<f64>,
+}
+
+impl ReplaySpans {
+    /// Reads the last replay's span if it is still to be read.
+    fn read(&mut self) -> Result<(), CudaError> {
+        if std::mem::take(&mut self.pending) {
+            self.read_ms.push(self.span.elapsed_ms()?);
+        }
+        Ok(())
+    }
+
+    /// The spans read so far, and the last one if it is still to be read: their median and
+    /// the fastest, or `None` without a replay (or when the last one cannot be read).
+    fn summary(&self) -> Option<String> {
+        let mut spans = self.read_ms.clone();
+        if self.pending {
+            spans.push(self.span.elapsed_ms().ok()?);
+        }
+        spans.sort_by(f64::total_cmp);
+        let median = *spans.get(spans.len() / 2)?;
+        Some(format!(
+            "median {median:.4} of {} replays, fastest {:.4}: the GPU from the graph's first node \
+             to its last (the bench's events add the host's enqueue of the graph)",
+            spans.len(),
+            spans[0]
+        ))
+    }
+}
+
 /// Everything one BlockDepend run keeps on the device.
 pub(crate) struct BdRun<'g> {
     gpu: &'g Gpu,
@@ -381,11 +418,8 @@ pub(crate) struct BdRun<'g> {
     /// The device's shared memory a block with the opt-in, and the kernel's static part.
     limits: Limits,
     replay: Replay,
-    /// With a graph: the events its first and last nodes record, whether a replay's span is
-    /// still to be read (at the next load, untimed, or in the details), and the spans read.
-    span: Option<GraphSpan>,
-    span_pending: bool,
-    spans_ms: Vec<f64>,
+    /// With a graph: its span and the replays' spans.
+    spans: Option<ReplaySpans>,
     /// Whether launch 1 counts a folded layer 1's bins from a bitmap where the batch is binary
     /// (`BlockDependOptions::input_bitmap`, [`counts_bins`]).
     bitmap: bool,
@@ -994,9 +1028,15 @@ impl<'g> BdRun<'g> {
             } else {
                 Replay::Calls(None)
             },
-            span: options.graph.then(|| gpu.graph_span()).transpose()?,
-            span_pending: false,
-            spans_ms: Vec::new(),
+            spans: options
+                .graph
+                .then(|| gpu.graph_span())
+                .transpose()?
+                .map(|span| ReplaySpans {
+                    span,
+                    pending: false,
+                    read_ms: Vec::new(),
+                }),
             bitmap,
             launches,
             kernels,
@@ -1129,24 +1169,6 @@ impl<'g> BdRun<'g> {
         ]
     }
 
-    /// The spans of the graph's replays read so far, and the last one if it is still to be
-    /// read: their median and the fastest, or `None` without a replay (or when the last one
-    /// cannot be read).
-    fn graph_spans(&self) -> Option<String> {
-        let mut spans = self.spans_ms.clone();
-        if self.span_pending {
-            spans.push(self.span.as_ref()?.elapsed_ms().ok()?);
-        }
-        spans.sort_by(f64::total_cmp);
-        let median = *spans.get(spans.len() / 2)?;
-        Some(format!(
-            "median {median:.4} of {} replays, fastest {:.4}: the GPU from the graph's first node \
-             to its last (the bench's events add the host's enqueue of the graph)",
-            spans.len(),
-            spans[0]
-        ))
-    }
-
     /// Clears the counters and enqueues every launch, marking each on `probe`.
     fn enqueue(&mut self, probe: &mut Probe) -> Result<(), CudaError> {
         self.gpu
@@ -1169,15 +1191,16 @@ impl<'g> BdRun<'g> {
         let gpu = self.gpu;
         let stream = gpu.stream().clone();
         // The span's nodes first and last, around the memset and the launches.
-        let span = self.span.take();
+        let spans = self.spans.take();
+        let span = spans.as_ref().map(|spans| &spans.span);
         let captured = gpu
             .capture_graph(&stream, |stream| {
-                span.as_ref().map_or(Ok(()), |span| span.open(stream))?;
+                span.map_or(Ok(()), |span| span.open(stream))?;
                 self.enqueue(&mut Probe::off())?;
-                span.as_ref().map_or(Ok(()), |span| span.close(stream))
+                span.map_or(Ok(()), |span| span.close(stream))
             })
             .and_then(|graph| graph.upload().map(|()| graph));
-        self.span = span;
+        self.spans = spans;
         self.replay = match captured {
             Ok(graph) => Replay::Graph(Some(graph)),
             Err(e) => {
@@ -1314,9 +1337,8 @@ impl DeviceRun for BdRun<'_> {
                 self.expansion.input_width()
             )));
         }
-        if let Some(span) = self.span.as_ref().filter(|_| self.span_pending) {
-            self.spans_ms.push(span.elapsed_ms()?);
-            self.span_pending = false;
+        if let Some(spans) = &mut self.spans {
+            spans.read()?;
         }
         let gpu = self.gpu;
         let binary = input.values().iter().all(|&v| v == 1.0);
@@ -1373,7 +1395,9 @@ impl DeviceRun for BdRun<'_> {
         match &self.replay {
             Replay::Graph(Some(graph)) if !probe.is_recording() => {
                 graph.launch()?;
-                self.span_pending = self.span.is_some();
+                if let Some(spans) = &mut self.spans {
+                    spans.pending = true;
+                }
                 Ok(())
             }
             _ => self.enqueue(probe),
@@ -1420,7 +1444,7 @@ impl DeviceRun for BdRun<'_> {
             Replay::Calls(Some(why)) => format!("call by call (the graph's capture failed: {why})"),
         };
         details.push(("replay".into(), replay));
-        if let Some(span) = self.graph_spans() {
+        if let Some(span) = self.spans.as_ref().and_then(ReplaySpans::summary) {
             details.push(("graph_span_ms".into(), span));
         }
         if let Some(input) = &self.input {
